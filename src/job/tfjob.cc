@@ -7,19 +7,26 @@ namespace cohort::job {
 
 std::string ToString(RestartPolicy policy) {
   switch (policy) {
-    case RestartPolicy::kAlways: return "Always";
-    case RestartPolicy::kOnFailure: return "OnFailure";
-    case RestartPolicy::kNever: return "Never";
-    case RestartPolicy::kExitCode: return "ExitCode";
+    case RestartPolicy::kAlways:
+      return "Always";
+    case RestartPolicy::kOnFailure:
+      return "OnFailure";
+    case RestartPolicy::kNever:
+      return "Never";
+    case RestartPolicy::kExitCode:
+      return "ExitCode";
   }
   return "Never";
 }
 
 std::string ToString(CleanPodPolicy policy) {
   switch (policy) {
-    case CleanPodPolicy::kAll: return "All";
-    case CleanPodPolicy::kRunning: return "Running";
-    case CleanPodPolicy::kNone: return "None";
+    case CleanPodPolicy::kAll:
+      return "All";
+    case CleanPodPolicy::kRunning:
+      return "Running";
+    case CleanPodPolicy::kNone:
+      return "None";
   }
   return "None";
 }

@@ -8,11 +8,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/time.h"
 
@@ -69,7 +68,8 @@ struct PodTemplate {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   std::vector<Container> containers;
-  std::string restart_policy;  // the template's own spec.restartPolicy, overwritten by the replica's
+  std::string
+      restart_policy;  // the template's own spec.restartPolicy, overwritten by the replica's
   // The whole template as written, so the Kubernetes backend loses nothing (resources, volumes,
   // nodeSelector, tolerations, initContainers, sidecars...).
   nlohmann::json raw;
