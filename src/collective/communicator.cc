@@ -1,0 +1,302 @@
+#include "collective/communicator.h"
+
+#include <cstring>
+#include <limits>
+
+#include "collective/chain_broadcast.h"
+#include "collective/dissemination_barrier.h"
+#include "collective/ring_all_gather.h"
+#include "collective/same_host_algorithms.h"
+
+namespace cohort::collective {
+namespace {
+
+enum OperationKind : uint8_t {
+  kAllReduceKind = 1,
+  kBroadcastKind = 2,
+  kAllGatherKind = 3,
+  kBarrierKind = 4,
+};
+
+// How long Wait() gives an operation beyond its own deadline before reporting it as lost.
+constexpr std::chrono::seconds kCompletionMargin(10);
+
+std::string Details(size_t count, DataType type) {
+  return std::string(Name(type)) + " x " + std::to_string(count);
+}
+
+bool BytesOverflow(size_t count, DataType type) {
+  return count > std::numeric_limits<size_t>::max() / SizeOf(type);
+}
+
+}  // namespace
+
+// ---- PendingOperation ----
+
+void PendingOperation::Complete(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_ = std::move(status);
+    done_ = true;
+  }
+  completed_.notify_all();
+}
+
+bool PendingOperation::done() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+Status PendingOperation::Wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!completed_.wait_for(lock, timeout, [&] { return done_; })) {
+    return Status::DeadlineExceeded(description_ + " is still running after waiting " +
+                                    net::FormatSeconds(timeout) + " for it");
+  }
+  return status_;
+}
+
+Status PendingOperation::Wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!done_) {
+    // The operation enforces its own deadline once it runs; an operation still queued waits for
+    // the one ahead of it, which enforces its own.
+    completed_.wait_for(lock, std::chrono::seconds(1));
+    if (!done_ && started_ && !deadline_.IsNever() &&
+        net::SteadyClock::now() > deadline_.time() + kCompletionMargin) {
+      return Status::DeadlineExceeded(description_ +
+                                      " did not report completion within its deadline");
+    }
+  }
+  return status_;
+}
+
+void PendingOperation::Start(net::Deadline deadline) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  started_ = true;
+  deadline_ = deadline;
+}
+
+// ---- Communicator ----
+
+StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
+    std::shared_ptr<net::Transport> transport, CommunicatorOptions options) {
+  if (transport == nullptr) return Status::InvalidArgument("communicator needs a transport");
+  if (options.ring.segment_bytes == 0 || options.ring.receive_slots < 1) {
+    return Status::InvalidArgument("ring segments must be at least one byte and one slot");
+  }
+  if (options.operation_timeout <= std::chrono::milliseconds::zero()) {
+    return Status::InvalidArgument("operation timeout must be positive");
+  }
+  std::unique_ptr<Communicator> communicator(
+      new Communicator(std::move(transport), std::move(options)));
+  // Every rank must pick the same algorithm, so the same-host path is used only if every rank
+  // can read every other rank's memory: an all-reduce (min) of each rank's own answer, over TCP.
+  int32_t capable =
+      communicator->options_.same_host_memory && communicator->transport_->CanReadMemoryOfAllPeers()
+          ? 1
+          : 0;
+  COHORT_RETURN_IF_ERROR(communicator->AllReduce(&capable, 1, DataType::kInt32, ReduceOp::kMin));
+  communicator->same_host_ = capable == 1;
+  return communicator;
+}
+
+Communicator::Communicator(std::shared_ptr<net::Transport> transport, CommunicatorOptions options)
+    : transport_(std::move(transport)), options_(std::move(options)) {}
+
+Communicator::~Communicator() {
+  std::deque<QueuedOperation> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(submit_mutex_);
+    stopping_ = true;
+    abandoned.swap(queue_);
+  }
+  queue_changed_.notify_all();
+  for (QueuedOperation& operation : abandoned) {
+    operation.pending->Complete(Status::FailedPrecondition(
+        operation.context.description + " never ran: its communicator was destroyed"));
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+OperationContext Communicator::NewContext(const char* kind, uint8_t kind_code,
+                                          const std::string& details) {
+  const uint64_t sequence = next_sequence_++;
+  OperationContext context;
+  context.transport = transport_.get();
+  context.tag = (sequence << 8) | kind_code;
+  context.description = std::string(kind) + " #" + std::to_string(sequence);
+  if (!details.empty()) context.description += " (" + details + ")";
+  return context;
+}
+
+Status Communicator::RunNow(const char* kind, uint8_t kind_code, const std::string& details,
+                            Body body) {
+  std::unique_lock<std::mutex> submit(submit_mutex_);
+  if (stopping_) return Status::FailedPrecondition("communicator is shutting down");
+  OperationContext context = NewContext(kind, kind_code, details);
+  if (queue_.empty()) {
+    // Taking run_mutex_ before letting go of submit_mutex_ keeps operations in number order: a
+    // running started operation finishes first, and none queued later can overtake this one.
+    std::unique_lock<std::mutex> run(run_mutex_);
+    submit.unlock();
+    context.deadline = net::Deadline::After(options_.operation_timeout);
+    return body(context);
+  }
+  auto pending = std::shared_ptr<PendingOperation>(
+      new PendingOperation(context.description, net::Deadline::Never()));
+  queue_.push_back({std::move(context), std::move(body), pending});
+  submit.unlock();
+  queue_changed_.notify_all();
+  return pending->Wait();
+}
+
+std::shared_ptr<PendingOperation> Communicator::Start(const char* kind, uint8_t kind_code,
+                                                      const std::string& details, Body body) {
+  std::unique_lock<std::mutex> submit(submit_mutex_);
+  OperationContext context = NewContext(kind, kind_code, details);
+  auto pending = std::shared_ptr<PendingOperation>(
+      new PendingOperation(context.description, net::Deadline::Never()));
+  if (stopping_) {
+    pending->Complete(Status::FailedPrecondition("communicator is shutting down"));
+    return pending;
+  }
+  queue_.push_back({std::move(context), std::move(body), pending});
+  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+  submit.unlock();
+  queue_changed_.notify_all();
+  return pending;
+}
+
+void Communicator::WorkerLoop() {
+  while (true) {
+    std::unique_lock<std::mutex> submit(submit_mutex_);
+    // Idle waits are bounded too; the loop simply looks again.
+    queue_changed_.wait_for(submit, std::chrono::seconds(1),
+                            [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    QueuedOperation operation = std::move(queue_.front());
+    queue_.pop_front();
+    std::unique_lock<std::mutex> run(run_mutex_);
+    submit.unlock();
+    operation.context.deadline = net::Deadline::After(options_.operation_timeout);
+    operation.pending->Start(operation.context.deadline);
+    Status status = operation.body(operation.context);
+    run.unlock();
+    operation.pending->Complete(std::move(status));
+  }
+}
+
+Status Communicator::CheckRoot(int root) const {
+  if (root < 0 || root >= size()) {
+    return Status::InvalidArgument("broadcast root " + std::to_string(root) +
+                                   " is not a rank of this group of " + std::to_string(size()));
+  }
+  return Status::OK();
+}
+
+Status Communicator::AllReduceBody(const OperationContext& context, void* data, size_t count,
+                                   DataType type, ReduceOp op) {
+  if (count == 0 || size() == 1) return Status::OK();
+  if (data == nullptr || BytesOverflow(count, type)) {
+    return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
+  }
+  if (same_host_ && count * SizeOf(type) >= options_.same_host_min_bytes) {
+    return SameHostAllReduce(context, data, count, type, op, options_.ring.segment_bytes, &scratch_)
+        .Run();
+  }
+  return RingAllReduce(context, data, count, type, op, options_.ring, &scratch_).Run();
+}
+
+Status Communicator::BroadcastBody(const OperationContext& context, void* data, size_t count,
+                                   DataType type, int root) {
+  COHORT_RETURN_IF_ERROR(CheckRoot(root).WithContext(context.description));
+  if (count == 0 || size() == 1) return Status::OK();
+  if (data == nullptr || BytesOverflow(count, type)) {
+    return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
+  }
+  const size_t bytes = count * SizeOf(type);
+  if (same_host_ && bytes >= options_.same_host_min_bytes) {
+    return SameHostBroadcast(context, data, bytes, root).Run();
+  }
+  return ChainBroadcast(context, data, bytes, root, options_.ring.segment_bytes).Run();
+}
+
+Status Communicator::AllGatherBody(const OperationContext& context, const void* input, void* output,
+                                   size_t count, DataType type) {
+  if (count == 0) return Status::OK();
+  if (input == nullptr || output == nullptr || BytesOverflow(count, type) ||
+      BytesOverflow(count * SizeOf(type), DataType::kFloat64)) {
+    return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
+  }
+  const size_t block_bytes = count * SizeOf(type);
+  uint8_t* own_block = static_cast<uint8_t*>(output) + rank() * block_bytes;
+  if (input != own_block) std::memcpy(own_block, input, block_bytes);
+  if (size() == 1) return Status::OK();
+  if (same_host_ && block_bytes * size() >= options_.same_host_min_bytes) {
+    return SameHostAllGather(context, output, block_bytes).Run();
+  }
+  return RingAllGather(context, output, block_bytes, options_.ring.segment_bytes).Run();
+}
+
+Status Communicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {
+  return RunNow("all-reduce", kAllReduceKind, Details(count, type) + ", " + Name(op),
+                [=, this](const OperationContext& context) {
+                  return AllReduceBody(context, data, count, type, op);
+                });
+}
+
+Status Communicator::Broadcast(void* data, size_t count, DataType type, int root) {
+  return RunNow("broadcast", kBroadcastKind,
+                Details(count, type) + ", root " + std::to_string(root),
+                [=, this](const OperationContext& context) {
+                  return BroadcastBody(context, data, count, type, root);
+                });
+}
+
+Status Communicator::AllGather(const void* input, void* output, size_t count, DataType type) {
+  return RunNow("all-gather", kAllGatherKind, Details(count, type),
+                [=, this](const OperationContext& context) {
+                  return AllGatherBody(context, input, output, count, type);
+                });
+}
+
+Status Communicator::Barrier() {
+  return RunNow("barrier", kBarrierKind, "", [](const OperationContext& context) {
+    return DisseminationBarrier(context).Run();
+  });
+}
+
+std::shared_ptr<PendingOperation> Communicator::StartAllReduce(void* data, size_t count,
+                                                               DataType type, ReduceOp op) {
+  return Start("all-reduce", kAllReduceKind, Details(count, type) + ", " + Name(op),
+               [=, this](const OperationContext& context) {
+                 return AllReduceBody(context, data, count, type, op);
+               });
+}
+
+std::shared_ptr<PendingOperation> Communicator::StartBroadcast(void* data, size_t count,
+                                                               DataType type, int root) {
+  return Start("broadcast", kBroadcastKind, Details(count, type) + ", root " + std::to_string(root),
+               [=, this](const OperationContext& context) {
+                 return BroadcastBody(context, data, count, type, root);
+               });
+}
+
+std::shared_ptr<PendingOperation> Communicator::StartAllGather(const void* input, void* output,
+                                                               size_t count, DataType type) {
+  return Start("all-gather", kAllGatherKind, Details(count, type),
+               [=, this](const OperationContext& context) {
+                 return AllGatherBody(context, input, output, count, type);
+               });
+}
+
+std::shared_ptr<PendingOperation> Communicator::StartBarrier() {
+  return Start("barrier", kBarrierKind, "",
+               [](const OperationContext& context) { return DisseminationBarrier(context).Run(); });
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,125 @@
+#include "collective/ring_all_reduce.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "collective/reduction.h"
+#include "net/exchange.h"
+
+namespace cohort::collective {
+
+RingAllReduce::RingAllReduce(const OperationContext& context, void* data, size_t count,
+                             DataType type, ReduceOp op, RingTuning tuning,
+                             std::vector<uint8_t>* scratch)
+    : context_(context),
+      data_(static_cast<uint8_t*>(data)),
+      count_(count),
+      type_(type),
+      op_(op),
+      tuning_(tuning),
+      scratch_(scratch) {}
+
+std::vector<RingAllReduce::Segment> RingAllReduce::ReceiveSchedule(size_t segment_elements) const {
+  const int size = context_.transport->size();
+  const int rank = context_.transport->rank();
+  BlockPartition blocks(count_, size);
+  std::vector<Segment> schedule;
+  auto add_block = [&](bool reduce_scatter, int step, int block) {
+    size_t offset = blocks.offset(block);
+    size_t elements = blocks.size(block);
+    for (size_t done = 0; done < elements; done += segment_elements) {
+      schedule.push_back(
+          {reduce_scatter, step, offset + done, std::min(segment_elements, elements - done)});
+    }
+  };
+  // Step s of reduce-scatter brings block (rank - s - 1); step s of all-gather brings the fully
+  // reduced block (rank - s), which its owner, the left neighbour's left..., sent around.
+  for (int step = 0; step < size - 1; ++step)
+    add_block(true, step, (rank - step - 1 + size) % size);
+  for (int step = 0; step < size - 1; ++step) add_block(false, step, (rank - step + size) % size);
+  return schedule;
+}
+
+Status RingAllReduce::Run() {
+  net::Transport& transport = *context_.transport;
+  const int size = transport.size();
+  const int rank = transport.rank();
+  if (count_ == 0 || size == 1) return Status::OK();  // an average over one rank is the identity
+
+  const size_t element_size = SizeOf(type_);
+  const size_t segment_elements =
+      SegmentElements(std::min<size_t>(tuning_.segment_bytes, net::kMaxDataPayload), element_size);
+  const int left = (rank - 1 + size) % size;
+  const int right = (rank + 1) % size;
+  const std::vector<Segment> schedule = ReceiveSchedule(segment_elements);
+
+  size_t reduce_scatter_segments = 0;
+  size_t largest_segment = 0;
+  for (const Segment& segment : schedule) {
+    if (segment.reduce_scatter) ++reduce_scatter_segments;
+    largest_segment = std::max(largest_segment, segment.elements);
+  }
+  const size_t slot_bytes = largest_segment * element_size;
+  const size_t slots = std::min<size_t>(std::max(tuning_.receive_slots, 1),
+                                        std::max<size_t>(reduce_scatter_segments, 1));
+  if (scratch_->size() < slots * slot_bytes) scratch_->resize(slots * slot_bytes);
+  uint8_t* const scratch = scratch_->data();
+
+  net::Exchange exchange(transport, {left, right}, context_.tag, context_.description,
+                         context_.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+
+  // Step 0 of reduce-scatter sends this rank's own block, untouched.
+  BlockPartition blocks(count_, size);
+  for (size_t done = 0; done < blocks.size(rank); done += segment_elements) {
+    size_t elements = std::min(segment_elements, blocks.size(rank) - done);
+    exchange.Send(right, data_ + (blocks.offset(rank) + done) * element_size,
+                  elements * element_size);
+  }
+
+  std::deque<size_t> free_slots;
+  for (size_t slot = 0; slot < slots; ++slot) free_slots.push_back(slot);
+  std::vector<size_t> slot_of(schedule.size(), 0);
+  size_t posted = 0;
+  // Posts receives in schedule order: reduce-scatter ones as scratch slots free up, all-gather
+  // ones (straight into the caller's buffer) as soon as every reduce-scatter one is posted.
+  auto post_receives = [&] {
+    while (posted < schedule.size()) {
+      const Segment& segment = schedule[posted];
+      uint8_t* target;
+      if (segment.reduce_scatter) {
+        if (free_slots.empty()) return;
+        slot_of[posted] = free_slots.front();
+        free_slots.pop_front();
+        target = scratch + slot_of[posted] * slot_bytes;
+      } else {
+        target = data_ + segment.offset * element_size;
+      }
+      exchange.Receive(left, target, segment.elements * element_size);
+      ++posted;
+    }
+  };
+  post_receives();
+
+  for (size_t index = 0; index < schedule.size(); ++index) {
+    COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(left, index + 1));
+    const Segment& segment = schedule[index];
+    uint8_t* block_data = data_ + segment.offset * element_size;
+    const size_t bytes = segment.elements * element_size;
+    if (segment.reduce_scatter) {
+      ReduceInto(type_, op_, block_data, scratch + slot_of[index] * slot_bytes, segment.elements);
+      free_slots.push_back(slot_of[index]);
+      if (segment.step == size - 2 && op_ == ReduceOp::kAverage) {
+        DivideInPlace(type_, block_data, segment.elements, size);
+      }
+      // The next reduce-scatter step, or, after the last, the first all-gather step.
+      exchange.Send(right, block_data, bytes);
+    } else if (segment.step < size - 2) {
+      exchange.Send(right, block_data, bytes);
+    }
+    post_receives();
+  }
+  return exchange.Finish();
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,258 @@
+#include "collective/same_host_algorithms.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include "collective/reduction.h"
+#include "net/exchange.h"
+#include "net/frame.h"
+
+namespace cohort::collective {
+namespace {
+
+// "My buffer is at `address` and holds `bytes` bytes": the first message of every same-host
+// operation, 16 bytes on the wire.
+struct BufferAnnouncement {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+};
+
+constexpr size_t kAnnouncementSize = 16;
+
+struct AnnouncementWire {
+  uint8_t bytes[kAnnouncementSize];
+};
+
+AnnouncementWire Encode(const void* buffer, size_t bytes) {
+  net::WireWriter writer;
+  writer.U64(reinterpret_cast<uint64_t>(buffer));
+  writer.U64(bytes);
+  AnnouncementWire wire;
+  std::memcpy(wire.bytes, writer.bytes().data(), kAnnouncementSize);
+  return wire;
+}
+
+BufferAnnouncement Decode(const AnnouncementWire& wire) {
+  net::WireReader reader(
+      std::string_view(reinterpret_cast<const char*>(wire.bytes), kAnnouncementSize));
+  BufferAnnouncement announcement;
+  announcement.address = reader.U64();
+  announcement.bytes = reader.U64();
+  return announcement;
+}
+
+// Checks that a peer announced the size this rank expects; a mismatch means the ranks called the
+// collective with different arguments.
+Status CheckAnnouncedSize(net::Exchange& exchange, const OperationContext& context, int peer,
+                          const BufferAnnouncement& announcement, size_t expected) {
+  if (announcement.bytes == expected) return Status::OK();
+  return exchange.Fail(Status::FailedPrecondition(
+      context.transport->PeerName(peer) + " announced a buffer of " +
+      std::to_string(announcement.bytes) + " bytes where " + std::to_string(expected) +
+      " were expected: the tasks called the same collective with different sizes"));
+}
+
+std::vector<int> AllPeers(const net::Transport& transport) {
+  std::vector<int> peers;
+  for (int rank = 0; rank < transport.size(); ++rank) {
+    if (rank != transport.rank()) peers.push_back(rank);
+  }
+  return peers;
+}
+
+// Reads `bytes` of a peer's memory in pieces, pumping the exchange between pieces so that
+// heartbeats keep flowing during long copies.
+constexpr size_t kCopyPiece = 16u << 20;
+
+Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
+                    size_t bytes) {
+  for (size_t done = 0; done < bytes; done += kCopyPiece) {
+    size_t piece = std::min(kCopyPiece, bytes - done);
+    COHORT_RETURN_IF_ERROR(
+        exchange.ReadPeerMemory(peer, address + done, destination + done, piece));
+    COHORT_RETURN_IF_ERROR(exchange.Service());
+  }
+  return Status::OK();
+}
+
+// A peer that gave up on the operation (because something failed) may have reused its buffer
+// while this rank was still copying from it. It puts a failure notice in this rank's socket
+// before it returns (net::Exchange), so a last look at the sockets after the copies tells
+// whether what was copied can be trusted.
+Status ConfirmNoPeerGaveUp(net::Exchange& exchange) { return exchange.Service(); }
+
+}  // namespace
+
+SameHostAllReduce::SameHostAllReduce(const OperationContext& context, void* data, size_t count,
+                                     DataType type, ReduceOp op, size_t segment_bytes,
+                                     std::vector<uint8_t>* scratch)
+    : context_(context),
+      data_(static_cast<uint8_t*>(data)),
+      count_(count),
+      type_(type),
+      op_(op),
+      segment_bytes_(segment_bytes),
+      scratch_(scratch) {}
+
+Status SameHostAllReduce::Run() {
+  net::Transport& transport = *context_.transport;
+  const int size = transport.size();
+  const int rank = transport.rank();
+  if (count_ == 0 || size == 1) return Status::OK();
+  const size_t element_size = SizeOf(type_);
+  const std::vector<int> peers = AllPeers(transport);
+  BlockPartition blocks(count_, size);
+  const size_t segment_elements = SegmentElements(segment_bytes_, element_size);
+  auto segments_of = [&](int block) { return SegmentCount(blocks.size(block), segment_elements); };
+
+  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+
+  // From every peer, in order: its announcement, one "segment ready" per segment of its block,
+  // and "I am done reading your buffer".
+  std::vector<AnnouncementWire> wires(size);
+  for (int peer : peers) {
+    exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
+    for (size_t segment = 0; segment < segments_of(peer); ++segment) {
+      exchange.Receive(peer, nullptr, 0);
+    }
+    exchange.Receive(peer, nullptr, 0);
+  }
+  const AnnouncementWire mine = Encode(data_, count_ * element_size);
+  for (int peer : peers) exchange.Send(peer, mine.bytes, kAnnouncementSize);
+
+  std::vector<BufferAnnouncement> announced(size);
+  for (int peer : peers) {
+    COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(peer, 1));
+    announced[peer] = Decode(wires[peer]);
+    COHORT_RETURN_IF_ERROR(
+        CheckAnnouncedSize(exchange, context_, peer, announced[peer], count_ * element_size));
+  }
+
+  // Copies every segment of a peer's block that the peer has announced as final (its "segment
+  // ready" messages have arrived), straight from the peer's buffer into this rank's. Copying a
+  // segment soon after its owner wrote it finds it still in the shared cache.
+  std::vector<size_t> copied(size, 0);
+  auto copy_ready_segments = [&]() -> Status {
+    for (int step = 1; step < size; ++step) {
+      const int peer = (rank + step) % size;
+      const uint64_t ready =
+          std::min<uint64_t>(exchange.receives_completed(peer) - 1, segments_of(peer));
+      for (; copied[peer] < ready; ++copied[peer]) {
+        const size_t first = blocks.offset(peer) + copied[peer] * segment_elements;
+        const size_t elements =
+            std::min(segment_elements, blocks.offset(peer) + blocks.size(peer) - first);
+        COHORT_RETURN_IF_ERROR(
+            exchange.ReadPeerMemory(peer, announced[peer].address + first * element_size,
+                                    data_ + first * element_size, elements * element_size));
+      }
+    }
+    return Status::OK();
+  };
+
+  // This rank's block, a cache-sized segment at a time: read it from every peer into scratch,
+  // reduce it into this rank's buffer, and tell every peer that the segment is final. In between,
+  // copy the segments that peers finished.
+  if (scratch_->size() < segment_elements * element_size) {
+    scratch_->resize(segment_elements * element_size);
+  }
+  const size_t own_offset = blocks.offset(rank);
+  const size_t own_size = blocks.size(rank);
+  for (size_t done = 0; done < own_size; done += segment_elements) {
+    const size_t elements = std::min(segment_elements, own_size - done);
+    const size_t offset_bytes = (own_offset + done) * element_size;
+    uint8_t* own = data_ + offset_bytes;
+    for (int peer : peers) {
+      COHORT_RETURN_IF_ERROR(exchange.ReadPeerMemory(peer, announced[peer].address + offset_bytes,
+                                                     scratch_->data(), elements * element_size));
+      ReduceInto(type_, op_, own, scratch_->data(), elements);
+    }
+    if (op_ == ReduceOp::kAverage) DivideInPlace(type_, own, elements, size);
+    for (int peer : peers) exchange.Send(peer, nullptr, 0);  // this segment is final
+    // Sends the notices, takes in the peers' notices, keeps heartbeats flowing.
+    COHORT_RETURN_IF_ERROR(exchange.Service());
+    COHORT_RETURN_IF_ERROR(copy_ready_segments());
+  }
+  // The segments still missing, as their owners finish them.
+  for (int step = 1; step < size; ++step) {
+    const int peer = (rank + step) % size;
+    while (copied[peer] < segments_of(peer)) {
+      COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(peer, 1 + copied[peer] + 1));
+      COHORT_RETURN_IF_ERROR(copy_ready_segments());
+    }
+  }
+  for (int peer : peers) exchange.Send(peer, nullptr, 0);  // done reading your buffer
+  // Peers may still be reading this rank's block: wait until each says it is done. Nothing ever
+  // writes into another process's buffer, so a rank that gives up early (a peer failed) leaves
+  // the others' memory alone.
+  COHORT_RETURN_IF_ERROR(exchange.Finish());
+  return ConfirmNoPeerGaveUp(exchange);
+}
+
+SameHostBroadcast::SameHostBroadcast(const OperationContext& context, void* data, size_t bytes,
+                                     int root)
+    : context_(context), data_(static_cast<uint8_t*>(data)), bytes_(bytes), root_(root) {}
+
+Status SameHostBroadcast::Run() {
+  net::Transport& transport = *context_.transport;
+  if (bytes_ == 0 || transport.size() == 1) return Status::OK();
+  const int rank = transport.rank();
+  if (rank == root_) {
+    const std::vector<int> peers = AllPeers(transport);
+    net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+    COHORT_RETURN_IF_ERROR(exchange.status());
+    const AnnouncementWire mine = Encode(data_, bytes_);
+    for (int peer : peers) {
+      exchange.Receive(peer, nullptr, 0);  // done reading
+      exchange.Send(peer, mine.bytes, kAnnouncementSize);
+    }
+    return exchange.Finish();
+  }
+  net::Exchange exchange(transport, {root_}, context_.tag, context_.description, context_.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+  AnnouncementWire wire;
+  exchange.Receive(root_, wire.bytes, kAnnouncementSize);
+  COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(root_, 1));
+  const BufferAnnouncement announced = Decode(wire);
+  COHORT_RETURN_IF_ERROR(CheckAnnouncedSize(exchange, context_, root_, announced, bytes_));
+  COHORT_RETURN_IF_ERROR(CopyFromPeer(exchange, root_, announced.address, data_, bytes_));
+  exchange.Send(root_, nullptr, 0);
+  COHORT_RETURN_IF_ERROR(exchange.Finish());
+  return ConfirmNoPeerGaveUp(exchange);
+}
+
+SameHostAllGather::SameHostAllGather(const OperationContext& context, void* output,
+                                     size_t block_bytes)
+    : context_(context), output_(static_cast<uint8_t*>(output)), block_bytes_(block_bytes) {}
+
+Status SameHostAllGather::Run() {
+  net::Transport& transport = *context_.transport;
+  const int size = transport.size();
+  const int rank = transport.rank();
+  if (block_bytes_ == 0 || size == 1) return Status::OK();
+  const std::vector<int> peers = AllPeers(transport);
+  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+  std::vector<AnnouncementWire> wires(size);
+  for (int peer : peers) {
+    exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
+    exchange.Receive(peer, nullptr, 0);
+  }
+  // Announces this rank's block (inside `output`); peers copy it from there.
+  const AnnouncementWire mine = Encode(output_ + rank * block_bytes_, block_bytes_);
+  for (int peer : peers) exchange.Send(peer, mine.bytes, kAnnouncementSize);
+  for (int step = 1; step < size; ++step) {
+    const int peer = (rank + step) % size;
+    COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(peer, 1));
+    const BufferAnnouncement announced = Decode(wires[peer]);
+    COHORT_RETURN_IF_ERROR(CheckAnnouncedSize(exchange, context_, peer, announced, block_bytes_));
+    COHORT_RETURN_IF_ERROR(CopyFromPeer(exchange, peer, announced.address,
+                                        output_ + peer * block_bytes_, block_bytes_));
+  }
+  for (int peer : peers) exchange.Send(peer, nullptr, 0);  // done reading your block
+  COHORT_RETURN_IF_ERROR(exchange.Finish());
+  return ConfirmNoPeerGaveUp(exchange);
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,118 @@
+// Exchange: one collective operation's use of the transport.
+//
+// An algorithm opens an Exchange over the peers it talks to, posts sends and receives of plain
+// buffers, and waits for them; the Exchange drives the sockets on the calling thread, so a
+// receive lands straight in the caller's buffer with no hand-off to another thread:
+//
+//   net::Exchange exchange(transport, {left, right}, tag, "all-reduce #7", deadline);
+//   exchange.Receive(left, inbox, bytes);
+//   exchange.Send(right, outbox, bytes);
+//   COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(left, 1));
+//   COHORT_RETURN_IF_ERROR(exchange.Finish());
+//
+// Messages between two tasks arrive in the order they were sent, and the n-th message from a peer
+// lands in the n-th buffer posted for it; each must carry this operation's tag and exactly the
+// posted size, so tasks that call collectives in different orders or with different sizes fail
+// with a clear error instead of mixing data. While it waits, the Exchange sends heartbeats on its
+// connections and checks that its peers are alive, so a wait always ends: with the data, with the
+// failure of a peer (named in the error), or at the operation's deadline.
+//
+// Not thread-safe: one thread drives an Exchange. Two Exchanges that share a peer run one after
+// the other (the second waits for the first to finish).
+#pragma once
+
+#include <poll.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "net/deadline.h"
+#include "net/transport.h"
+
+namespace cohort::net {
+
+class Exchange {
+ public:
+  // Claims the connections to `peers` (ranks other than this task's) until destruction.
+  // `description` starts every error ("all-reduce #7 (float32 x 1024, sum)").
+  Exchange(Transport& transport, std::vector<int> peers, uint64_t tag, std::string description,
+           Deadline deadline);
+  // Releases the connections. Transfers that did not finish are abandoned safely.
+  ~Exchange();
+
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // OK unless the transport had already failed when the Exchange began.
+  Status status() const { return initial_status_; }
+
+  // Sends `size` bytes (at most kMaxDataPayload) to `peer`. The buffer is read while the
+  // Exchange waits; it must stay unchanged until sends_completed(peer) counts this send.
+  void Send(int peer, const void* data, size_t size);
+  // Posts `buffer` for the next message from `peer`, which must be exactly `size` bytes.
+  void Receive(int peer, void* buffer, size_t size);
+
+  // Messages sent to / received from `peer` in full since the Exchange began.
+  uint64_t sends_completed(int peer) const;
+  uint64_t receives_completed(int peer) const;
+
+  // Waits until at least `count` messages from `peer` have been received in full.
+  Status WaitForReceives(int peer, uint64_t count);
+  // Waits until at least `count` messages to `peer` have been handed to the kernel in full.
+  Status WaitForSends(int peer, uint64_t count);
+  // Waits until every posted send and receive is complete.
+  Status Finish();
+
+  // Drives the connections once without waiting: moves whatever bytes are ready, sends heartbeats
+  // that are due and checks that peers are alive. For algorithms that compute or copy for a long
+  // time between waits.
+  Status Service();
+
+  // Copies `size` bytes at `address` in `peer`'s memory into `destination` (same host only; see
+  // Transport::CanReadMemoryOfAllPeers()).
+  Status ReadPeerMemory(int peer, uint64_t address, void* destination, size_t size);
+
+  // Records a failure the algorithm found by itself (a peer announced a wrong size, say) and
+  // returns it with this operation's description.
+  Status Fail(const Status& failure);
+
+ private:
+  struct Link {
+    int rank;
+    Connection* connection;
+    uint64_t sends_at_start;
+    uint64_t receives_at_start;
+    uint64_t sends_posted = 0;
+    uint64_t receives_posted = 0;
+  };
+
+  Link& LinkTo(int peer);
+  const Link& LinkTo(int peer) const;
+  // Drives the sockets until `done()` holds. `waiting_for()` describes the wait for errors.
+  Status WaitUntil(const std::function<bool()>& done,
+                   const std::function<std::string()>& waiting_for);
+  Status PumpLink(Link& link);
+  // After a failure: drops this operation's transfers and tells the peers of this Exchange at
+  // once, before the caller gets the error back and perhaps reuses its buffers. Peers on this host
+  // may still be reading those buffers; the notice is in their sockets before the buffers change,
+  // so a peer that read changed data fails too (see same_host_algorithms.h) instead of returning
+  // it. A failure learnt from a notice is passed on as well: the peers may not have it yet.
+  void TellPeersNow();
+  // The failure of the transport, or of this peer, with the operation's description in front.
+  Status WithDescription(const Status& status) const;
+
+  Transport& transport_;
+  const uint64_t tag_;
+  const std::string description_;
+  const Deadline deadline_;
+  std::vector<Link> links_;
+  std::vector<int> link_of_rank_;  // index into links_, or -1
+  std::vector<pollfd> poll_fds_;   // reused by every wait
+  Status initial_status_;
+};
+
+}  // namespace cohort::net

@@ -1,0 +1,265 @@
+#include "net/handshake.h"
+
+#include "net/frame.h"
+#include "net/socket.h"
+
+namespace cohort::net {
+namespace {
+
+constexpr char kServerProofLabel[] = "cohort/v1 server proof";
+constexpr char kClientProofLabel[] = "cohort/v1 client proof";
+
+void WriteTask(WireWriter& writer, const cluster::TaskId& task) {
+  writer.String(task.type);
+  writer.U32(static_cast<uint32_t>(task.index));
+}
+
+cluster::TaskId ReadTask(WireReader& reader) {
+  cluster::TaskId task;
+  task.type = reader.String();
+  task.index = static_cast<int>(reader.U32());
+  return task;
+}
+
+// The message each proof signs: a label, then both hellos, each with its length so that no two
+// different pairs of hellos can produce the same bytes.
+std::string ProofMessage(const char* label, const std::string& client_hello,
+                         const std::string& server_hello) {
+  WireWriter writer;
+  writer.Bytes(label);
+  writer.U32(static_cast<uint32_t>(client_hello.size()));
+  writer.Bytes(client_hello);
+  writer.U32(static_cast<uint32_t>(server_hello.size()));
+  writer.Bytes(server_hello);
+  return writer.bytes();
+}
+
+Status SendFrame(int fd, FrameType type, std::string_view payload, Deadline deadline,
+                 const std::string& what) {
+  std::string frame = EncodeFrame(type, 0, payload);
+  return WriteFully(fd, frame.data(), frame.size(), deadline, what);
+}
+
+// Reads one handshake frame. A peer that speaks something else (bad magic, absurd length) fails
+// here, before anything it sent is interpreted.
+StatusOr<Frame> ReceiveFrame(int fd, Deadline deadline, const std::string& what) {
+  uint8_t header_bytes[kFrameHeaderSize];
+  COHORT_RETURN_IF_ERROR(ReadFully(fd, header_bytes, sizeof(header_bytes), deadline, what));
+  auto header = DecodeFrameHeader(header_bytes);
+  if (!header.ok()) return header.status().WithContext(what);
+  Frame frame;
+  frame.header = *header;
+  frame.payload.resize(header->payload_size);
+  COHORT_RETURN_IF_ERROR(ReadFully(fd, frame.payload.data(), frame.payload.size(), deadline, what));
+  return frame;
+}
+
+StatusOr<HelloMessage> MakeHello(const HandshakeConfig& config, const cluster::TaskId& addressee) {
+  auto nonce = RandomBytes(kNonceSize);
+  if (!nonce.ok()) return nonce.status();
+  HelloMessage hello;
+  hello.job_name = config.job_name;
+  hello.task = config.self;
+  hello.addressee = addressee;
+  hello.nonce = *nonce;
+  hello.authenticated = config.secret.authenticated();
+  hello.process = ThisProcess();
+  return hello;
+}
+
+// Checks that a peer's hello fits this side: same job, aimed at this task, same security mode.
+Status CheckPeerHello(const HandshakeConfig& config, const HelloMessage& peer) {
+  if (peer.job_name != config.job_name) {
+    return Status::FailedPrecondition("it belongs to job \"" + peer.job_name + "\", not \"" +
+                                      config.job_name + "\"");
+  }
+  if (peer.addressee != config.self) {
+    return Status::FailedPrecondition("it meant to reach " + peer.addressee.ToString() + ", not " +
+                                      config.self.ToString());
+  }
+  if (peer.nonce.size() != kNonceSize) {
+    return Status::FailedPrecondition("its nonce is " + std::to_string(peer.nonce.size()) +
+                                      " bytes, not " + std::to_string(kNonceSize));
+  }
+  if (config.secret.authenticated() && !peer.authenticated) {
+    return Status::FailedPrecondition(
+        "it runs in open mode (no COHORT_JOB_SECRET) but this task requires the job secret");
+  }
+  if (!config.secret.authenticated() && peer.authenticated) {
+    return Status::FailedPrecondition(
+        "it requires the job secret but this task runs in open mode (no COHORT_JOB_SECRET)");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+bool HelloMessage::operator==(const HelloMessage& other) const {
+  return job_name == other.job_name && task == other.task && addressee == other.addressee &&
+         nonce == other.nonce && authenticated == other.authenticated &&
+         process.host_identity == other.process.host_identity &&
+         process.process_id == other.process.process_id &&
+         process.probe_address == other.process.probe_address &&
+         process.probe_value == other.process.probe_value;
+}
+
+std::string EncodeHello(const HelloMessage& hello) {
+  WireWriter writer;
+  writer.String(hello.job_name);
+  WriteTask(writer, hello.task);
+  WriteTask(writer, hello.addressee);
+  writer.String(hello.nonce);
+  writer.U8(hello.authenticated ? 1 : 0);
+  writer.String(hello.process.host_identity);
+  writer.U32(hello.process.process_id);
+  writer.U64(hello.process.probe_address);
+  writer.U64(hello.process.probe_value);
+  return writer.bytes();
+}
+
+StatusOr<HelloMessage> DecodeHello(std::string_view payload) {
+  WireReader reader(payload);
+  HelloMessage hello;
+  hello.job_name = reader.String();
+  hello.task = ReadTask(reader);
+  hello.addressee = ReadTask(reader);
+  hello.nonce = reader.String();
+  uint8_t authenticated = reader.U8();
+  hello.process.host_identity = reader.String();
+  hello.process.process_id = reader.U32();
+  hello.process.probe_address = reader.U64();
+  hello.process.probe_value = reader.U64();
+  COHORT_RETURN_IF_ERROR(reader.Finish("hello"));
+  if (authenticated > 1) return Status::InvalidArgument("hello has a bad authentication flag");
+  hello.authenticated = authenticated == 1;
+  if (hello.task.index < 0 || hello.addressee.index < 0) {
+    return Status::InvalidArgument("hello names a negative task index");
+  }
+  return hello;
+}
+
+StatusOr<HandshakeResult> ConnectHandshake(int fd, const HandshakeConfig& config,
+                                           const cluster::TaskId& server,
+                                           const std::string& server_name) {
+  const std::string what = "handshake with " + server_name;
+  auto hello = MakeHello(config, server);
+  if (!hello.ok()) return hello.status();
+  const std::string client_hello = EncodeHello(*hello);
+  COHORT_RETURN_IF_ERROR(SendFrame(fd, FrameType::kHello, client_hello, config.deadline, what));
+
+  auto reply = ReceiveFrame(fd, config.deadline, what);
+  if (!reply.ok()) return reply.status();
+  if (reply->header.type == FrameType::kReject) {
+    return Status::FailedPrecondition(server_name + " refused this task: " + reply->payload);
+  }
+  if (reply->header.type != FrameType::kHelloReply) {
+    return Status::FailedPrecondition(what + ": expected a hello reply, got a " +
+                                      FrameTypeName(static_cast<uint8_t>(reply->header.type)) +
+                                      " frame");
+  }
+  WireReader reader(reply->payload);
+  std::string server_hello = reader.String();
+  std::string server_proof = reader.String();
+  COHORT_RETURN_IF_ERROR(reader.Finish("hello reply from " + server_name));
+  auto peer = DecodeHello(server_hello);
+  if (!peer.ok()) return Status::FailedPrecondition(what + ": " + peer.status().message());
+  if (peer->task != server) {
+    return Status::FailedPrecondition(what + ": the task listening there is " +
+                                      peer->task.ToString());
+  }
+  Status fits = CheckPeerHello(config, *peer);
+  if (!fits.ok()) return Status::FailedPrecondition(server_name + ": " + fits.message());
+
+  std::string client_proof;
+  if (config.secret.authenticated()) {
+    std::string expected = HmacSha256(config.secret.key(),
+                                      ProofMessage(kServerProofLabel, client_hello, server_hello));
+    if (!ConstantTimeEquals(server_proof, expected)) {
+      return Status::FailedPrecondition(server_name +
+                                        " failed authentication: it does not know the job secret");
+    }
+    client_proof = HmacSha256(config.secret.key(),
+                              ProofMessage(kClientProofLabel, client_hello, server_hello));
+  }
+  COHORT_RETURN_IF_ERROR(SendFrame(fd, FrameType::kProof, client_proof, config.deadline, what));
+
+  auto verdict = ReceiveFrame(fd, config.deadline, what);
+  if (!verdict.ok()) return verdict.status();
+  if (verdict->header.type == FrameType::kReject) {
+    return Status::FailedPrecondition(server_name + " refused this task: " + verdict->payload);
+  }
+  if (verdict->header.type != FrameType::kAccept) {
+    return Status::FailedPrecondition(what + ": expected accept, got a " +
+                                      FrameTypeName(static_cast<uint8_t>(verdict->header.type)) +
+                                      " frame");
+  }
+  HandshakeResult result;
+  result.peer = std::move(*peer);
+  result.can_read_peer_memory = CanReadMemoryOf(result.peer.process);
+  return result;
+}
+
+StatusOr<HandshakeResult> AcceptHandshake(int fd, const HandshakeConfig& config,
+                                          const std::function<Status(const HelloMessage&)>& admit) {
+  const std::string what = "handshake with a connecting task";
+  // Refuses with a reason the other side can print, then reports the same reason here.
+  auto refuse = [&](const Status& reason) -> Status {
+    SendFrame(fd, FrameType::kReject, reason.message(), config.deadline, what);
+    return Status::FailedPrecondition(reason.message());
+  };
+
+  auto first = ReceiveFrame(fd, config.deadline, what);
+  if (!first.ok()) return first.status();
+  if (first->header.type != FrameType::kHello) {
+    return refuse(Status::FailedPrecondition(
+        "expected a hello, got a " + FrameTypeName(static_cast<uint8_t>(first->header.type)) +
+        " frame"));
+  }
+  const std::string client_hello = first->payload;
+  auto peer = DecodeHello(client_hello);
+  if (!peer.ok()) return refuse(peer.status());
+  const std::string claimed = "the task claiming to be " + peer->task.ToString();
+  Status fits = CheckPeerHello(config, *peer);
+  if (!fits.ok()) return refuse(Status::FailedPrecondition(claimed + ": " + fits.message()));
+  Status admitted = admit(*peer);
+  if (!admitted.ok()) return refuse(admitted);
+
+  auto hello = MakeHello(config, peer->task);
+  if (!hello.ok()) return refuse(hello.status());
+  const std::string server_hello = EncodeHello(*hello);
+  std::string server_proof;
+  if (config.secret.authenticated()) {
+    server_proof = HmacSha256(config.secret.key(),
+                              ProofMessage(kServerProofLabel, client_hello, server_hello));
+  }
+  WireWriter reply;
+  reply.String(server_hello);
+  reply.String(server_proof);
+  COHORT_RETURN_IF_ERROR(
+      SendFrame(fd, FrameType::kHelloReply, reply.bytes(), config.deadline, what));
+
+  auto proof = ReceiveFrame(fd, config.deadline, claimed + ": handshake");
+  if (!proof.ok()) return proof.status();
+  if (proof->header.type != FrameType::kProof) {
+    return refuse(Status::FailedPrecondition(
+        claimed + " sent a " + FrameTypeName(static_cast<uint8_t>(proof->header.type)) +
+        " frame instead of its proof"));
+  }
+  if (config.secret.authenticated()) {
+    std::string expected = HmacSha256(config.secret.key(),
+                                      ProofMessage(kClientProofLabel, client_hello, server_hello));
+    if (!ConstantTimeEquals(proof->payload, expected)) {
+      return refuse(Status::FailedPrecondition("authentication failed: " + claimed +
+                                               " does not know the job secret"));
+    }
+  } else if (!proof->payload.empty()) {
+    return refuse(Status::FailedPrecondition(claimed + " sent a proof in open mode"));
+  }
+  COHORT_RETURN_IF_ERROR(SendFrame(fd, FrameType::kAccept, "", config.deadline, what));
+  HandshakeResult result;
+  result.peer = std::move(*peer);
+  result.can_read_peer_memory = CanReadMemoryOf(result.peer.process);
+  return result;
+}
+
+}  // namespace cohort::net

@@ -1,0 +1,604 @@
+// Collective operations run by real processes on loopback, checked against a serial reference:
+// exactly for integers and for min/max, within the rounding of the type for float sums.
+//
+// The default sweep keeps to a few seconds per test on two cores. COHORT_LONG_TESTS=1 adds the
+// long sweep: up to 16 ranks and larger buffers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "../net/multi_process.h"
+#include "collective/communicator.h"
+#include "collective/data_type.h"
+
+namespace cohort::collective {
+namespace {
+
+using cohort::testing::ChildOutcome;
+using cohort::testing::Describe;
+using cohort::testing::LocalCluster;
+using cohort::testing::MonotonicSeconds;
+using cohort::testing::Report;
+using cohort::testing::RunProcesses;
+using namespace std::chrono_literals;
+
+bool LongTests() {
+  const char* value = std::getenv("COHORT_LONG_TESTS");
+  return value != nullptr && std::string(value) == "1";
+}
+
+const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,
+                           DataType::kFloat16, DataType::kInt32,   DataType::kInt64};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax};
+
+// How a group runs: over TCP only, or with the same-host path for every size.
+enum class Path { kTcp, kSameHost };
+
+struct GroupSetup {
+  int ranks = 2;
+  Path path = Path::kTcp;
+  RingTuning ring;
+  std::chrono::milliseconds peer_timeout = 30s;
+  std::chrono::milliseconds heartbeat_interval = 1s;
+};
+
+// Runs body(communicator, rank) in `setup.ranks` processes; a non-OK result is reported and fails
+// that process.
+std::vector<ChildOutcome> RunGroup(
+    const GroupSetup& setup, const std::function<Status(Communicator&, int)>& body,
+    std::chrono::milliseconds limit = 120s,
+    const std::function<void(const std::vector<pid_t>&, const std::vector<int>&)>& on_started =
+        nullptr) {
+  LocalCluster cluster(setup.ranks);
+  return RunProcesses(
+      setup.ranks,
+      [&](int rank) {
+        net::TransportOptions options;
+        options.job_name = "collective-test";
+        options.secret = "collective secret";
+        options.startup_timeout = 60s;
+        options.peer_timeout = setup.peer_timeout;
+        options.heartbeat_interval = setup.heartbeat_interval;
+        options.listening_fd = cluster.TakeListener(rank);
+        cluster.CloseOthers(rank);
+        options.log_warning = [](const std::string& message) { Report("warning: " + message); };
+        auto transport = net::Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        if (!transport.ok()) {
+          Report(transport.status().ToString());
+          return 10;
+        }
+        CommunicatorOptions communicator_options;
+        communicator_options.ring = setup.ring;
+        communicator_options.same_host_memory = setup.path == Path::kSameHost;
+        communicator_options.same_host_min_bytes = 1;
+        auto communicator = Communicator::Create(std::move(*transport), communicator_options);
+        if (!communicator.ok()) {
+          Report(communicator.status().ToString());
+          return 11;
+        }
+        if (setup.path == Path::kSameHost && setup.ranks > 1 &&
+            !(*communicator)->uses_same_host_memory()) {
+          Report("same-host memory is not available here");
+          return 12;
+        }
+        Status status = body(**communicator, rank);
+        if (!status.ok()) {
+          Report(status.ToString());
+          return 1;
+        }
+        return 0;
+      },
+      limit, on_started);
+}
+
+void ExpectAllSucceeded(const std::vector<ChildOutcome>& outcomes) {
+  for (const ChildOutcome& outcome : outcomes) {
+    if (outcome.exit_code == 12) GTEST_SKIP() << "cross-memory attach is not permitted here";
+  }
+  for (const ChildOutcome& outcome : outcomes) {
+    ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
+  }
+}
+
+// ---- Data and the serial reference ----
+
+// Element `i` of `rank`'s input, as raw random bits: a counter-based generator (splitmix64 of the
+// position), so that a check can compute any rank's element without generating its whole buffer.
+uint64_t RandomBits(uint64_t seed, int rank, size_t i) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(rank) * 0xD1B54A32D192ED03ull +
+               static_cast<uint64_t>(i) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Element `i` of `rank`'s input as a double: values exactly representable in `type`, small
+// enough that no float16 sum overflows and no integer sum wraps.
+double InputValue(DataType type, uint64_t seed, int rank, size_t i) {
+  uint64_t bits = RandomBits(seed, rank, i);
+  float real = static_cast<float>(static_cast<int64_t>(bits >> 40) - (1 << 23)) / (1 << 23);
+  int64_t integer = static_cast<int64_t>(bits % 200001) - 100000;
+  switch (type) {
+    case DataType::kFloat32:
+      return real;
+    case DataType::kFloat64:
+      return real;
+    case DataType::kInt32:
+      return static_cast<double>(integer);
+    case DataType::kInt64:
+      return static_cast<double>(integer * 1000003);
+    case DataType::kBFloat16:
+      return BFloat16ToFloat(FloatToBFloat16(real));
+    case DataType::kFloat16:
+      return Float16ToFloat(FloatToFloat16(real));
+  }
+  return 0;
+}
+
+// The whole input of `rank` for one operation, in the bytes of `type`.
+std::vector<uint8_t> Input(DataType type, size_t count, uint64_t seed, int rank) {
+  std::vector<uint8_t> bytes(count * SizeOf(type));
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* at = bytes.data() + i * SizeOf(type);
+    double value = InputValue(type, seed, rank, i);
+    switch (type) {
+      case DataType::kFloat32: {
+        float v = static_cast<float>(value);
+        std::memcpy(at, &v, 4);
+        break;
+      }
+      case DataType::kFloat64: {
+        std::memcpy(at, &value, 8);
+        break;
+      }
+      case DataType::kInt32: {
+        int32_t v = static_cast<int32_t>(value);
+        std::memcpy(at, &v, 4);
+        break;
+      }
+      case DataType::kInt64: {
+        int64_t v = static_cast<int64_t>(value);
+        std::memcpy(at, &v, 8);
+        break;
+      }
+      case DataType::kBFloat16: {
+        uint16_t v = FloatToBFloat16(static_cast<float>(value));
+        std::memcpy(at, &v, 2);
+        break;
+      }
+      case DataType::kFloat16: {
+        uint16_t v = FloatToFloat16(static_cast<float>(value));
+        std::memcpy(at, &v, 2);
+        break;
+      }
+    }
+  }
+  return bytes;
+}
+
+double Element(DataType type, const uint8_t* bytes, size_t i) {
+  const uint8_t* at = bytes + i * SizeOf(type);
+  switch (type) {
+    case DataType::kFloat32: {
+      float v;
+      std::memcpy(&v, at, 4);
+      return v;
+    }
+    case DataType::kFloat64: {
+      double v;
+      std::memcpy(&v, at, 8);
+      return v;
+    }
+    case DataType::kInt32: {
+      int32_t v;
+      std::memcpy(&v, at, 4);
+      return v;
+    }
+    case DataType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, at, 8);
+      return static_cast<double>(v);
+    }
+    case DataType::kBFloat16: {
+      uint16_t v;
+      std::memcpy(&v, at, 2);
+      return BFloat16ToFloat(v);
+    }
+    case DataType::kFloat16: {
+      uint16_t v;
+      std::memcpy(&v, at, 2);
+      return Float16ToFloat(v);
+    }
+  }
+  return 0;
+}
+
+bool IsInteger(DataType type) { return type == DataType::kInt32 || type == DataType::kInt64; }
+
+// Relative rounding error of one operation in `type`.
+double UnitRoundoff(DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return std::ldexp(1.0, -24);
+    case DataType::kFloat64:
+      return std::ldexp(1.0, -53);
+    case DataType::kBFloat16:
+      return std::ldexp(1.0, -8);
+    case DataType::kFloat16:
+      return std::ldexp(1.0, -11);
+    default:
+      return 0;
+  }
+}
+
+// Checks `result` against the reduction of every rank's Input(): every element of small
+// buffers, and of large ones every 61st element plus the last thousand (a prime stride crosses
+// every block and segment boundary pattern).
+Status CheckAllReduce(DataType type, ReduceOp op, size_t count, uint64_t seed, int ranks,
+                      const std::vector<uint8_t>& result) {
+  const size_t stride = count > 100000 ? 61 : 1;
+  const size_t tail = count > 1000 ? count - 1000 : 0;
+  for (size_t i = 0; i < count; i += i < tail ? stride : 1) {
+    double expected = InputValue(type, seed, 0, i);
+    double magnitude = std::fabs(expected);
+    int64_t integer_sum = static_cast<int64_t>(expected);
+    for (int rank = 1; rank < ranks; ++rank) {
+      double value = InputValue(type, seed, rank, i);
+      magnitude += std::fabs(value);
+      integer_sum += static_cast<int64_t>(value);
+      if (op == ReduceOp::kMin)
+        expected = std::min(expected, value);
+      else if (op == ReduceOp::kMax)
+        expected = std::max(expected, value);
+      else
+        expected += value;
+    }
+    if (IsInteger(type) && (op == ReduceOp::kSum || op == ReduceOp::kAverage)) {
+      expected = static_cast<double>(op == ReduceOp::kAverage ? integer_sum / ranks : integer_sum);
+    } else if (op == ReduceOp::kAverage) {
+      expected /= ranks;
+      magnitude /= ranks;
+    }
+    double got = Element(type, result.data(), i);
+    double tolerance = 0;
+    if (!IsInteger(type) && (op == ReduceOp::kSum || op == ReduceOp::kAverage)) {
+      tolerance = (ranks + 1) * UnitRoundoff(type) * magnitude;
+    }
+    if (!(std::fabs(got - expected) <= tolerance)) {
+      return Status::Internal(std::string(Name(type)) + " " + Name(op) + " of " +
+                              std::to_string(count) + " over " + std::to_string(ranks) +
+                              " ranks: element " + std::to_string(i) + " is " +
+                              std::to_string(got) + ", expected " + std::to_string(expected));
+    }
+  }
+  return Status::OK();
+}
+
+// A digest of a buffer, to check that every rank ended with the same bytes.
+uint64_t Digest(const std::vector<uint8_t>& bytes) {
+  uint64_t hash = 1469598103934665603ull;
+  for (uint8_t byte : bytes) hash = (hash ^ byte) * 1099511628211ull;
+  return hash;
+}
+
+// Runs every (type, op, count) of the sweep; reports digests for the cross-rank comparison.
+Status AllReduceSweep(Communicator& communicator, const std::vector<size_t>& counts,
+                      bool every_type_and_op) {
+  uint64_t seed = 1;
+  std::string digests;
+  for (DataType type : kTypes) {
+    for (ReduceOp op : kOps) {
+      for (size_t count : counts) {
+        ++seed;
+        bool large = count > 5000;
+        if (large && !every_type_and_op &&
+            (static_cast<int>(type) + static_cast<int>(op)) % 4 != 0) {
+          continue;  // large buffers: a quarter of the combinations, every type and op among them
+        }
+        std::vector<uint8_t> data = Input(type, count, seed, communicator.rank());
+        COHORT_RETURN_IF_ERROR(communicator.AllReduce(data.data(), count, type, op));
+        COHORT_RETURN_IF_ERROR(CheckAllReduce(type, op, count, seed, communicator.size(), data));
+        digests += std::to_string(Digest(data)) + " ";
+      }
+    }
+  }
+  Report("digests " + digests);
+  return Status::OK();
+}
+
+void ExpectSameDigests(const std::vector<ChildOutcome>& outcomes) {
+  auto digests = [](const std::string& report) {
+    size_t at = report.find("digests ");
+    return at == std::string::npos ? std::string() : report.substr(at, report.find('\n', at) - at);
+  };
+  for (size_t rank = 1; rank < outcomes.size(); ++rank) {
+    EXPECT_EQ(digests(outcomes[rank].report), digests(outcomes[0].report))
+        << "ranks 0 and " << rank << " ended with different bytes";
+  }
+}
+
+const std::vector<size_t> kCounts = {0, 1, 2, 3, 5, 7, 8, 13, 100, 1001, 4099, 65537};
+
+class AllReduceTest : public ::testing::TestWithParam<std::tuple<int, Path>> {};
+
+TEST_P(AllReduceTest, MatchesTheSerialReference) {
+  GroupSetup setup;
+  setup.ranks = std::get<0>(GetParam());
+  setup.path = std::get<1>(GetParam());
+  // Small, odd segments: many segments per block, and segments that split elements unevenly.
+  setup.ring.segment_bytes = 4000;
+  setup.ring.receive_slots = 2;
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int) {
+    return AllReduceSweep(communicator, kCounts, false);
+  });
+  ExpectAllSucceeded(outcomes);
+  ExpectSameDigests(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(RankCounts, AllReduceTest,
+                         ::testing::Combine(::testing::Values(2, 3, 5),
+                                            ::testing::Values(Path::kTcp, Path::kSameHost)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "Ranks" +
+                                  (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
+                         });
+
+TEST(AllReduceDefaultsTest, EightRanksWithDefaultSegments) {
+  GroupSetup setup;
+  setup.ranks = 8;
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int rank) -> Status {
+    COHORT_RETURN_IF_ERROR(AllReduceSweep(communicator, {0, 1, 7, 9, 1000}, false));
+    // 16 MiB: blocks of several default segments. Element i of rank r holds r + i % 7, so the sum
+    // is known without regenerating every rank's data.
+    const size_t count = 4u << 20;
+    const int ranks = communicator.size();
+    std::vector<float> data(count);
+    for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + i % 7);
+    COHORT_RETURN_IF_ERROR(
+        communicator.AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum));
+    for (size_t i = 0; i < count; ++i) {
+      float expected = static_cast<float>(ranks * (ranks - 1) / 2 + ranks * (i % 7));
+      if (data[i] != expected) {
+        return Status::Internal("element " + std::to_string(i) + " is " + std::to_string(data[i]) +
+                                ", expected " + std::to_string(expected));
+      }
+    }
+    return Status::OK();
+  });
+  ExpectAllSucceeded(outcomes);
+  ExpectSameDigests(outcomes);
+}
+
+TEST(AllReduceLongTest, UpToSixteenRanksAndLargeBuffers) {
+  if (!LongTests()) GTEST_SKIP() << "set COHORT_LONG_TESTS=1";
+  for (int ranks : {4, 6, 7, 9, 12, 16}) {
+    for (Path path : {Path::kTcp, Path::kSameHost}) {
+      GroupSetup setup;
+      setup.ranks = ranks;
+      setup.path = path;
+      auto outcomes = RunGroup(
+          setup,
+          [](Communicator& communicator, int) {
+            return AllReduceSweep(communicator,
+                                  {0, 1, 15, 16, 17, 4096, 100003, 300001, (1u << 20) + 3}, true);
+          },
+          600s);
+      ExpectAllSucceeded(outcomes);
+      ExpectSameDigests(outcomes);
+    }
+  }
+}
+
+TEST(AllReduceSingleRankTest, IsTheIdentityAndNeedsNoPeers) {
+  GroupSetup setup;
+  setup.ranks = 1;
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int) {
+    return AllReduceSweep(communicator, {0, 1, 7, 1001}, true);
+  });
+  ExpectAllSucceeded(outcomes);
+}
+
+class OtherCollectivesTest : public ::testing::TestWithParam<std::tuple<int, Path>> {};
+
+TEST_P(OtherCollectivesTest, BroadcastAllGatherAndBarrier) {
+  GroupSetup setup;
+  setup.ranks = std::get<0>(GetParam());
+  setup.path = std::get<1>(GetParam());
+  setup.ring.segment_bytes = 8192;
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int rank) -> Status {
+    const int size = communicator.size();
+    uint64_t seed = 100;
+    for (int root = 0; root < size; ++root) {
+      for (DataType type : {DataType::kFloat32, DataType::kInt64, DataType::kBFloat16}) {
+        for (size_t count : {0, 1, 1000, 100003}) {
+          ++seed;
+          std::vector<uint8_t> expected = Input(type, count, seed, root);
+          std::vector<uint8_t> data =
+              rank == root ? expected : std::vector<uint8_t>(expected.size(), 0xEE);
+          COHORT_RETURN_IF_ERROR(communicator.Broadcast(data.data(), count, type, root));
+          if (data != expected) {
+            return Status::Internal("broadcast from " + std::to_string(root) + " of " +
+                                    std::to_string(count) + " differs");
+          }
+        }
+      }
+    }
+    for (size_t count : {0, 1, 7, 1000, 50001}) {
+      for (bool in_place : {false, true}) {
+        ++seed;
+        const DataType type = DataType::kInt32;
+        const size_t block = count * SizeOf(type);
+        std::vector<uint8_t> mine = Input(type, count, seed, rank);
+        std::vector<uint8_t> output(block * size, 0xEE);
+        const void* input = mine.data();
+        if (in_place) {
+          if (block > 0) std::memcpy(output.data() + rank * block, mine.data(), block);
+          input = output.data() + rank * block;
+        }
+        COHORT_RETURN_IF_ERROR(communicator.AllGather(input, output.data(), count, type));
+        for (int peer = 0; peer < size; ++peer) {
+          std::vector<uint8_t> theirs = Input(type, count, seed, peer);
+          if (block > 0 && std::memcmp(output.data() + peer * block, theirs.data(), block) != 0) {
+            return Status::Internal("all-gather of " + std::to_string(count) + " block " +
+                                    std::to_string(peer) + " differs");
+          }
+        }
+      }
+    }
+    // Barrier: rank r arrives r * 30 ms late; nobody may leave before the last one arrived.
+    for (int round = 0; round < 2; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30 * rank));
+      double arrived = MonotonicSeconds();
+      COHORT_RETURN_IF_ERROR(communicator.Barrier());
+      double left = MonotonicSeconds();
+      Report("barrier " + std::to_string(round) + " " + std::to_string(arrived) + " " +
+             std::to_string(left));
+    }
+    return Status::OK();
+  });
+  ExpectAllSucceeded(outcomes);
+  for (int round = 0; round < 2; ++round) {
+    double last_arrival = 0, first_departure = 1e300;
+    for (const ChildOutcome& outcome : outcomes) {
+      std::string key = "barrier " + std::to_string(round) + " ";
+      size_t at = outcome.report.find(key);
+      ASSERT_NE(at, std::string::npos) << Describe(outcomes);
+      double arrived = 0, left = 0;
+      sscanf(outcome.report.c_str() + at + key.size(), "%lf %lf", &arrived, &left);
+      last_arrival = std::max(last_arrival, arrived);
+      first_departure = std::min(first_departure, left);
+    }
+    EXPECT_GE(first_departure, last_arrival) << Describe(outcomes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RankCounts, OtherCollectivesTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values(Path::kTcp, Path::kSameHost)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "Ranks" +
+                                  (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
+                         });
+
+TEST(AsyncTest, StartNowWaitLaterInOrder) {
+  GroupSetup setup;
+  setup.ranks = 3;
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int rank) -> Status {
+    const size_t count = 200003;
+    std::vector<std::vector<uint8_t>> buffers;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      buffers.push_back(Input(DataType::kFloat32, count, seed, rank));
+    }
+    std::vector<std::shared_ptr<PendingOperation>> pending;
+    for (auto& buffer : buffers) {
+      pending.push_back(
+          communicator.StartAllReduce(buffer.data(), count, DataType::kFloat32, ReduceOp::kSum));
+    }
+    // Work while the sums run; then a blocking call, which must wait for them (operation order).
+    double busy = 0;
+    for (int i = 0; i < 1000000; ++i) busy += std::sqrt(static_cast<double>(i));
+    std::vector<uint8_t> broadcast = Input(DataType::kInt32, 1000, 99, 0);
+    std::vector<uint8_t> received(broadcast.size(), 0);
+    COHORT_RETURN_IF_ERROR(communicator.Broadcast(rank == 0 ? broadcast.data() : received.data(),
+                                                  1000, DataType::kInt32, 0));
+    if (rank != 0 && received != broadcast) return Status::Internal("broadcast differs");
+    for (size_t i = 0; i < pending.size(); ++i) {
+      COHORT_RETURN_IF_ERROR(pending[i]->Wait(60s));
+      if (!pending[i]->done()) return Status::Internal("done() is false after Wait");
+      COHORT_RETURN_IF_ERROR(CheckAllReduce(DataType::kFloat32, ReduceOp::kSum, count, i + 1,
+                                            communicator.size(), buffers[i]));
+    }
+    auto barrier = communicator.StartBarrier();
+    COHORT_RETURN_IF_ERROR(barrier->Wait());
+    Report("busy " + std::to_string(busy > 0));
+    return Status::OK();
+  });
+  ExpectAllSucceeded(outcomes);
+}
+
+TEST(MismatchTest, DifferentCountsFailInsteadOfHanging) {
+  GroupSetup setup;
+  setup.ranks = 3;
+  auto outcomes = RunGroup(
+      setup,
+      [](Communicator& communicator, int rank) -> Status {
+        COHORT_RETURN_IF_ERROR(communicator.Barrier());
+        std::vector<float> data(1000 + rank * 100, 1.0f);
+        Status status =
+            communicator.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
+        if (status.ok()) return Status::Internal("mismatched all-reduce succeeded");
+        Report("error: " + status.ToString());
+        return Status::OK();
+      },
+      60s);
+  // Every rank fails, in the mismatched all-reduce or, if a peer noticed first, in whatever it
+  // was still finishing; either way the reason is the mismatch.
+  for (const ChildOutcome& outcome : outcomes) {
+    EXPECT_TRUE(outcome.exit_code == 0 || outcome.exit_code == 1) << Describe(outcomes);
+    EXPECT_NE(outcome.report.find("different sizes"), std::string::npos) << Describe(outcomes);
+  }
+}
+
+// A rank killed in the middle of an all-reduce: every other rank fails within the detection
+// bound, naming the dead task, and none hangs.
+class KilledRankTest : public ::testing::TestWithParam<Path> {};
+
+TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
+  GroupSetup setup;
+  setup.ranks = 4;
+  setup.path = GetParam();
+  setup.peer_timeout = 5s;
+  setup.heartbeat_interval = 500ms;
+  double killed_at = 0;
+  auto outcomes = RunGroup(
+      setup,
+      [](Communicator& communicator, int rank) -> Status {
+        std::vector<float> data(4 << 20, 1.0f);
+        for (int round = 0; round < 100000; ++round) {
+          if (round == 1 && rank == 3) Report("ready");
+          Status status =
+              communicator.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
+          if (!status.ok()) {
+            Report("failed at " + std::to_string(MonotonicSeconds()) + ": " + status.ToString());
+            // Later operations fail at once with the same error.
+            Status again = communicator.Barrier();
+            Report("then: " + again.ToString());
+            return Status::OK();
+          }
+        }
+        return Status::Internal("never failed");
+      },
+      60s,
+      [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
+        char buffer[64];
+        for (int i = 0; i < 4000; ++i) {
+          if (read(report_fds[3], buffer, sizeof(buffer)) > 0) break;
+          std::this_thread::sleep_for(5ms);
+        }
+        std::this_thread::sleep_for(20ms);
+        kill(pids[3], SIGKILL);
+        killed_at = MonotonicSeconds();
+      });
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string& report = outcomes[rank].report;
+    ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);
+    EXPECT_NE(report.find("worker:3 (127.0.0.1:"), std::string::npos) << report;
+    size_t at = report.find("failed at ");
+    ASSERT_NE(at, std::string::npos) << report;
+    double failed_at = std::stod(report.substr(at + 10));
+    EXPECT_LT(failed_at - killed_at, 5.0) << report;  // detection bound (peer timeout)
+    EXPECT_NE(report.find("then: "), std::string::npos);
+    EXPECT_EQ(report.find("then: OK"), std::string::npos) << report;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest, ::testing::Values(Path::kTcp, Path::kSameHost),
+                         [](const auto& info) {
+                           return std::string(info.param == Path::kTcp ? "Tcp" : "SameHost");
+                         });
+
+}  // namespace
+}  // namespace cohort::collective
