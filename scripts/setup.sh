@@ -14,6 +14,7 @@ COHORT_PACKAGES=(
   clang libclang-rt-14-dev
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
+  python3-torch
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The

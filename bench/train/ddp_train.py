@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""The PyTorch baseline for bench/train: DistributedDataParallel (Gloo) on the classic CNN.
+
+One process per worker, like cohort-train: start `--world_size` copies with `--rank 0..N-1` and
+the same `--port`. Each trains the model cohort-train's `--model cnn` builds
+(Conv2d(1,32,3) ReLU -> Flatten -> Linear(26*26*32,128) ReLU -> Linear(128,10)) with the same
+optimizer and learning rate on the same input: Fashion-MNIST's training split scaled to [0, 1],
+shuffled per epoch with a seeded permutation, each global batch split between the workers
+(per-worker batch x workers), as cohort-train's ShardSampler does. Every step also does
+what cohort-train's step does for its progress line: the loss as a number and the count of right
+answers.
+
+Timing, as cohort-train's per-epoch samples/s: `--warmup_steps` untimed steps, then `--steps`
+timed ones; each worker sums the wall time of its timed steps (fetching the batch included); the
+workers average that time (they run in lock step), and rank 0 prints
+    ddp: N workers, per-worker batch B, S steps: X samples/s
+with X = S x B x N / that time.
+
+Run with Debian's python3-torch (`/usr/bin/python3`), one thread per worker:
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/train/ddp_train.py \
+        --world_size 2 --rank 0 --port 29500 &
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/train/ddp_train.py \
+        --world_size 2 --rank 1 --port 29500
+bench/train/run_train_bench.sh runs this against cohort-train.
+"""
+
+import argparse
+import datetime
+import gzip
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+
+def read_idx(path):
+    """Reads an MNIST-format IDX file (gzip or plain) into a uint8 numpy array."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4:
+        sys.exit(f"ddp_train: {path}: truncated IDX header")
+    zero, dtype, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or dtype != 0x08:
+        sys.exit(f"ddp_train: {path}: not an unsigned-byte IDX file")
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    body = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if body.size != int(np.prod(dims)):
+        sys.exit(f"ddp_train: {path}: expected {int(np.prod(dims))} bytes of data, "
+                 f"found {body.size}")
+    return body.reshape(dims)
+
+
+def find_file(data_dir, stem):
+    for name in (stem + ".gz", stem):
+        path = os.path.join(data_dir, name)
+        if os.path.exists(path):
+            return path
+    sys.exit(f"ddp_train: no {stem}[.gz] in {data_dir}")
+
+
+def load_train_split(data_dir):
+    images = read_idx(find_file(data_dir, "train-images-idx3-ubyte"))
+    labels = read_idx(find_file(data_dir, "train-labels-idx1-ubyte"))
+    x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1).contiguous()
+    y = torch.from_numpy(labels.astype(np.int64))
+    return x, y
+
+
+def classic_cnn(rows, cols, classes):
+    filters, kernel, hidden = 32, 3, 128
+    flat = filters * (rows - kernel + 1) * (cols - kernel + 1)
+    return nn.Sequential(nn.Conv2d(1, filters, kernel), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(flat, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+def batches(num_samples, world_size, rank, per_worker_batch, seed):
+    """Yields this worker's index tensors: a seeded permutation per pass over the data, each global
+    batch of per_worker_batch x world_size consecutive positions split by rank."""
+    global_batch = per_worker_batch * world_size
+    steps_per_pass = num_samples // global_batch
+    epoch = 0
+    while True:
+        generator = torch.Generator().manual_seed(seed + epoch)
+        order = torch.randperm(num_samples, generator=generator)
+        for step in range(steps_per_pass):
+            begin = step * global_batch + rank * per_worker_batch
+            yield order[begin:begin + per_worker_batch]
+        epoch += 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--world_size", type=int, default=1)
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--port", type=int, default=29500, help="rank 0's rendezvous port")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps")
+    parser.add_argument("--warmup_steps", type=int, default=200, help="untimed steps before")
+    parser.add_argument("--per_worker_batch", type=int, default=64)
+    parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    parser.add_argument("--learning_rate", type=float, default=0,
+                        help="default: 0.001 for adam, 0.01 for sgd (as cohort-train)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--data_dir", default="/usr/share/datasets/fashion-mnist")
+    args = parser.parse_args()
+    if not 0 <= args.rank < args.world_size:
+        sys.exit(f"ddp_train: --rank {args.rank} is not in [0, {args.world_size})")
+
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    x, y = load_train_split(args.data_dir)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}",
+                            rank=args.rank, world_size=args.world_size,
+                            timeout=datetime.timedelta(seconds=300))
+    model = DistributedDataParallel(classic_cnn(x.shape[2], x.shape[3], 10))
+    lr = args.learning_rate or (0.001 if args.optimizer == "adam" else 0.01)
+    if args.optimizer == "adam":
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    model.train()
+
+    order = batches(x.shape[0], args.world_size, args.rank, args.per_worker_batch, args.seed)
+    timed_seconds = 0.0
+    loss_sum = correct = samples = 0.0
+    for step in range(args.warmup_steps + args.steps):
+        start = time.perf_counter()
+        index = next(order)
+        images, labels = x[index], y[index]
+        optimizer.zero_grad(set_to_none=True)
+        logits = model(images)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            loss_sum += loss.item() * labels.numel()
+            correct += logits.argmax(1).eq(labels).sum().item()
+            samples += labels.numel()
+        if step >= args.warmup_steps:
+            timed_seconds += time.perf_counter() - start
+
+    totals = torch.tensor([timed_seconds, loss_sum, correct, samples], dtype=torch.float64)
+    dist.all_reduce(totals)
+    seconds = totals[0].item() / args.world_size
+    if args.rank == 0:
+        rate = args.steps * args.per_worker_batch * args.world_size / seconds
+        print(f"ddp: {args.world_size} workers, per-worker batch {args.per_worker_batch}, "
+              f"{args.steps} steps ({args.optimizer}, {torch.get_num_threads()} threads, "
+              f"loss {totals[1].item() / totals[3].item():.4f}, "
+              f"accuracy {totals[2].item() / totals[3].item():.4f}): {rate:.0f} samples/s",
+              flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+#include "train/checkpoint_state.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "train/atomic_file.h"
+
+namespace cohort::train {
+
+Status WriteCheckpointState(const std::string& dir, const std::vector<std::string>& all) {
+  if (all.empty()) return Status::InvalidArgument("a checkpoint state needs a checkpoint");
+  std::ostringstream text;
+  text << "model_checkpoint_path: \"" << all.back() << "\"\n";
+  for (const std::string& name : all) text << "all_model_checkpoint_paths: \"" << name << "\"\n";
+  return WriteFileAtomically((std::filesystem::path(dir) / kCheckpointStateFile).string(),
+                             text.str());
+}
+
+StatusOr<std::optional<std::string>> ReadLatestCheckpoint(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kCheckpointStateFile).string();
+  std::ifstream in(path);
+  if (!in) return std::optional<std::string>();
+  const std::string key = "model_checkpoint_path:";
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const size_t open = line.find('"', key.size());
+    const size_t close = line.rfind('"');
+    if (open == std::string::npos || close <= open + 1) break;
+    return std::optional<std::string>(line.substr(open + 1, close - open - 1));
+  }
+  return Status::InvalidArgument(path + ": no model_checkpoint_path \"...\" line");
+}
+
+}  // namespace cohort::train

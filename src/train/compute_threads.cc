@@ -1,0 +1,58 @@
+#include "train/compute_threads.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <dlfcn.h>
+
+#include <fstream>
+
+namespace cohort::train {
+
+Status SetComputeThreads(int threads) {
+  if (threads < 1) return Status::InvalidArgument("threads must be at least 1");
+  try {
+    at::set_num_threads(threads);
+    at::set_num_interop_threads(threads);
+  } catch (const c10::Error& error) {
+    return Status::FailedPrecondition(std::string("cannot set libtorch's thread counts: ") +
+                                      error.what_without_backtrace());
+  }
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(threads);
+  }
+  return Status::OK();
+}
+
+BlasLibrary DetectBlas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  BlasLibrary found;
+  while (std::getline(maps, line)) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    if (path.find("/libblas.so") == std::string::npos) continue;
+    found.path = path;
+    if (path.find("openblas") != std::string::npos) {
+      found.kind = BlasKind::kOpenBlas;
+    } else if (path.find("/blas/libblas.so") != std::string::npos) {
+      found.kind = BlasKind::kReference;  // Debian's libblas3 installs it in .../blas/
+    } else {
+      found.kind = BlasKind::kOther;
+    }
+    break;
+  }
+  return found;
+}
+
+std::string BlasWarning(const BlasLibrary& blas) {
+  if (blas.kind != BlasKind::kReference) return "";
+  return "warning: libtorch is using the reference BLAS (" + blas.path +
+         "), about 20x slower than OpenBLAS for dense layers. Install libopenblas0-pthread and run "
+         "update-alternatives --set libblas.so.3-$(gcc -print-multiarch) "
+         "/usr/lib/$(gcc -print-multiarch)/openblas-pthread/libblas.so.3 (scripts/setup.sh does "
+         "both).";
+}
+
+}  // namespace cohort::train

@@ -1,0 +1,92 @@
+#include "train/mirrored_strategy.h"
+
+#include <cstring>
+
+#include "net/transport.h"
+
+namespace cohort::train {
+namespace {
+
+using collective::DataType;
+using collective::ReduceOp;
+
+// A started all-reduce; the Communicator keeps the buffer's pointer until it completes.
+class CollectiveSum : public PendingSum {
+ public:
+  explicit CollectiveSum(std::shared_ptr<collective::PendingOperation> operation)
+      : operation_(std::move(operation)) {}
+  Status Wait(std::chrono::milliseconds timeout) override { return operation_->Wait(timeout); }
+
+ private:
+  std::shared_ptr<collective::PendingOperation> operation_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Connect(
+    const cluster::TfConfig& config, const std::string& job_name,
+    std::chrono::milliseconds startup_timeout) {
+  net::TransportOptions options;
+  options.job_name = job_name;
+  options.startup_timeout = startup_timeout;
+  auto transport = net::Transport::Connect(config.cluster, config.task, std::move(options));
+  if (!transport.ok()) return transport.status().WithContext("connecting to the other workers");
+  auto communicator = collective::Communicator::Create(
+      std::shared_ptr<net::Transport>(std::move(transport).value()), {});
+  if (!communicator.ok()) {
+    return communicator.status().WithContext("setting up collectives");
+  }
+  return std::unique_ptr<MultiWorkerMirroredStrategy>(
+      new MultiWorkerMirroredStrategy(std::move(communicator).value(), config.task.index));
+}
+
+Status MultiWorkerMirroredStrategy::Broadcast(std::string* bytes) {
+  // The size first, so that receivers can make room; then the bytes, padded to whole int32
+  // elements (a broadcast copies and never interprets them).
+  int64_t size = is_chief() ? static_cast<int64_t>(bytes->size()) : 0;
+  COHORT_RETURN_IF_ERROR(communicator_->Broadcast(&size, 1, DataType::kInt64, /*root=*/0));
+  const size_t words = (static_cast<size_t>(size) + 3) / 4;
+  std::vector<int32_t> buffer(words, 0);
+  if (is_chief() && size > 0) std::memcpy(buffer.data(), bytes->data(), bytes->size());
+  COHORT_RETURN_IF_ERROR(
+      communicator_->Broadcast(buffer.data(), words, DataType::kInt32, /*root=*/0));
+  if (!is_chief()) bytes->assign(reinterpret_cast<const char*>(buffer.data()), size);
+  return Status::OK();
+}
+
+Status MultiWorkerMirroredStrategy::SumAcrossWorkers(std::vector<double>* values) {
+  return communicator_->AllReduce(values->data(), values->size(), DataType::kFloat64,
+                                  ReduceOp::kSum);
+}
+
+StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartSum(float* data,
+                                                                            size_t count) {
+  return std::unique_ptr<PendingSum>(std::make_unique<CollectiveSum>(
+      communicator_->StartAllReduce(data, count, DataType::kFloat32, ReduceOp::kSum)));
+}
+
+Status MultiWorkerMirroredStrategy::Barrier() { return communicator_->Barrier(); }
+
+StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const cluster::TfConfig& config,
+                                                 const std::string& job_name,
+                                                 std::chrono::milliseconds startup_timeout) {
+  if (config.sparse) {
+    return Status::InvalidArgument(
+        "TF_CONFIG has a sparseCluster, which only parameter-server training uses; "
+        "MultiWorkerMirrored training needs the full \"cluster\"");
+  }
+  if (config.cluster.jobs.empty()) return std::unique_ptr<Strategy>(new SingleProcessStrategy());
+  if (!cluster::WorkerRank(config.cluster, config.task).has_value()) {
+    return Status::InvalidArgument("TF_CONFIG names this task " + config.task.ToString() +
+                                   "; MultiWorkerMirrored training runs only as chief, master or "
+                                   "worker (a ps or evaluator task has nothing to do here)");
+  }
+  if (cluster::NumWorkers(config.cluster) == 1) {
+    return std::unique_ptr<Strategy>(new SingleProcessStrategy());
+  }
+  auto strategy = MultiWorkerMirroredStrategy::Connect(config, job_name, startup_timeout);
+  if (!strategy.ok()) return strategy.status();
+  return std::unique_ptr<Strategy>(std::move(strategy).value());
+}
+
+}  // namespace cohort::train

@@ -1,0 +1,58 @@
+// MultiWorkerMirroredStrategy: synchronous data parallelism over src/collective.
+//
+// The tasks of TF_CONFIG that train (chief, master, worker; TensorFlow's worker_count) form one
+// all-reduce group, ranked chief first, then workers by index (cluster::WorkerTasks). Rendezvous,
+// authentication with COHORT_JOB_SECRET and failure detection are net::Transport's; the
+// collectives are collective::Communicator's, which give every rank bit-identical sums, so the
+// replicas of the model never drift apart. When a peer dies, every pending and later call fails
+// with Unavailable naming it: the group cannot be repaired in place, and the worker is expected to
+// exit and be restarted (TensorFlow's model: "the failed worker and all other failed workers must
+// be restarted").
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "cluster/tf_config.h"
+#include "collective/communicator.h"
+#include "train/strategy.h"
+
+namespace cohort::train {
+
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  // Connects to every other worker of `config.cluster` (waiting up to `startup_timeout` for all of
+  // them) and returns the strategy for `config.task`. The job name, when known
+  // (COHORT_JOB_NAME), keeps tasks of different jobs that share ports from joining each other.
+  static StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> Connect(
+      const cluster::TfConfig& config, const std::string& job_name,
+      std::chrono::milliseconds startup_timeout);
+
+  std::string name() const override { return "multi-worker-mirrored"; }
+  int num_workers() const override { return communicator_->size(); }
+  int rank() const override { return communicator_->rank(); }
+  bool is_chief() const override { return communicator_->rank() == 0; }
+  int task_index() const override { return task_index_; }
+  Status Broadcast(std::string* bytes) override;
+  Status SumAcrossWorkers(std::vector<double>* values) override;
+  StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) override;
+  Status Barrier() override;
+
+ private:
+  MultiWorkerMirroredStrategy(std::unique_ptr<collective::Communicator> communicator,
+                              int task_index)
+      : communicator_(std::move(communicator)), task_index_(task_index) {}
+
+  std::unique_ptr<collective::Communicator> communicator_;
+  int task_index_;
+};
+
+// The strategy TF_CONFIG asks for: SingleProcessStrategy when the cluster is empty (no TF_CONFIG)
+// or has a single worker, MultiWorkerMirroredStrategy otherwise. A task that does not train in
+// all-reduce style (ps, evaluator) is an InvalidArgument naming its type.
+StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const cluster::TfConfig& config,
+                                                 const std::string& job_name,
+                                                 std::chrono::milliseconds startup_timeout);
+
+}  // namespace cohort::train

@@ -1,0 +1,49 @@
+#include "train/model_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "train/checkpoint_state.h"
+#include "train/worker_dirs.h"
+
+namespace cohort::train {
+namespace {
+
+// The ckpt-<n> names of `dir`'s .pt files, by n: what an earlier, interrupted run of the same job
+// kept, so that the state file still lists it.
+std::vector<std::string> ExistingCheckpoints(const std::string& dir) {
+  std::vector<std::pair<long long, std::string>> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string stem = entry.path().stem().string();
+    if (entry.path().extension() != ".pt" || stem.rfind("ckpt-", 0) != 0) continue;
+    const std::string digits = stem.substr(5);
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    found.emplace_back(std::stoll(digits), stem);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> names;
+  for (auto& [number, name] : found) names.push_back(std::move(name));
+  return names;
+}
+
+}  // namespace
+
+Status ModelCheckpoint::OnEpochEnd(const FitPlan& plan, TrainingState& state,
+                                   const EpochLogs& logs) {
+  if (options_.save_best_only && logs.val_accuracy <= best_val_accuracy_) return Status::OK();
+  best_val_accuracy_ = std::max(best_val_accuracy_, logs.val_accuracy);
+
+  const std::string dir = WriteDirPath(options_.dir, plan);
+  COHORT_RETURN_IF_ERROR(MakeDirectories(dir));
+  const std::string name = "ckpt-" + std::to_string(logs.epoch + 1);
+  COHORT_RETURN_IF_ERROR(state.SaveWeights((std::filesystem::path(dir) / (name + ".pt")).string()));
+  if (!plan.is_chief) return RemoveTempWriteDir(options_.dir, plan);
+  if (kept_.empty()) kept_ = ExistingCheckpoints(dir);
+  // A resumed run may save an epoch again; list it once.
+  std::erase(kept_, name);
+  kept_.push_back(name);
+  return WriteCheckpointState(dir, kept_);
+}
+
+}  // namespace cohort::train

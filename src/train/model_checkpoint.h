@@ -1,0 +1,35 @@
+// ModelCheckpoint: keeps the model's weights after every epoch, or after every improvement.
+//
+// Keras's ModelCheckpoint(save_weights_only=True) with filepath <dir>/ckpt-{epoch}: after epoch e
+// (counting from 1) the weights go to <dir>/ckpt-<e>.pt in libtorch's format, and the TF-style
+// `checkpoint` file lists every kept file, newest last. With save_best_only, an epoch is saved only
+// when val_accuracy beats every earlier epoch's. Unlike BackupAndRestore this is for people (pick
+// an epoch's weights later), not for fault tolerance, and it is never deleted. Non-chief workers
+// write into <dir>/workertemp_<index> and remove it, as in Keras.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "train/callback.h"
+
+namespace cohort::train {
+
+struct ModelCheckpointOptions {
+  std::string dir;
+  bool save_best_only = false;
+};
+
+class ModelCheckpoint : public Callback {
+ public:
+  explicit ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {}
+
+  Status OnEpochEnd(const FitPlan& plan, TrainingState& state, const EpochLogs& logs) override;
+
+ private:
+  ModelCheckpointOptions options_;
+  double best_val_accuracy_ = -1;
+  std::vector<std::string> kept_;  // names written, oldest first
+};
+
+}  // namespace cohort::train

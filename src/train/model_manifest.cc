@@ -1,0 +1,117 @@
+#include "train/model_manifest.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "train/atomic_file.h"
+
+namespace cohort::train {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kFormat[] = "cohort-saved-model";
+constexpr int kFormatVersion = 1;
+
+// Reads field `key` of `object` as T, or explains which field is missing or mistyped.
+template <typename T>
+Status Field(const json& object, const std::string& key, const std::string& where, T* out) {
+  auto it = object.find(key);
+  if (it == object.end()) return Status::InvalidArgument(where + ": missing \"" + key + "\"");
+  try {
+    *out = it->template get<T>();
+  } catch (const json::exception&) {
+    return Status::InvalidArgument(where + ": \"" + key + "\" has the wrong type: " + it->dump());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string ManifestToJson(const ModelManifest& manifest) {
+  const TrainingConfig& t = manifest.training;
+  json training = {{"epochs", t.epochs},
+                   {"steps_per_epoch", t.steps_per_epoch},
+                   {"per_worker_batch", t.per_worker_batch},
+                   {"num_workers", t.num_workers},
+                   {"global_batch", t.global_batch},
+                   {"global_steps", t.global_steps},
+                   {"optimizer", t.optimizer},
+                   {"learning_rate", t.learning_rate},
+                   {"seed", t.seed},
+                   {"data_dir", t.data_dir}};
+  json document = {{"format", kFormat},
+                   {"format_version", kFormatVersion},
+                   {"model", manifest.model},
+                   {"weights", manifest.weights},
+                   {"input_shape", manifest.input_shape},
+                   {"classes", manifest.classes},
+                   {"metrics", manifest.metrics},
+                   {"training", training},
+                   {"created_at", manifest.created_at}};
+  return document.dump(2) + "\n";
+}
+
+StatusOr<ModelManifest> ParseManifest(const std::string& text, const std::string& origin) {
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error& error) {
+    return Status::InvalidArgument(origin + ": not valid JSON: " + error.what());
+  }
+  if (!document.is_object()) return Status::InvalidArgument(origin + ": not a JSON object");
+  std::string format;
+  int version = 0;
+  COHORT_RETURN_IF_ERROR(Field(document, "format", origin, &format));
+  COHORT_RETURN_IF_ERROR(Field(document, "format_version", origin, &version));
+  if (format != kFormat || version != kFormatVersion) {
+    return Status::InvalidArgument(origin + ": format \"" + format + "\" version " +
+                                   std::to_string(version) + " is not " + kFormat + " version " +
+                                   std::to_string(kFormatVersion));
+  }
+  ModelManifest manifest;
+  COHORT_RETURN_IF_ERROR(Field(document, "model", origin, &manifest.model));
+  COHORT_RETURN_IF_ERROR(Field(document, "weights", origin, &manifest.weights));
+  COHORT_RETURN_IF_ERROR(Field(document, "input_shape", origin, &manifest.input_shape));
+  COHORT_RETURN_IF_ERROR(Field(document, "classes", origin, &manifest.classes));
+  COHORT_RETURN_IF_ERROR(Field(document, "metrics", origin, &manifest.metrics));
+  COHORT_RETURN_IF_ERROR(Field(document, "created_at", origin, &manifest.created_at));
+  if (manifest.input_shape.size() != 3) {
+    return Status::InvalidArgument(origin + ": input_shape must be [channels, rows, cols]");
+  }
+  if (manifest.weights.empty() || manifest.weights.find('/') != std::string::npos) {
+    return Status::InvalidArgument(origin + ": weights must name a file in the same directory");
+  }
+  json training;
+  COHORT_RETURN_IF_ERROR(Field(document, "training", origin, &training));
+  const std::string where = origin + ": training";
+  TrainingConfig& t = manifest.training;
+  COHORT_RETURN_IF_ERROR(Field(training, "epochs", where, &t.epochs));
+  COHORT_RETURN_IF_ERROR(Field(training, "steps_per_epoch", where, &t.steps_per_epoch));
+  COHORT_RETURN_IF_ERROR(Field(training, "per_worker_batch", where, &t.per_worker_batch));
+  COHORT_RETURN_IF_ERROR(Field(training, "num_workers", where, &t.num_workers));
+  COHORT_RETURN_IF_ERROR(Field(training, "global_batch", where, &t.global_batch));
+  COHORT_RETURN_IF_ERROR(Field(training, "global_steps", where, &t.global_steps));
+  COHORT_RETURN_IF_ERROR(Field(training, "optimizer", where, &t.optimizer));
+  COHORT_RETURN_IF_ERROR(Field(training, "learning_rate", where, &t.learning_rate));
+  COHORT_RETURN_IF_ERROR(Field(training, "seed", where, &t.seed));
+  COHORT_RETURN_IF_ERROR(Field(training, "data_dir", where, &t.data_dir));
+  return manifest;
+}
+
+Status WriteManifest(const std::string& dir, const ModelManifest& manifest) {
+  return WriteFileAtomically((std::filesystem::path(dir) / kManifestFile).string(),
+                             ManifestToJson(manifest));
+}
+
+StatusOr<ModelManifest> ReadManifest(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kManifestFile).string();
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": no such file (is " + dir + " a saved model?)");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ParseManifest(text, path);
+}
+
+}  // namespace cohort::train

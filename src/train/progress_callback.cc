@@ -1,0 +1,91 @@
+#include "train/progress_callback.h"
+
+#include <unistd.h>
+
+#include <string>
+
+namespace cohort::train {
+namespace {
+
+std::string FormatDuration(double seconds) {
+  const long total = static_cast<long>(seconds + 0.5);
+  if (total < 60) return std::to_string(total) + "s";
+  if (total < 3600) return std::to_string(total / 60) + "m" + std::to_string(total % 60) + "s";
+  return std::to_string(total / 3600) + "h" + std::to_string(total % 3600 / 60) + "m";
+}
+
+std::string Bar(int64_t done, int64_t total) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+  std::string bar = "[";
+  for (int i = 0; i < kWidth; ++i) bar += i < filled ? '=' : (i == filled ? '>' : '.');
+  return bar + "]";
+}
+
+}  // namespace
+
+ProgressCallback ProgressCallback::ForStdout() {
+  return ProgressCallback(stdout, ::isatty(STDOUT_FILENO) == 1);
+}
+
+Status ProgressCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state) {
+  first_step_of_epoch_ = state.position().step;
+  return Status::OK();
+}
+
+Status ProgressCallback::OnEpochBegin(const FitPlan& plan, int epoch) {
+  epoch_start_ = Clock::now();
+  last_draw_ = Clock::time_point();
+  if (bar_) std::fprintf(out_, "Epoch %d/%d\n", epoch + 1, plan.epochs);
+  std::fflush(out_);
+  return Status::OK();
+}
+
+Status ProgressCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state,
+                                    const BatchLogs& logs) {
+  if (!bar_) return Status::OK();
+  const auto now = Clock::now();
+  const bool last = logs.position.step == plan.steps_per_epoch;
+  if (!last && now - last_draw_ < std::chrono::milliseconds(100)) return Status::OK();
+  last_draw_ = now;
+  const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
+  const int64_t run = logs.position.step - first_step_of_epoch_;
+  const double left =
+      run > 0 ? elapsed / run * static_cast<double>(plan.steps_per_epoch - logs.position.step) : 0;
+  std::fprintf(out_, "\r%6lld/%lld %s - ETA %s - loss %.4f - accuracy %.4f - %.0f samples/s ",
+               static_cast<long long>(logs.position.step),
+               static_cast<long long>(plan.steps_per_epoch),
+               Bar(logs.position.step, plan.steps_per_epoch).c_str(), FormatDuration(left).c_str(),
+               logs.loss, logs.accuracy, logs.samples_per_second);
+  std::fflush(out_);
+  return Status::OK();
+}
+
+Status ProgressCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
+                                    const EpochLogs& logs) {
+  seconds_in_epochs_ += logs.seconds;
+  ++epochs_finished_;
+  first_step_of_epoch_ = 0;
+  const double eta = seconds_in_epochs_ / epochs_finished_ * (plan.epochs - logs.epoch - 1);
+  if (bar_) {
+    std::fprintf(out_,
+                 "\r%6lld/%lld %s - %s - loss %.4f - accuracy %.4f - val_loss %.4f - "
+                 "val_accuracy %.4f - %.0f samples/s\n",
+                 static_cast<long long>(plan.steps_per_epoch),
+                 static_cast<long long>(plan.steps_per_epoch),
+                 Bar(plan.steps_per_epoch, plan.steps_per_epoch).c_str(),
+                 FormatDuration(logs.seconds).c_str(), logs.loss, logs.accuracy, logs.val_loss,
+                 logs.val_accuracy, logs.samples_per_second);
+  } else {
+    std::fprintf(out_,
+                 "epoch %d/%d: %lld steps in %.1f s - loss %.4f - accuracy %.4f - val_loss %.4f - "
+                 "val_accuracy %.4f - %.0f samples/s - ETA %s\n",
+                 logs.epoch + 1, plan.epochs, static_cast<long long>(logs.steps), logs.seconds,
+                 logs.loss, logs.accuracy, logs.val_loss, logs.val_accuracy,
+                 logs.samples_per_second, FormatDuration(eta).c_str());
+  }
+  std::fflush(out_);
+  return Status::OK();
+}
+
+}  // namespace cohort::train

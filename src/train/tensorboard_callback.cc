@@ -1,0 +1,62 @@
+#include "train/tensorboard_callback.h"
+
+#include <filesystem>
+
+#include "train/worker_dirs.h"
+
+namespace cohort::train {
+
+Status TensorBoardCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state) {
+  const std::filesystem::path dir = WriteDirPath(options_.log_dir, plan);
+  auto train = EventFileWriter::Create((dir / "train").string());
+  if (!train.ok()) return train.status().WithContext("TensorBoard");
+  auto validation = EventFileWriter::Create((dir / "validation").string());
+  if (!validation.ok()) return validation.status().WithContext("TensorBoard");
+  train_ = std::move(train).value();
+  validation_ = std::move(validation).value();
+
+  const int64_t resumed_at = state.position().GlobalStep(plan.steps_per_epoch);
+  if (resumed_at > 0) {
+    for (EventFileWriter* writer : {train_.get(), validation_.get()}) {
+      COHORT_RETURN_IF_ERROR(writer->WriteSessionStart(resumed_at + 1));
+      COHORT_RETURN_IF_ERROR(writer->Flush());
+    }
+  }
+  return Status::OK();
+}
+
+Status TensorBoardCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state,
+                                       const BatchLogs& logs) {
+  if (options_.update_every_steps <= 0 || logs.global_step % options_.update_every_steps != 0) {
+    return Status::OK();
+  }
+  return train_->WriteScalars(logs.global_step,
+                              {{"batch_loss", static_cast<float>(logs.loss)},
+                               {"batch_accuracy", static_cast<float>(logs.accuracy)}});
+}
+
+Status TensorBoardCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
+                                       const EpochLogs& logs) {
+  COHORT_RETURN_IF_ERROR(train_->WriteScalars(
+      logs.global_step,
+      {{"epoch_loss", static_cast<float>(logs.loss)},
+       {"epoch_accuracy", static_cast<float>(logs.accuracy)},
+       {"epoch_learning_rate", static_cast<float>(logs.learning_rate)},
+       {"epoch_samples_per_second", static_cast<float>(logs.samples_per_second)}}));
+  COHORT_RETURN_IF_ERROR(validation_->WriteScalars(
+      logs.global_step, {{"epoch_loss", static_cast<float>(logs.val_loss)},
+                         {"epoch_accuracy", static_cast<float>(logs.val_accuracy)}}));
+  COHORT_RETURN_IF_ERROR(train_->Flush());
+  return validation_->Flush();
+}
+
+Status TensorBoardCallback::OnTrainEnd(const FitPlan& plan, TrainingState& state) {
+  Status flushed = train_ ? train_->Flush() : Status::OK();
+  if (flushed.ok() && validation_) flushed = validation_->Flush();
+  train_.reset();
+  validation_.reset();
+  COHORT_RETURN_IF_ERROR(flushed);
+  return RemoveTempWriteDir(options_.log_dir, plan);
+}
+
+}  // namespace cohort::train

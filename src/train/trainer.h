@@ -1,0 +1,91 @@
+// Trainer: the Keras-like fit loop, for one worker of a synchronous data-parallel run.
+//
+// Every worker builds the same model from the same seed, then takes the chief's state (weights,
+// optimizer, position: fresh or restored from a backup) by broadcast, so all start identical. Each
+// step, every worker computes the gradient of the mean loss over its own per_worker_batch samples
+// (shard_sampler.h); GradientBuckets averages the gradients over workers while backward runs; and
+// every worker applies the same optimizer step to the same weights, so the replicas never drift
+// apart and nothing but gradients crosses the network during an epoch. With one worker the same
+// loop trains alone.
+//
+//   Trainer::Create(options, &train, &test, &strategy) -> trainer
+//   trainer->Fit({&backup, &tensorboard, &progress})
+//   trainer->Evaluate()                     // test split, sharded over the workers
+//   trainer->SaveModel(dir, metrics)        // every worker calls it; only the chief's copy stays
+//
+// The header needs no libtorch; the model lives behind the pimpl.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "train/callback.h"
+#include "train/image_dataset.h"
+#include "train/saved_model.h"
+#include "train/strategy.h"
+
+namespace cohort::train {
+
+struct TrainerOptions {
+  std::string model_name = "cnn";
+  int epochs = 3;
+  // Global steps per epoch; 0 means one pass over the training split (size / global batch).
+  int64_t steps_per_epoch = 0;
+  int64_t per_worker_batch = 64;
+  std::string optimizer = "adam";  // "adam" or "sgd"
+  double learning_rate = 0.001;
+  uint64_t seed = 42;
+  // Gradient bucket size for the all-reduce; about 4 MiB lets the last layers' sums start while
+  // backward still works on the first ones.
+  size_t bucket_bytes = size_t{4} << 20;
+  int64_t eval_batch = 500;
+  // How long a step may wait for its gradient sums or its next batch before the run is declared
+  // stuck. Peers that die are noticed by the collectives much sooner.
+  std::chrono::milliseconds step_timeout{std::chrono::seconds(120)};
+};
+
+class Trainer {
+ public:
+  // Checks the options against the data and builds the model and optimizer. `train`, `test` and
+  // `strategy` must outlive the trainer.
+  static StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options,
+                                                   const ImageDataset* train,
+                                                   const ImageDataset* test, Strategy* strategy);
+  ~Trainer();
+
+  const FitPlan& plan() const;
+
+  // Trains from the chief's start or restored position to the end of the last epoch, calling
+  // `callbacks` in order at each point (callback.h). Logs "resuming from epoch E step S" when it
+  // does not start from the beginning (E counts from 1, S is the number of steps of epoch E
+  // already done).
+  Status Fit(const std::vector<Callback*>& callbacks);
+
+  // Loss and accuracy on the test split: each worker evaluates its share, the sums are added.
+  StatusOr<EvaluationResult> Evaluate();
+
+  // Writes the model to `dir` (weights.pt + manifest.json with `metrics` and the training
+  // configuration). Call on every worker; non-chief workers write to a temporary directory and
+  // remove it.
+  Status SaveModel(const std::string& dir, const std::map<std::string, double>& metrics,
+                   const std::string& data_dir);
+
+  // The model's parameters, flattened and concatenated in the model's order (for tests).
+  std::vector<float> ParameterVector() const;
+
+  // Optimizer steps taken since the start of training.
+  int64_t global_step() const;
+
+ private:
+  struct Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort::train

@@ -1,0 +1,70 @@
+// cohort-train's command line: exit status 2 and a clear message for bad flags, --help for all.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+Result RunCohortTrain(const std::string& arguments) {
+  const std::string command =
+      std::string(COHORT_BINARY_DIR) + "/apps/cohort-train/cohort-train " + arguments + " 2>&1";
+  Result result;
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buffer;
+  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
+    result.output.append(buffer.data(), n);
+  }
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TEST(CohortTrainCli, HelpDocumentsEveryFlag) {
+  const Result result = RunCohortTrain("--help");
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* flag : {"--epochs", "--steps_per_epoch", "--per_worker_batch",
+                           "--saved_model_path", "--checkpoint_path", "--model", "--data_dir",
+                           "--learning_rate", "--optimizer", "--tensorboard_dir", "--seed",
+                           "--threads", "--evaluate", "--model_path", "TF_CONFIG", "138"}) {
+    EXPECT_NE(result.output.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(CohortTrainCli, BadFlagsExitWithTwoAndSayWhy) {
+  Result result = RunCohortTrain("--epochs=abc");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--epochs: expected a positive integer, got \"abc\""),
+            std::string::npos)
+      << result.output;
+
+  result = RunCohortTrain("--no_such_flag=1");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--no_such_flag"), std::string::npos) << result.output;
+
+  result = RunCohortTrain("--optimizer rmsprop");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--optimizer: rmsprop not in {sgd,adam}"), std::string::npos)
+      << result.output;
+
+  result = RunCohortTrain("--evaluate");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--evaluate needs --model_path DIR"), std::string::npos);
+}
+
+TEST(CohortTrainCli, AMissingDataDirectoryIsAPermanentFailure) {
+  const Result result = RunCohortTrain("--data_dir /nonexistent/fashion --epochs 1");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("data directory /nonexistent/fashion does not exist"),
+            std::string::npos)
+      << result.output;
+}
+
+}  // namespace

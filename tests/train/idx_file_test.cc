@@ -1,0 +1,135 @@
+#include "train/idx_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "synthetic_data.h"
+#include "train/image_dataset.h"
+
+namespace cohort::train {
+namespace {
+
+using testing::Gzip;
+using testing::IdxBytes;
+using testing::MakeTempDir;
+using testing::WriteFile;
+
+class IdxFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("idx"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
+};
+
+TEST_F(IdxFileTest, ReadsPlainAndGzipFilesAlike) {
+  const std::vector<uint8_t> data = {1, 2, 3, 4, 5, 6};
+  const std::string bytes = IdxBytes({2, 3}, data);
+  WriteFile(Path("plain"), bytes);
+  WriteFile(Path("compressed.gz"), Gzip(bytes));
+  for (const std::string name : {"plain", "compressed.gz"}) {
+    auto array = ReadIdxFile(Path(name));
+    ASSERT_TRUE(array.ok()) << array.status().ToString();
+    EXPECT_EQ(array->dims, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(array->data, data);
+  }
+}
+
+TEST_F(IdxFileTest, MissingFileIsNamed) {
+  auto array = ReadIdxFile(Path("absent"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(array.status().message(), Path("absent") + ": no such file");
+}
+
+TEST_F(IdxFileTest, TruncatedDataSaysHowMuchIsMissing) {
+  std::string bytes = IdxBytes({2, 3}, {1, 2, 3, 4, 5, 6});
+  bytes.resize(bytes.size() - 2);
+  WriteFile(Path("short"), bytes);
+  auto array = ReadIdxFile(Path("short"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().message(),
+            Path("short") + ": truncated: header says 2x3 = 6 bytes of data, the file has 4");
+}
+
+TEST_F(IdxFileTest, TruncatedHeaderAndTrailingBytesAreErrors) {
+  WriteFile(Path("header"), std::string("\0\0\x08\x03\0\0", 6));
+  auto array = ReadIdxFile(Path("header"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_NE(array.status().message().find(Path("header") + ": truncated: the header needs 16"),
+            std::string::npos)
+      << array.status().message();
+
+  WriteFile(Path("long"), IdxBytes({2}, {7, 8}) + "x");
+  array = ReadIdxFile(Path("long"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().message(), Path("long") + ": 1 unexpected bytes after the 2 array");
+}
+
+TEST_F(IdxFileTest, TruncatedGzipStreamIsAnError) {
+  std::string compressed = Gzip(IdxBytes({100}, std::vector<uint8_t>(100, 9)));
+  compressed.resize(compressed.size() / 2);
+  WriteFile(Path("cut.gz"), compressed);
+  auto array = ReadIdxFile(Path("cut.gz"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(array.status().message().find(Path("cut.gz") + ": truncated gzip stream"),
+            std::string::npos)
+      << array.status().message();
+}
+
+TEST_F(IdxFileTest, BadMagicIsNamed) {
+  WriteFile(Path("text"), "hello, world");
+  auto array = ReadIdxFile(Path("text"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().message(),
+            Path("text") +
+                ": bad magic 0x68 0x65 0x6c 0x6c: neither an IDX file (00 00 type "
+                "rank) nor gzip");
+
+  WriteFile(Path("floats"), std::string("\0\0\x0d\x01\0\0\0\0", 8));
+  array = ReadIdxFile(Path("floats"));
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(
+      array.status().message(),
+      Path("floats") + ": IDX element type 0x0d is not supported (only unsigned bytes, 0x08)");
+}
+
+TEST_F(IdxFileTest, LoadsASplitAndChecksItsFiles) {
+  const ImageDataset original = testing::MakeSyntheticDataset(10, 1, 6);
+  testing::WriteDatasetFiles(original, dir_, "train", /*gzip=*/true);
+  auto loaded = LoadImageDataset(dir_, Split::kTrain);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->size(), 10);
+  EXPECT_EQ(loaded->rows, 6);
+  EXPECT_EQ(loaded->pixels, original.pixels);
+  EXPECT_EQ(loaded->labels, original.labels);
+
+  auto test = LoadImageDataset(dir_, Split::kTest);
+  ASSERT_FALSE(test.ok());
+  EXPECT_EQ(test.status().message(), dir_ + "/t10k-images-idx3-ubyte[.gz]: no such file");
+
+  auto missing = LoadImageDataset(dir_ + "/nowhere", Split::kTrain);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("data directory " + dir_ + "/nowhere does not exist"),
+            std::string::npos);
+}
+
+TEST_F(IdxFileTest, ImagesAndLabelsMustAgreeInCount) {
+  WriteFile(Path("train-images-idx3-ubyte"), IdxBytes({2, 1, 1}, {1, 2}));
+  WriteFile(Path("train-labels-idx1-ubyte"), IdxBytes({3}, {0, 1, 2}));
+  auto loaded = LoadImageDataset(dir_, Split::kTrain);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().message(), Path("train-images-idx3-ubyte") + " has 2 images but " +
+                                           Path("train-labels-idx1-ubyte") + " has 3 labels");
+}
+
+TEST(ClassNames, FashionNamesOnlyForFashionMnist) {
+  EXPECT_EQ(ClassNamesFor("/usr/share/datasets/fashion-mnist/", 10)[9], "Ankle boot");
+  EXPECT_EQ(ClassNamesFor("/data/mnist", 10)[9], "9");
+  EXPECT_EQ(ClassNamesFor("/data/fashion-mnist", 4).size(), 4u);
+}
+
+}  // namespace
+}  // namespace cohort::train

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "synthetic_data.h"
+#include "train/batch_prefetcher.h"
+#include "train/bounded_queue.h"
+
+namespace cohort::train {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(BoundedQueue, EveryWaitTimesOut) {
+  BoundedQueue<int> queue(1);
+  EXPECT_FALSE(queue.Pop(milliseconds(10)).has_value());
+  int first = 1, second = 2;
+  EXPECT_EQ(queue.Push(std::move(first), milliseconds(10)), BoundedQueue<int>::PushResult::kPushed);
+  EXPECT_EQ(queue.Push(std::move(second), milliseconds(10)),
+            BoundedQueue<int>::PushResult::kTimedOut);
+  EXPECT_EQ(second, 2) << "a timed-out push leaves the item with the caller";
+  EXPECT_EQ(queue.Pop(milliseconds(10)), 1);
+}
+
+TEST(BoundedQueue, CloseWakesWaitersAndKeepsQueuedItems) {
+  BoundedQueue<int> queue(2);
+  int item = 7;
+  queue.Push(std::move(item), milliseconds(10));
+  std::thread closer([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    queue.Close();
+  });
+  EXPECT_EQ(queue.Pop(milliseconds(1000)), 7);
+  EXPECT_FALSE(queue.Pop(milliseconds(5000)).has_value());  // returns at Close, not at 5 s
+  closer.join();
+  int late = 8;
+  EXPECT_EQ(queue.Push(std::move(late), milliseconds(10)), BoundedQueue<int>::PushResult::kClosed);
+}
+
+TEST(BatchPrefetcher, DeliversTheSamplersBatchesInStepOrder) {
+  const ImageDataset dataset = testing::MakeSyntheticDataset(50, 3, 4);
+  ShardSampler reference(dataset.size(), 2, 1, 5, 11);
+  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 2, 1, 5, 11), 3, 9, 2);
+  for (int64_t step = 3; step < 9; ++step) {
+    auto batch = prefetcher.Next(milliseconds(5000));
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    EXPECT_EQ(batch->step, step);
+    const auto indices = reference.BatchIndices(step);
+    ASSERT_EQ(batch->labels.size(), indices.size());
+    ASSERT_EQ(batch->images.size(), indices.size() * 16);
+    for (size_t i = 0; i < indices.size(); ++i) {
+      EXPECT_EQ(batch->labels[i], dataset.labels[indices[i]]);
+      EXPECT_FLOAT_EQ(batch->images[i * 16], dataset.pixels[indices[i] * 16] / 255.0f);
+    }
+  }
+  auto past_end = prefetcher.Next(milliseconds(10));
+  EXPECT_EQ(past_end.status().code(), Status::Code::kFailedPrecondition);
+}
+
+TEST(BatchPrefetcher, StopsCleanlyWithBatchesLeft) {
+  const ImageDataset dataset = testing::MakeSyntheticDataset(50, 3, 4);
+  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 1, 0, 5, 1), 0, 1000, 2);
+  ASSERT_TRUE(prefetcher.Next(milliseconds(5000)).ok());
+  // The destructor closes the queue and joins the producer, which is blocked on a full queue.
+}
+
+}  // namespace
+}  // namespace cohort::train

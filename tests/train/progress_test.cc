@@ -1,0 +1,71 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "train/progress_callback.h"
+
+namespace cohort::train {
+namespace {
+
+class NoState : public TrainingState {
+ public:
+  Status Save(const std::string&) override { return Status::OK(); }
+  Status Load(const std::string&) override { return Status::OK(); }
+  Status SaveWeights(const std::string&) override { return Status::OK(); }
+  TrainingPosition position() const override { return {}; }
+};
+
+std::string Printed(bool bar) {
+  std::FILE* out = std::tmpfile();
+  ProgressCallback progress(out, bar);
+  FitPlan plan;
+  plan.epochs = 2;
+  plan.steps_per_epoch = 4;
+  NoState state;
+  EXPECT_TRUE(progress.OnTrainBegin(plan, state).ok());
+  EXPECT_TRUE(progress.OnEpochBegin(plan, 0).ok());
+  for (int64_t step = 1; step <= 4; ++step) {
+    BatchLogs logs;
+    logs.position = {0, step};
+    logs.global_step = step;
+    logs.loss = 0.5;
+    logs.accuracy = 0.75;
+    logs.samples_per_second = 1000;
+    EXPECT_TRUE(progress.OnBatchEnd(plan, state, logs).ok());
+  }
+  EpochLogs epoch;
+  epoch.epoch = 0;
+  epoch.steps = 4;
+  epoch.seconds = 10;
+  epoch.loss = 0.5;
+  epoch.accuracy = 0.75;
+  epoch.val_loss = 0.25;
+  epoch.val_accuracy = 0.875;
+  epoch.samples_per_second = 1234;
+  EXPECT_TRUE(progress.OnEpochEnd(plan, state, epoch).ok());
+  std::rewind(out);
+  std::string text;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), out)) text.append(buffer, n);
+  std::fclose(out);
+  return text;
+}
+
+TEST(ProgressCallback, OneLinePerEpochOffATerminal) {
+  EXPECT_EQ(Printed(false),
+            "epoch 1/2: 4 steps in 10.0 s - loss 0.5000 - accuracy 0.7500 - val_loss 0.2500 - "
+            "val_accuracy 0.8750 - 1234 samples/s - ETA 10s\n");
+}
+
+TEST(ProgressCallback, ABarOnATerminal) {
+  const std::string text = Printed(true);
+  EXPECT_EQ(text.rfind("Epoch 1/2\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\r     4/4 [==============================] - 10s - loss 0.5000"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.back(), '\n');
+}
+
+}  // namespace
+}  // namespace cohort::train

@@ -1,0 +1,105 @@
+#include "train/saved_model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_support.h"
+#include "train/model_checkpoint.h"
+
+namespace cohort::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(SavedModel, LoadsWhatTheTrainerSavedAndPredictsTheSame) {
+  const std::string dir = testing::MakeTempDir("saved");
+  testing::SmallData data;
+  SingleProcessStrategy strategy;
+  auto trainer = testing::MakeTrainer(testing::SmallRun(), data, &strategy);
+  ModelCheckpoint checkpoints(ModelCheckpointOptions{dir + "/checkpoints"});
+  ::testing::internal::CaptureStdout();
+  ASSERT_TRUE(trainer->Fit({&checkpoints}).ok());
+  ::testing::internal::GetCapturedStdout();
+  auto evaluation = trainer->Evaluate();
+  ASSERT_TRUE(evaluation.ok());
+  EXPECT_GT(evaluation->accuracy, 0.9) << "the synthetic classes are easy";
+  ASSERT_TRUE(
+      trainer
+          ->SaveModel(dir + "/model", {{"test_accuracy", evaluation->accuracy}}, "/data/synthetic")
+          .ok());
+
+  auto model = SavedModel::Load(dir + "/model");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelManifest& manifest = (*model)->manifest();
+  EXPECT_EQ(manifest.model, "cnn");
+  EXPECT_EQ(manifest.input_shape, (std::vector<int64_t>{1, 12, 12}));
+  EXPECT_EQ(manifest.classes, (std::vector<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(manifest.training.global_steps, 18);
+  EXPECT_EQ(manifest.training.optimizer, "adam");
+  EXPECT_DOUBLE_EQ(manifest.metrics.at("test_accuracy"), evaluation->accuracy);
+
+  auto reloaded = (*model)->Evaluate(data.test);
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_DOUBLE_EQ(reloaded->accuracy, evaluation->accuracy);
+  EXPECT_NEAR(reloaded->loss, evaluation->loss, 1e-9);
+
+  std::vector<float> image(144);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = data.test.pixels[i] / 255.0f;
+  auto probabilities = (*model)->PredictProbabilities(image.data(), 1);
+  auto classes = (*model)->PredictClasses(image.data(), 1);
+  ASSERT_TRUE(probabilities.ok() && classes.ok());
+  ASSERT_EQ(probabilities->size(), 4u);
+  EXPECT_NEAR((*probabilities)[0] + (*probabilities)[1] + (*probabilities)[2] + (*probabilities)[3],
+              1.0, 1e-5);
+  EXPECT_EQ((*classes)[0], data.test.labels[0]);
+
+  // ModelCheckpoint kept every epoch and lists them TF-style.
+  EXPECT_TRUE(fs::exists(dir + "/checkpoints/ckpt-1.pt"));
+  EXPECT_TRUE(fs::exists(dir + "/checkpoints/ckpt-3.pt"));
+  fs::remove_all(dir);
+}
+
+TEST(SavedModel, ErrorsNameTheFile) {
+  const std::string dir = testing::MakeTempDir("saved-errors");
+  auto missing = SavedModel::Load(dir);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(missing.status().message().find(dir + "/manifest.json"), std::string::npos);
+
+  ModelManifest manifest;
+  manifest.model = "cnn";
+  manifest.input_shape = {1, 12, 12};
+  manifest.classes = {"a", "b"};
+  ASSERT_TRUE(WriteManifest(dir, manifest).ok());
+  testing::WriteFile(dir + "/weights.pt", "not a torch archive");
+  auto corrupt = SavedModel::Load(dir);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_NE(corrupt.status().message().find(dir + "/weights.pt: cannot load cnn weights"),
+            std::string::npos)
+      << corrupt.status().message();
+
+  testing::WriteFile(dir + "/manifest.json", "{\"format\": \"cohort-saved-model\"}");
+  auto incomplete = SavedModel::Load(dir);
+  ASSERT_FALSE(incomplete.ok());
+  EXPECT_EQ(incomplete.status().message(), dir + "/manifest.json: missing \"format_version\"");
+  fs::remove_all(dir);
+}
+
+TEST(ModelManifest, RoundTripsThroughJson) {
+  ModelManifest manifest;
+  manifest.model = "deep_cnn";
+  manifest.input_shape = {1, 28, 28};
+  manifest.classes = {"x", "y"};
+  manifest.metrics = {{"test_accuracy", 0.9}};
+  manifest.training.epochs = 3;
+  manifest.training.seed = 42;
+  manifest.training.data_dir = "/data";
+  manifest.created_at = "2024-01-01T00:00:00Z";
+  auto parsed = ParseManifest(ManifestToJson(manifest), "m");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, manifest);
+}
+
+}  // namespace
+}  // namespace cohort::train
