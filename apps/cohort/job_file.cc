@@ -1,15 +1,15 @@
 #include "apps/cohort/job_file.h"
 
-#include "job/spec_parser.h"
 #include "job/validation.h"
 
 namespace cohort::cli {
 
-StatusOr<LoadedJob> LoadJobFile(const std::string& path) {
+StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options) {
   LoadedJob loaded;
-  StatusOr<job::TFJob> job = job::LoadTFJobFile(path, &loaded.warnings);
-  if (!job.ok()) return job.status();
-  loaded.job = std::move(*job);
+  StatusOr<job::JobFile> file = job::LoadJobFromFile(path, options, &loaded.warnings);
+  if (!file.ok()) return file.status();
+  loaded.job = std::move(file->job);
+  loaded.format = file->format;
   for (std::string& warning : job::LocalRunWarnings(loaded.job)) {
     loaded.warnings.push_back(std::move(warning));
   }

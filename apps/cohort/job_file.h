@@ -1,21 +1,24 @@
-// Reading a TFJob manifest the way every command does: parse, apply the operator's defaults,
-// validate, and collect the warnings a local run gives.
+// Reading a job file the way every command does: a TFJob manifest or an AI Platform job spec
+// (job/job_file.h), with the operator's defaults and validation, and the warnings a local run
+// gives.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "job/job_file.h"
 #include "job/tfjob.h"
 
 namespace cohort::cli {
 
 struct LoadedJob {
   job::TFJob job;
+  job::JobFileFormat format = job::JobFileFormat::kTFJob;
   std::vector<std::string> warnings;  // fields a local run cannot honour, each once
 };
 
 // Errors name file:line:column and the field path.
-StatusOr<LoadedJob> LoadJobFile(const std::string& path);
+StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options = {});
 
 }  // namespace cohort::cli

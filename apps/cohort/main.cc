@@ -4,6 +4,9 @@
 //   cohort submit FILE     start it in the background (a detached supervisor) and print its name
 //   cohort get / describe / logs / wait / delete JOB
 //   cohort validate FILE... / cohort tfconfig FILE --replica worker-1
+//   cohort convert FILE    print the TFJob a file amounts to (an AI Platform job spec converted)
+//
+// FILE is a TFJob manifest or a Google AI Platform training job spec (job/job_file.h).
 //
 // Every command reads and writes the job's state under $COHORT_HOME (exec/job_store.h); there is
 // no daemon.
@@ -109,8 +112,9 @@ struct PreparedJob {
   exec::ImageMap images;
 };
 StatusOr<PreparedJob> PrepareJob(JobStore& store, const std::string& file,
+                                 const job::JobFileOptions& options,
                                  const std::vector<std::string>& image_flags) {
-  StatusOr<LoadedJob> loaded = LoadJobFile(file);
+  StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
   if (!loaded.ok()) return loaded.status();
   PrintWarnings(*loaded);
   StatusOr<exec::ImageMap> images = BuildImageMap(store, image_flags);
@@ -120,9 +124,10 @@ StatusOr<PreparedJob> PrepareJob(JobStore& store, const std::string& file,
                      std::move(*images)};
 }
 
-int Run(const std::string& file, const std::vector<std::string>& image_flags) {
+int Run(const std::string& file, const job::JobFileOptions& options,
+        const std::vector<std::string>& image_flags) {
   JobStore store(exec::DefaultCohortHome());
-  StatusOr<PreparedJob> prepared = PrepareJob(store, file, image_flags);
+  StatusOr<PreparedJob> prepared = PrepareJob(store, file, options, image_flags);
   if (!prepared.ok()) return Fail(ExitCodeFor(prepared.status()), prepared.status().message());
   JobKey key = prepared->key;
   std::cout << "cohort: job " << key.ToString() << " created; logs in "
@@ -160,9 +165,10 @@ int Supervise(const JobKey& key, const std::vector<std::string>& image_flags) {
   return ExitCodeForJob(*final_status);
 }
 
-int Submit(const std::string& file, const std::vector<std::string>& image_flags) {
+int Submit(const std::string& file, const job::JobFileOptions& options,
+           const std::vector<std::string>& image_flags) {
   JobStore store(exec::DefaultCohortHome());
-  StatusOr<PreparedJob> prepared = PrepareJob(store, file, image_flags);
+  StatusOr<PreparedJob> prepared = PrepareJob(store, file, options, image_flags);
   if (!prepared.ok()) return Fail(ExitCodeFor(prepared.status()), prepared.status().message());
   JobKey key = prepared->key;
   std::filesystem::path directory = store.JobDirectory(key);
@@ -354,30 +360,52 @@ int SetSuspended(const std::string& name, const std::string& namespace_name, boo
   return kExitSucceeded;
 }
 
-// ---- validate / tfconfig ----
+// ---- validate / tfconfig / convert ----
 
-int Validate(const std::vector<std::string>& files) {
+// "1 Chief, 2 PS, 3 Worker"
+std::string ReplicaSummary(const job::TFJob& job) {
+  std::string replicas;
+  for (const auto& [type, spec] : job.replica_specs) {
+    replicas += (replicas.empty() ? "" : ", ") + std::to_string(spec.replicas) + " " + type;
+  }
+  return replicas;
+}
+
+int Validate(const std::vector<std::string>& files, const job::JobFileOptions& options) {
   int exit_code = kExitSucceeded;
   for (const std::string& file : files) {
-    StatusOr<LoadedJob> loaded = LoadJobFile(file);
+    StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
     if (!loaded.ok()) {
       std::cerr << loaded.status().message() << "\n";
       exit_code = kExitInvalidInput;
       continue;
     }
     PrintWarnings(*loaded);
-    std::string replicas;
-    for (const auto& [type, spec] : loaded->job.replica_specs) {
-      replicas += (replicas.empty() ? "" : ", ") + std::to_string(spec.replicas) + " " + type;
+    std::string as_tfjob = loaded->format == job::JobFileFormat::kAiPlatform
+                               ? "valid AI Platform job spec, as TFJob "
+                               : "valid TFJob ";
+    std::cout << file << ": " << as_tfjob << loaded->job.metadata.namespace_name << "/"
+              << loaded->job.metadata.name << " (" << ReplicaSummary(loaded->job) << ")\n";
+    if (loaded->format == job::JobFileFormat::kAiPlatform) {
+      std::cout << "  (cohort convert " << file << " prints that TFJob)\n";
     }
-    std::cout << file << ": valid TFJob " << loaded->job.metadata.namespace_name << "/"
-              << loaded->job.metadata.name << " (" << replicas << ")\n";
   }
   return exit_code;
 }
 
-int TfConfig(const std::string& file, const std::string& replica, bool kubernetes) {
-  StatusOr<LoadedJob> loaded = LoadJobFile(file);
+// The TFJob as `cohort get -o yaml` would show its spec: converted from AI Platform's form, or
+// normalised (defaults applied) from a manifest.
+int Convert(const std::string& file, const job::JobFileOptions& options) {
+  StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
+  if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
+  PrintWarnings(*loaded);
+  std::cout << job::ToYaml(job::ToJson(loaded->job));
+  return kExitSucceeded;
+}
+
+int TfConfig(const std::string& file, const job::JobFileOptions& options,
+             const std::string& replica, bool kubernetes) {
+  StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
   if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
   const job::TFJob& job = loaded->job;
   size_t dash = replica.rfind('-');
@@ -452,11 +480,18 @@ int Main(int argc, char** argv) {
   std::vector<std::string> image_flags, files;
   bool follow = false, all_namespaces = false, ignore_not_found = false, kubernetes = false;
   double timeout_seconds = 3600;
+  job::JobFileOptions job_file_options;
   int exit_code = kExitSucceeded;
 
   auto add_images = [&](CLI::App* command) {
     command->add_option("--image", image_flags,
                         "NAME=COMMAND: run containers of image NAME as COMMAND (repeatable)");
+  };
+  auto add_file = [&](CLI::App* command, const std::string& what) {
+    command->add_option("FILE", file, what + ": a TFJob manifest or an AI Platform job spec")
+        ->required();
+    command->add_option("--name", job_file_options.job_name,
+                        "the job's name, for an AI Platform job spec (default: its jobId)");
   };
   auto add_namespace = [&](CLI::App* command) {
     command->add_option("-n,--namespace", namespace_name, "the job's namespace")
@@ -464,15 +499,15 @@ int Main(int argc, char** argv) {
   };
 
   CLI::App* run = app.add_subcommand("run", "Run a TFJob in the foreground (Ctrl-C stops it)");
-  run->add_option("FILE", file, "TFJob manifest (YAML)")->required();
+  add_file(run, "the job");
   add_images(run);
-  run->callback([&] { exit_code = Run(file, image_flags); });
+  run->callback([&] { exit_code = Run(file, job_file_options, image_flags); });
 
   CLI::App* submit =
       app.add_subcommand("submit", "Start a TFJob in the background and print its name");
-  submit->add_option("FILE", file, "TFJob manifest (YAML)")->required();
+  add_file(submit, "the job");
   add_images(submit);
-  submit->callback([&] { exit_code = Submit(file, image_flags); });
+  submit->callback([&] { exit_code = Submit(file, job_file_options, image_flags); });
 
   CLI::App* supervise =
       app.add_subcommand("supervise", "Supervise a submitted job (used by submit)");
@@ -529,16 +564,23 @@ int Main(int argc, char** argv) {
   add_namespace(resume);
   resume->callback([&] { exit_code = SetSuspended(name, namespace_name, false); });
 
-  CLI::App* validate = app.add_subcommand("validate", "Check TFJob manifests without running them");
-  validate->add_option("FILE", files, "TFJob manifests")->required();
-  validate->callback([&] { exit_code = Validate(files); });
+  CLI::App* validate = app.add_subcommand("validate", "Check job files without running them");
+  validate->add_option("FILE", files, "TFJob manifests or AI Platform job specs")->required();
+  validate->add_option("--name", job_file_options.job_name,
+                       "the job's name, for an AI Platform job spec (default: its jobId)");
+  validate->callback([&] { exit_code = Validate(files, job_file_options); });
 
   CLI::App* tfconfig = app.add_subcommand("tfconfig", "Print the TF_CONFIG a replica would get");
-  tfconfig->add_option("FILE", file, "TFJob manifest")->required();
+  add_file(tfconfig, "the job");
   tfconfig->add_option("--replica", replica, "e.g. worker-1")->required();
   tfconfig->add_flag("--kubernetes", kubernetes,
                      "the in-cluster form (<job>-worker-1.<ns>.svc:2222)");
-  tfconfig->callback([&] { exit_code = TfConfig(file, replica, kubernetes); });
+  tfconfig->callback([&] { exit_code = TfConfig(file, job_file_options, replica, kubernetes); });
+
+  CLI::App* convert = app.add_subcommand(
+      "convert", "Print the TFJob a file amounts to (an AI Platform job spec, converted)");
+  add_file(convert, "the job");
+  convert->callback([&] { exit_code = Convert(file, job_file_options); });
 
   try {
     app.parse(argc, argv);

@@ -1,14 +1,9 @@
 #include "job/spec_parser.h"
 
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "job/defaults.h"
@@ -76,18 +71,6 @@ const std::set<std::string>& ContainerFields() {
   return fields;
 }
 
-// A value as "expected X, got Y" shows it: "two" with quotes, 2, true, null, a mapping, a list.
-std::string Describe(const json& value) {
-  if (value.is_object()) return "a mapping";
-  if (value.is_array()) return "a list";
-  if (value.is_string()) {
-    std::string text = value.get<std::string>();
-    if (text.size() > 60) text = text.substr(0, 60) + "...";
-    return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 // The value of `key`, or nullptr when it is absent or null: Kubernetes reads an explicit null
 // as "not set".
 const json* Field(const json& object, const std::string& key) {
@@ -140,7 +123,7 @@ class SpecDecoder {
   }
 
   void TypeError(const std::string& path, const std::string& expected, const json& value) {
-    Error(path, "expected " + expected + ", got " + Describe(value));
+    Error(path, "expected " + expected + ", got " + DescribeValue(value));
   }
 
   // `what` names the API the fields belong to, e.g. "the kubeflow.org/v1 TFJob API".
@@ -168,7 +151,7 @@ class SpecDecoder {
     if (value.is_number() || value.is_boolean()) {
       hint = " (quote it to mean text: \"" + value.dump() + "\")";
     }
-    Error(path, "expected a string, got " + Describe(value) + hint);
+    Error(path, "expected a string, got " + DescribeValue(value) + hint);
     return std::nullopt;
   }
 
@@ -237,7 +220,7 @@ class SpecDecoder {
       supported = false;
     } else if (std::optional<std::string> text = ReadString(*kind, "kind")) {
       if (*text != kKind) {
-        Error("kind", Describe(*kind) + " is not supported: Cohort runs kind TFJob only");
+        Error("kind", DescribeValue(*kind) + " is not supported: Cohort runs kind TFJob only");
         supported = false;
       }
     } else {
@@ -253,7 +236,7 @@ class SpecDecoder {
                                  ? "; a v1alpha2, v1beta1 or v1beta2 TFJob usually needs only its "
                                    "apiVersion changed"
                                  : "";
-        Error("apiVersion", Describe(*api_version) +
+        Error("apiVersion", DescribeValue(*api_version) +
                                 " is not supported: Cohort reads kubeflow.org/v1 TFJobs" + advice);
         supported = false;
       }
@@ -330,7 +313,7 @@ class SpecDecoder {
       if (std::optional<CleanPodPolicy> parsed = ParseCleanPodPolicy(*text)) {
         policy.clean_pod_policy = *parsed;
       } else {
-        Error(path, Describe(value) + " is not one of All, Running, None");
+        Error(path, DescribeValue(value) + " is not one of All, Running, None");
       }
     } else if (field == "ttlSecondsAfterFinished") {
       if (std::optional<int32_t> seconds = ReadInt32(value, path)) {
@@ -413,8 +396,8 @@ class SpecDecoder {
         if (std::optional<RestartPolicy> parsed = ParseRestartPolicy(*text)) {
           replica.restart_policy = *parsed;
         } else {
-          Error(policy_path,
-                Describe(*restart_policy) + " is not one of Always, OnFailure, Never, ExitCode");
+          Error(policy_path, DescribeValue(*restart_policy) +
+                                 " is not one of Always, OnFailure, Never, ExitCode");
         }
       }
     }
@@ -638,24 +621,9 @@ StatusOr<TFJob> ParseTFJob(const std::string& yaml_text, const std::string& file
 }
 
 StatusOr<TFJob> ParseTFJobFile(const std::string& path, std::vector<std::string>* warnings) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (!fs::exists(path, error)) return Status::NotFound(path + ": no such file");
-  if (fs::is_directory(path, error)) {
-    return Status::InvalidArgument(path + ": is a directory, not a TFJob manifest");
-  }
-  uintmax_t size = fs::file_size(path, error);
-  if (!error && size > kMaxYamlBytes) {
-    return Status::InvalidArgument(path + ": the file is larger than " +
-                                   std::to_string(kMaxYamlBytes / (1024 * 1024)) +
-                                   " MiB; a TFJob manifest is a few kilobytes");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return Status::IOError(path + ": cannot read: " + std::strerror(errno));
-  return ParseTFJob(contents.str(), path, warnings);
+  StatusOr<std::string> contents = ReadYamlFile(path);
+  if (!contents.ok()) return contents.status();
+  return ParseTFJob(*contents, path, warnings);
 }
 
 StatusOr<TFJob> LoadTFJob(const std::string& yaml_text, const std::string& file_name_for_messages,

@@ -6,9 +6,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -370,6 +374,38 @@ SourcePosition NearestPosition(const PositionMap& positions, const std::string& 
     if (current.empty()) return SourcePosition{};
     current = ParentPath(current);
   }
+}
+
+StatusOr<std::string> ReadYamlFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::exists(path, error)) return Status::NotFound(path + ": no such file");
+  if (fs::is_directory(path, error)) {
+    return Status::InvalidArgument(path + ": is a directory, not a job spec");
+  }
+  uintmax_t size = fs::file_size(path, error);
+  if (!error && size > kMaxYamlBytes) {
+    return Status::InvalidArgument(path + ": the file is larger than " +
+                                   std::to_string(kMaxYamlBytes / (1024 * 1024)) +
+                                   " MiB; a job spec is a few kilobytes");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return Status::IOError(path + ": cannot read: " + std::strerror(errno));
+  return contents.str();
+}
+
+std::string DescribeValue(const nlohmann::json& value) {
+  if (value.is_object()) return "a mapping";
+  if (value.is_array()) return "a list";
+  if (value.is_string()) {
+    std::string text = value.get<std::string>();
+    if (text.size() > 60) text = text.substr(0, 60) + "...";
+    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string LocatedMessage(const std::string& file, const SourcePosition& position,

@@ -47,6 +47,10 @@ inline constexpr size_t kMaxYamlNodes = 100 * 1000;  // counted after aliases ar
 StatusOr<std::vector<YamlDocument>> ReadYamlDocuments(const std::string& text,
                                                       const std::string& file_name);
 
+// The contents of the job file at `path`: NotFound when there is none, InvalidArgument for a
+// directory or a file over kMaxYamlBytes, IOError when it cannot be read.
+StatusOr<std::string> ReadYamlFile(const std::string& path);
+
 // ---- Field paths: "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image" ----
 
 // `parent` + `key`: ".key" when the key is a plain name (letters, digits, '-', '_'), otherwise
@@ -67,6 +71,10 @@ SourcePosition NearestPosition(const PositionMap& positions, const std::string& 
 // with line 0 leaves just "<file>: ", an empty path leaves just the message.
 std::string LocatedMessage(const std::string& file, const SourcePosition& position,
                            const std::string& path, const std::string& message);
+
+// A value as messages show it: text in double quotes (cut after 60 characters), a number or
+// boolean as written, "a mapping", "a list".
+std::string DescribeValue(const nlohmann::json& value);
 
 // A message and the position it names, so that messages can be put in document order.
 struct Diagnostic {

@@ -1,0 +1,104 @@
+// Google AI Platform (Cloud ML Engine) training jobs, read as the TFJob they amount to.
+//
+// Teams moving off AI Platform Training have job specs in its TrainingInput format, either the
+// file `gcloud ai-platform jobs submit training --config` takes
+//
+//   jobId: taxi                          # optional; --name may give it instead
+//   labels: {team: forecasting}          # optional
+//   trainingInput:
+//     scaleTier: CUSTOM
+//     masterType: n1-standard-8
+//     masterConfig: {imageUri: cohort/taxi-train}
+//     workerType: n1-standard-8
+//     workerCount: 3
+//     parameterServerType: n1-standard-4
+//     parameterServerCount: 2
+//     args: [--epochs=3]
+//     useChiefInTfConfig: true
+//
+// or the REST Job object (JSON or YAML: the same fields, counts possibly written as strings, as
+// proto3's JSON mapping writes int64). Rather than a second executor, such a spec is converted
+// to a kubeflow.org/v1 TFJob, which then goes through the same defaulting and validation as any
+// manifest (spec_parser.h, defaults.h, validation.h) and runs the same way. A file is taken for
+// AI Platform's format by its content: a document with trainingInput and with neither kind nor
+// apiVersion.
+//
+// The cluster. AI Platform starts one master and, by scale tier:
+//   BASIC, BASIC_GPU, BASIC_TPU  the master alone
+//   STANDARD_1                   the master, 4 workers and 3 parameter servers
+//   PREMIUM_1                    the master, 19 workers and 11 parameter servers
+//   CUSTOM                       the master, workerCount workers, parameterServerCount
+//                                parameter servers and evaluatorCount evaluators
+// (an absent scaleTier is BASIC, as gcloud submits it). The REST reference
+// (cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#ScaleTier) only
+// says "many workers and a few parameter servers" and "a large number of workers with many
+// parameter servers"; the counts are those of the tier table of AI Platform's former
+// machine-types and pricing pages, which could not be re-read here. *Count fields are an error
+// with any tier but CUSTOM, and so is a missing masterType (or workerType... when its count is
+// above zero) with CUSTOM, as AI Platform refuses both.
+//
+// The master is the chief: its TF_CONFIG task type is "master", or "chief" with
+// useChiefInTfConfig: true (cloud.google.com/ai-platform/training/docs/distributed-training-
+// details), so it becomes the replica type Master or Chief. workerCount, parameterServerCount
+// and evaluatorCount become Worker, PS and Evaluator replicas. As on AI Platform, the evaluator
+// is left out of TF_CONFIG's cluster (the job gets the annotation
+// cohort.dev/evaluator-in-cluster: "false").
+//
+// Each replica's container is named tensorflow and runs <role>Config.imageUri, the master's
+// when its own is unset (AI Platform's rule); its command is <role>Config.containerCommand when
+// set, and its args are <role>Config.containerArgs when set, else trainingInput.args, which
+// every replica gets, followed by --job-dir=<jobDir> when jobDir is set. Every replica has
+// restartPolicy OnFailure. scheduling.maxRunningTime ("7200s") becomes
+// runPolicy.activeDeadlineSeconds, rounded up to whole seconds; jobId becomes metadata.name
+// (lower-cased, '_' and '.' turned into '-', which must leave a DNS-1035 label) and labels
+// metadata.labels.
+//
+// What a local run cannot honour gives one warning per field, and the job still runs: machine
+// types, acceleratorConfig, diskConfig, tpuTfVersion, region, runtimeVersion, pythonVersion,
+// scheduling.maxWaitTime and priority, network, serviceAccount, encryptionConfig,
+// enableWebAccess, a gs:// jobDir. Fields that are not part of TrainingInput warn as the TFJob
+// parser's unknown fields do; output-only fields of a fetched Job (state, trainingOutput...)
+// are ignored silently. What cannot run at all is an error: packageUris and pythonModule (code
+// for AI Platform's runtime images) without an imageUri, hyperparameters (a tuning job of many
+// trials), predictionInput.
+//
+// Not reproduced: the "job" and "trial" extras of AI Platform's TF_CONFIG, and the CLUSTER_SPEC
+// variable it sets for custom containers.
+//
+// Messages have the TFJob parser's form, positioned where the AI Platform field was written:
+//   job.yaml:4:16: trainingInput.workerCount: "-1" must be a non-negative integer
+// Errors come back as one InvalidArgument Status, one line per problem. Nothing here throws.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "job/tfjob.h"
+#include "job/yaml_document.h"
+
+namespace cohort::job {
+
+// Whether `document` is an AI Platform job spec rather than a Kubernetes object: it is a
+// mapping with trainingInput, and has neither kind nor apiVersion.
+bool IsAiPlatformJob(const YamlDocument& document);
+
+struct AiPlatformOptions {
+  // The TFJob's name. Empty: taken from jobId, and an error when there is none.
+  std::string job_name;
+};
+
+// The TFJob that `document` (for which IsAiPlatformJob holds) amounts to, as ParseTFJob returns
+// one: not yet defaulted or validated. Its positions map TFJob field paths to the AI Platform
+// fields they came from, so that later messages point at the lines written. Warnings are
+// appended to `warnings` when it is not null.
+StatusOr<TFJob> ConvertAiPlatformJob(const YamlDocument& document,
+                                     const std::string& file_name_for_messages,
+                                     const AiPlatformOptions& options,
+                                     std::vector<std::string>* warnings = nullptr);
+
+// The name jobId gives a TFJob: lower-cased, with '_' and '.' turned into '-'. InvalidArgument
+// (without a position; the caller adds it) when that is not a DNS-1035 label.
+StatusOr<std::string> TFJobNameForJobId(const std::string& job_id);
+
+}  // namespace cohort::job
