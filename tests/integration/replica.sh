@@ -10,6 +10,7 @@ set -u
 me="${COHORT_REPLICA_TYPE}-${COHORT_REPLICA_INDEX}"
 echo "replica $me pid $$ starting"
 echo "TF_CONFIG=${TF_CONFIG:-}"
+echo "ARGS=$*"
 echo "PWD=$(pwd)"
 if [ -n "${PID_DIR:-}" ]; then echo $$ >"$PID_DIR/$me.pid"; fi
 trap 'echo "replica $me got SIGTERM"; exit 143' TERM
