@@ -45,13 +45,16 @@
 // cohort.dev/evaluator-in-cluster: "false").
 //
 // Each replica's container is named tensorflow and runs <role>Config.imageUri, the master's
-// when its own is unset (AI Platform's rule); its command is <role>Config.containerCommand when
-// set, and its args are <role>Config.containerArgs when set, else trainingInput.args, which
-// every replica gets, followed by --job-dir=<jobDir> when jobDir is set. Every replica has
+// when its own is unset (AI Platform's rule). Its args are trainingInput.args, which every
+// replica gets, followed by --job-dir=<jobDir> when jobDir is set (the REST reference: jobDir "is
+// passed to your TensorFlow program as the '--job-dir' command-line argument"). A role's
+// containerCommand and containerArgs, when set, become the container's command and replace its
+// args: Cohort's reading, which the reference does not spell out. Every replica has
 // restartPolicy OnFailure. scheduling.maxRunningTime ("7200s") becomes
-// runPolicy.activeDeadlineSeconds, rounded up to whole seconds; jobId becomes metadata.name
+// runPolicy.activeDeadlineSeconds, rounded up to whole seconds; unset, it is 604800s (seven
+// days), the default the REST reference of Scheduling gives. jobId becomes metadata.name
 // (lower-cased, '_' and '.' turned into '-', which must leave a DNS-1035 label) and labels
-// metadata.labels.
+// become metadata.labels.
 //
 // What a local run cannot honour gives one warning per field, and the job still runs: machine
 // types, acceleratorConfig, diskConfig, tpuTfVersion, region, runtimeVersion, pythonVersion,

@@ -267,7 +267,7 @@ TEST(Master, UseChiefInTfConfigMustBeABoolean) {
 TEST(Containers, EveryReplicaRunsTheMastersImageWithTheJobsArgs) {
   StatusOr<JobFile> loaded = Load(kCustom);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  for (const std::string& type : {kMaster, kWorker, kPS}) {
+  for (const char* type : {kMaster, kWorker, kPS}) {
     const Container& container = TensorflowOf(loaded->job, type);
     EXPECT_EQ(container.name, "tensorflow");
     EXPECT_EQ(container.image, "example/trainer:1.0") << type;
