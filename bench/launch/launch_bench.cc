@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
     fs::path stamps = root / ("stamps-cohort-" + std::to_string(round));
     fs::create_directories(stamps);
     setenv("STAMP_DIR", stamps.c_str(), 1);
-    WaitFor(Spawn({cohort, "delete", "launch", "--ignore-not-found"}));
+    WaitFor(Spawn(
+        {"/bin/sh", "-c", "exec \"$0\" delete launch --ignore-not-found >/dev/null", cohort}));
     int64_t begin = NowNanoseconds();
     pid_t run = Spawn({"/bin/sh", "-c", "exec \"$0\" run \"$1\" >/dev/null 2>&1", cohort,
                        (root / "job.yaml").string()});
