@@ -62,10 +62,12 @@ class DenseSlice {
 
   DenseSliceState Snapshot() const;
 
+  // InvalidArgument, naming the rows this slice holds, unless it holds all of the range.
+  Status CheckRange(int64_t first_row, int64_t row_count) const;
+
  private:
   DenseSlice(DenseSliceSpec spec, DenseSliceState state)
       : spec_(std::move(spec)), optimizer_(spec_.optimizer), state_(std::move(state)) {}
-  Status CheckRange(int64_t first_row, int64_t row_count) const;
 
   const DenseSliceSpec spec_;
   const Optimizer optimizer_;

@@ -67,10 +67,12 @@ class EmbeddingTable {
   size_t row_count() const;
   EmbeddingTableState Snapshot() const;
 
+  // InvalidArgument, naming the owner, for an id that belongs to another server.
+  Status CheckOwned(const int64_t* ids, size_t count) const;
+
  private:
   EmbeddingTable(EmbeddingTableSpec spec, int ps_index, int num_ps)
       : spec_(std::move(spec)), optimizer_(spec_.optimizer), ps_index_(ps_index), num_ps_(num_ps) {}
-  Status CheckOwned(const int64_t* ids, size_t count) const;
   // The storage index of row `id`, created on first touch. Requires mutex_.
   size_t RowIndex(int64_t id);
 
