@@ -26,6 +26,8 @@
 
 namespace cohort::testing {
 
+class Child;
+
 inline constexpr char kTestSecret[] = "parameter server test secret";
 inline constexpr char kTestJob[] = "ps-test-job";
 
@@ -49,7 +51,8 @@ class PsCluster {
 
   const cluster::ClusterSpec& spec() const { return spec_; }
 
-  // Server options for ps `index`; the first call for an index hands over its bound socket.
+  // Server options for ps `index`: its bound socket until CloseHandedOver, then none (a restarted
+  // server binds its endpoint's port itself).
   ps::ParameterServerOptions ServerOptions(int index) {
     ps::ParameterServerOptions options;
     options.job_name = kTestJob;
@@ -57,7 +60,6 @@ class PsCluster {
     options.ps_index = index;
     options.secret = net::JobSecret(kTestSecret);
     options.listening_fd = listeners_[index];
-    listeners_[index] = -1;
     options.log = [](const std::string& line) { Report("log: " + line); };
     return options;
   }
@@ -69,6 +71,11 @@ class PsCluster {
       listeners_[index] = -1;
     }
   }
+
+  // Forks a task of this cluster. The child closes every listening socket the test still holds
+  // except `keep_fd` (a server's own): a forked child inherits them all, and a stray copy would
+  // keep a killed server's port open.
+  Child Spawn(const std::function<int()>& body, int keep_fd = -1) const;
 
   ps::ParameterServerClientOptions ClientOptions(const cluster::TaskId& self) const {
     ps::ParameterServerClientOptions options;
@@ -180,6 +187,17 @@ inline std::string Describe(const ChildOutcome& outcome) {
   return "exit " + std::to_string(outcome.exit_code) +
          (outcome.signal ? ", signal " + std::to_string(outcome.signal) : "") +
          (outcome.timed_out ? ", TIMED OUT" : "") + "\n" + outcome.report;
+}
+
+inline Child PsCluster::Spawn(const std::function<int()>& body, int keep_fd) const {
+  std::vector<int> open_fds;
+  for (int fd : listeners_) {
+    if (fd >= 0 && fd != keep_fd) open_fds.push_back(fd);
+  }
+  return Child::Spawn([open_fds, body] {
+    for (int fd : open_fds) close(fd);
+    return body();
+  });
 }
 
 // Runs a parameter server until the job ends; the exit code says how it ended.

@@ -29,7 +29,8 @@ std::vector<Child> StartServers(
   for (int index = 0; index < count; ++index) {
     ParameterServerOptions options = cluster.ServerOptions(index);
     if (adjust) adjust(options);
-    servers.push_back(Child::Spawn([options] { return ServeUntilShutdown(options); }));
+    servers.push_back(
+        cluster.Spawn([options] { return ServeUntilShutdown(options); }, options.listening_fd));
     indices.push_back(index);
   }
   cluster.CloseHandedOver(indices);
@@ -55,7 +56,7 @@ TEST(ParameterServerProcesses, TwoServersTwoWorkersConverge) {
   std::vector<Child> servers = StartServers(cluster, 2);
   std::vector<Child> workers;
   for (int index = 0; index < 2; ++index) {
-    workers.push_back(Child::Spawn([&cluster, index] {
+    workers.push_back(cluster.Spawn([&cluster, index] {
       auto client = ConnectAndCreate(testing::TrainingOptions(cluster, {"worker", index}));
       if (!client.ok()) {
         Report(client.status().ToString());
@@ -70,7 +71,7 @@ TEST(ParameterServerProcesses, TwoServersTwoWorkersConverge) {
     ChildOutcome outcome = worker.Await(120s);
     EXPECT_EQ(outcome.exit_code, 0) << Describe(outcome);
   }
-  Child chief = Child::Spawn([&cluster] { return ChiefChecksAndShutsDown(cluster); });
+  Child chief = cluster.Spawn([&cluster] { return ChiefChecksAndShutsDown(cluster); });
   ChildOutcome chief_outcome = chief.Await(60s);
   EXPECT_EQ(chief_outcome.exit_code, 0) << Describe(chief_outcome);
   for (Child& server : servers) {
@@ -82,7 +83,7 @@ TEST(ParameterServerProcesses, TwoServersTwoWorkersConverge) {
 TEST(ParameterServerProcesses, RefusesImpostorsAndStrangers) {
   PsCluster cluster(1, 1);
   std::vector<Child> servers = StartServers(cluster, 1);
-  Child impostor = Child::Spawn([&cluster] {
+  Child impostor = cluster.Spawn([&cluster] {
     auto options = cluster.ClientOptions({"worker", 0});
     options.connection.secret = net::JobSecret("a guess");
     auto started = std::chrono::steady_clock::now();
@@ -99,7 +100,7 @@ TEST(ParameterServerProcesses, RefusesImpostorsAndStrangers) {
   EXPECT_NE(impostor_outcome.report.find("does not know the job secret"), std::string::npos)
       << impostor_outcome.report;
 
-  Child stranger = Child::Spawn([&cluster] {
+  Child stranger = cluster.Spawn([&cluster] {
     auto client = ParameterServerClient::Connect(cluster.ClientOptions({"worker", 5}));
     Report("stranger: " + client.status().ToString());
     return client.ok() ? 1 : 0;
@@ -110,7 +111,7 @@ TEST(ParameterServerProcesses, RefusesImpostorsAndStrangers) {
             std::string::npos)
       << stranger_outcome.report;
 
-  Child open_mode = Child::Spawn([&cluster] {
+  Child open_mode = cluster.Spawn([&cluster] {
     auto options = cluster.ClientOptions({"worker", 0});
     options.connection.secret = net::JobSecret();
     auto client = ParameterServerClient::Connect(options);
@@ -119,7 +120,7 @@ TEST(ParameterServerProcesses, RefusesImpostorsAndStrangers) {
   });
   EXPECT_EQ(open_mode.Await(30s).exit_code, 0);
 
-  Child chief = Child::Spawn([&cluster] {
+  Child chief = cluster.Spawn([&cluster] {
     auto client = ParameterServerClient::Connect(cluster.ClientOptions({"chief", 0}));
     return client.ok() && (*client)->ShutdownServers().ok() ? 0 : 1;
   });
@@ -145,7 +146,7 @@ StatusOr<std::string> RawExchange(int fd, const std::string& bytes) {
 TEST(ParameterServerProcesses, AnswersBadRequestsAndDropsBadFrames) {
   PsCluster cluster(1, 1);
   std::vector<Child> servers = StartServers(cluster, 1);
-  Child prober = Child::Spawn([&cluster] {
+  Child prober = cluster.Spawn([&cluster] {
     auto endpoint = net::ParseEndpoint(cluster.spec().Endpoint({"ps", 0}));
     auto socket = net::ConnectTcp(*endpoint, net::Deadline::After(10s));
     if (!socket.ok()) return 1;
@@ -224,8 +225,8 @@ TEST(ParameterServerProcesses, SyncModeAveragesAndBoundsStragglers) {
     }
     return 0;
   };
-  Child worker0 = Child::Spawn([&] { return worker_body(0, 4); });
-  Child worker1 = Child::Spawn([&] { return worker_body(1, 3); });
+  Child worker0 = cluster.Spawn([&] { return worker_body(0, 4); });
+  Child worker1 = cluster.Spawn([&] { return worker_body(1, 3); });
   ChildOutcome outcome1 = worker1.Await(60s);
   ChildOutcome outcome0 = worker0.Await(60s);
   EXPECT_EQ(outcome0.exit_code, 0) << Describe(outcome0);
@@ -235,7 +236,7 @@ TEST(ParameterServerProcesses, SyncModeAveragesAndBoundsStragglers) {
   EXPECT_NE(outcome0.report.find("step 2 value 4.000000"), std::string::npos) << outcome0.report;
   EXPECT_NE(outcome0.report.find("step 3 value 3.000000"), std::string::npos) << outcome0.report;
   EXPECT_NE(outcome1.report.find("step 2 value 4.000000"), std::string::npos) << outcome1.report;
-  Child chief = Child::Spawn([&cluster] {
+  Child chief = cluster.Spawn([&cluster] {
     auto options = cluster.ClientOptions({"chief", 0});
     auto client = ParameterServerClient::Connect(options);
     return client.ok() && (*client)->ShutdownServers().ok() ? 0 : 1;
