@@ -12,10 +12,11 @@
 //   sparse pull  the same                                                    (rows/s)
 // The ceiling is one TCP stream between two processes over loopback, from and into buffers of
 // --dense-bytes, in the same run. The summary compares like with like: one server, one worker
-// (one stream), dense push, against that single stream.
+// (one stream), dense push, against that single stream, each the best of four measurements
+// taken in turn (the machine may be shared, and load swings single measurements widely).
 //
 //   ps_bench [--ps=1,2,4] [--workers=1,2,4] [--dense-bytes=16777216] [--rows=4096]
-//            [--row-width=32] [--seconds=1]
+//            [--row-width=32] [--seconds=1] [--chunk-bytes=4194304]
 //
 // The last line is the summary: ps: dense push fraction of tcp ceiling = X.XX
 #include <signal.h>
@@ -51,6 +52,7 @@ struct Options {
   size_t rows = 4096;
   int row_width = 32;
   double seconds = 1.0;
+  size_t chunk_bytes = 4u << 20;
 };
 
 std::vector<int> ParseList(const std::string& text) {
@@ -79,6 +81,8 @@ Options ParseOptions(int argc, char** argv) {
       options.rows = std::strtoull(v, nullptr, 10);
     } else if (const char* v = value("--row-width=")) {
       options.row_width = std::atoi(v);
+    } else if (const char* v = value("--chunk-bytes=")) {
+      options.chunk_bytes = std::strtoull(v, nullptr, 10);
     } else if (const char* v = value("--seconds=")) {
       options.seconds = std::atof(v);
     } else {
@@ -176,6 +180,7 @@ WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec,
   client_options.connection.job_name = kJob;
   client_options.connection.self = {"worker", index};
   client_options.connection.secret = net::JobSecret(kSecret);
+  client_options.chunk_bytes = options.chunk_bytes;
   auto client = ps::ParameterServerClient::Connect(client_options);
   if (!client.ok()) Fail(client.status());
   const int64_t width = 256;
@@ -314,8 +319,21 @@ int Main(int argc, char** argv) {
       if (num_ps == 1 && num_workers == 1) single_stream_push = total.push_bytes_per_second;
     }
   }
+  // The summary: on a shared machine a single measurement swings with the load, so the ceiling
+  // and the one-stream push are measured three more times, interleaved, and each keeps its best.
+  double best_ceiling = ceiling;
+  for (int round = 0; round < 3; ++round) {
+    best_ceiling = std::max(best_ceiling, MeasureTcpCeiling(options.dense_bytes, 1u << 30));
+    WorkerResult total;
+    if (RunConfiguration(options, 1, 1, &total)) {
+      single_stream_push = std::max(single_stream_push, total.push_bytes_per_second);
+    }
+  }
+  std::printf(
+      "# summary, best of 4 interleaved: tcp %.1f MB/s, 1 ps x 1 worker dense push %.1f MB/s\n",
+      best_ceiling / 1e6, single_stream_push / 1e6);
   std::printf("ps: dense push fraction of tcp ceiling = %.2f\n",
-              ceiling > 0 ? single_stream_push / ceiling : 0.0);
+              best_ceiling > 0 ? single_stream_push / best_ceiling : 0.0);
   return 0;
 }
 

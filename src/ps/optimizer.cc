@@ -90,9 +90,14 @@ void Optimizer::Apply(float* parameters, float* const* slots, const float* gradi
                       int64_t step) const {
   const float lr = config_.learning_rate;
   switch (config_.kind) {
-    case OptimizerKind::kSgd:
-      for (size_t i = 0; i < count; ++i) parameters[i] -= lr * gradient[i];
+    case OptimizerKind::kSgd: {
+      // __restrict: a gradient never aliases the parameters, and saying so lets the compiler
+      // vectorise without a runtime overlap check.
+      float* __restrict out = parameters;
+      const float* __restrict in = gradient;
+      for (size_t i = 0; i < count; ++i) out[i] -= lr * in[i];
       return;
+    }
     case OptimizerKind::kAdagrad: {
       float* accumulator = slots[0];
       const float epsilon = config_.epsilon;
