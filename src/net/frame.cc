@@ -38,6 +38,8 @@ bool IsKnownType(uint8_t type) {
     case FrameType::kHeartbeat:
     case FrameType::kPeerFailed:
     case FrameType::kGoodbye:
+    case FrameType::kRequest:
+    case FrameType::kResponse:
       return true;
   }
   return false;
@@ -65,6 +67,10 @@ std::string FrameTypeName(uint8_t type) {
       return "peer failed";
     case FrameType::kGoodbye:
       return "goodbye";
+    case FrameType::kRequest:
+      return "request";
+    case FrameType::kResponse:
+      return "response";
   }
   return "type " + std::to_string(type);
 }
@@ -72,6 +78,8 @@ std::string FrameTypeName(uint8_t type) {
 uint32_t MaxPayloadSize(FrameType type) {
   switch (type) {
     case FrameType::kData:
+    case FrameType::kRequest:
+    case FrameType::kResponse:
       return kMaxDataPayload;
     case FrameType::kHeartbeat:
     case FrameType::kGoodbye:

@@ -52,6 +52,11 @@ enum class FrameType : uint8_t {
   kHeartbeat = 17,   // "still alive"; sent when a link has been quiet for a heartbeat interval
   kPeerFailed = 18,  // "this peer failed, and here is why": spreads a failure to every task
   kGoodbye = 19,     // orderly shutdown: the sender sends nothing more
+  // Client-server traffic (src/ps). The tag is the request id, which the response repeats, so a
+  // client can have several requests in flight on one connection. Both carry bulk values (a dense
+  // slice, embedding rows) and are bounded like data frames.
+  kRequest = 20,
+  kResponse = 21,
 };
 
 // "hello", "data"... or "type 42" for a value that is not a FrameType.

@@ -1,0 +1,343 @@
+// ps_bench: parameter-server throughput on loopback, beside the raw TCP ceiling measured in the
+// same run.
+//
+// For each number of parameter servers P and workers W, the benchmark forks P servers and W
+// workers (all authenticated with a job secret, as in a real job). Each worker creates the same
+// dense variable of --dense-bytes (split over the servers by MinSizePartitioner) and an embedding
+// table of width --row-width, then, all workers together from a common start time, for
+// --seconds each:
+//   dense push   whole-variable gradients, applied by the servers' SGD       (MB/s, all workers)
+//   dense pull   whole-variable values                                       (MB/s, all workers)
+//   sparse push  --rows random ids from a 1M-id vocabulary per push           (rows/s)
+//   sparse pull  the same                                                    (rows/s)
+// The ceiling is one TCP stream between two processes over loopback, from and into buffers of
+// --dense-bytes, in the same run. The summary compares like with like: one server, one worker
+// (one stream), dense push, against that single stream, each the best of four measurements
+// taken in turn (the machine may be shared, and load swings single measurements widely).
+//
+//   ps_bench [--ps=1,2,4] [--workers=1,2,4] [--dense-bytes=16777216] [--rows=4096]
+//            [--row-width=32] [--seconds=1] [--chunk-bytes=4194304]
+//
+// The last line is the summary: ps: dense push fraction of tcp ceiling = X.XX
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/socket.h"
+#include "ps/parameter_server.h"
+#include "ps/parameter_server_client.h"
+
+namespace cohort::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kSecret[] = "ps bench secret";
+constexpr char kJob[] = "ps-bench";
+
+struct Options {
+  std::vector<int> ps = {1, 2, 4};
+  std::vector<int> workers = {1, 2, 4};
+  size_t dense_bytes = 16u << 20;
+  size_t rows = 4096;
+  int row_width = 32;
+  double seconds = 1.0;
+  size_t chunk_bytes = 4u << 20;
+};
+
+std::vector<int> ParseList(const std::string& text) {
+  std::vector<int> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) values.push_back(std::atoi(item.c_str()));
+  return values;
+}
+
+Options ParseOptions(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string argument = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      size_t length = std::strlen(flag);
+      return argument.compare(0, length, flag) == 0 ? argv[i] + length : nullptr;
+    };
+    if (const char* v = value("--ps=")) {
+      options.ps = ParseList(v);
+    } else if (const char* v = value("--workers=")) {
+      options.workers = ParseList(v);
+    } else if (const char* v = value("--dense-bytes=")) {
+      options.dense_bytes = std::strtoull(v, nullptr, 10);
+    } else if (const char* v = value("--rows=")) {
+      options.rows = std::strtoull(v, nullptr, 10);
+    } else if (const char* v = value("--row-width=")) {
+      options.row_width = std::atoi(v);
+    } else if (const char* v = value("--chunk-bytes=")) {
+      options.chunk_bytes = std::strtoull(v, nullptr, 10);
+    } else if (const char* v = value("--seconds=")) {
+      options.seconds = std::atof(v);
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", argv[i]);
+      std::exit(2);
+    }
+  }
+  return options;
+}
+
+double MonotonicSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// One TCP stream, sender and receiver in separate processes, buffers of `buffer_bytes`.
+double MeasureTcpCeiling(size_t buffer_bytes, size_t total_bytes) {
+  auto listener = net::ListenTcp("127.0.0.1", 0, 1);
+  if (!listener.ok()) return 0;
+  uint16_t port = *net::LocalPort(listener->fd());
+  pid_t sender = fork();
+  if (sender == 0) {
+    auto socket =
+        net::ConnectTcp({"127.0.0.1", port}, net::Deadline::After(std::chrono::seconds(10)));
+    if (!socket.ok()) _exit(1);
+    std::vector<char> buffer(buffer_bytes, 1);
+    for (size_t sent = 0; sent < total_bytes + buffer_bytes; sent += buffer_bytes) {
+      if (!net::WriteFully(socket->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(), "tcp")
+               .ok()) {
+        _exit(1);
+      }
+    }
+    _exit(0);
+  }
+  StatusOr<net::Socket> accepted = net::Socket();
+  while (accepted.ok() && !accepted->valid()) {
+    accepted = net::AcceptPending(*listener);
+    if (accepted.ok() && !accepted->valid())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<char> buffer(buffer_bytes, 2);
+  double throughput = 0;
+  if (accepted.ok()) {
+    // The first buffer only starts the stream; the clock runs over the rest.
+    net::ReadFully(accepted->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(), "start");
+    auto start = Clock::now();
+    size_t received = 0;
+    while (received < total_bytes) {
+      if (!net::ReadFully(accepted->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(),
+                          "tcp")
+               .ok()) {
+        break;
+      }
+      received += buffer_bytes;
+    }
+    throughput = received / std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  int status;
+  waitpid(sender, &status, 0);
+  return throughput;
+}
+
+struct WorkerResult {
+  double push_bytes_per_second = 0;
+  double pull_bytes_per_second = 0;
+  double push_rows_per_second = 0;
+  double pull_rows_per_second = 0;
+};
+
+void Fail(const Status& status) {
+  std::fprintf(stderr, "ps_bench worker: %s\n", status.ToString().c_str());
+  _exit(1);
+}
+
+// Runs `operation` repeatedly for `seconds`; returns operations per second.
+template <typename Operation>
+double Repeat(double seconds, Operation operation) {
+  const double start = MonotonicSeconds();
+  int count = 0;
+  double elapsed = 0;
+  do {
+    Status status = operation();
+    if (!status.ok()) Fail(status);
+    ++count;
+    elapsed = MonotonicSeconds() - start;
+  } while (elapsed < seconds);
+  return count / elapsed;
+}
+
+WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec, int index,
+                       double start_time) {
+  ps::ParameterServerClientOptions client_options;
+  client_options.cluster = spec;
+  client_options.connection.job_name = kJob;
+  client_options.connection.self = {"worker", index};
+  client_options.connection.secret = net::JobSecret(kSecret);
+  client_options.chunk_bytes = options.chunk_bytes;
+  auto client = ps::ParameterServerClient::Connect(client_options);
+  if (!client.ok()) Fail(client.status());
+  const int64_t width = 256;
+  const int64_t rows = static_cast<int64_t>(options.dense_bytes / (width * sizeof(float)));
+  ps::OptimizerConfig sgd{.kind = ps::OptimizerKind::kSgd, .learning_rate = 1e-6f};
+  Status created = (*client)->CreateVariables({{{"dense", rows, width}, sgd, {}}});
+  if (created.ok()) {
+    created = (*client)->CreateTable({"emb", options.row_width, 1, 0.05f, sgd});
+  }
+  if (!created.ok()) Fail(created);
+  std::vector<float> values(rows * width, 0.001f);
+  std::vector<int64_t> ids(options.rows);
+  std::mt19937_64 random(index);
+  for (int64_t& id : ids) id = static_cast<int64_t>(random() % 1000000);
+  std::vector<float> row_values(options.rows * options.row_width, 0.001f);
+  // Touch the rows once, so the sparse numbers do not include first-touch creation.
+  if (Status warm = (*client)->PullRows("emb", ids.data(), ids.size(), row_values.data());
+      !warm.ok()) {
+    Fail(warm);
+  }
+  while (MonotonicSeconds() < start_time) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double bytes = static_cast<double>(rows * width * sizeof(float));
+  WorkerResult result;
+  result.push_bytes_per_second = bytes * Repeat(options.seconds, [&] {
+                                   return (*client)->Push({{"dense", values.data()}});
+                                 });
+  result.pull_bytes_per_second = bytes * Repeat(options.seconds, [&] {
+                                   return (*client)->Pull({{"dense", values.data()}});
+                                 });
+  result.push_rows_per_second =
+      options.rows * Repeat(options.seconds, [&] {
+        return (*client)->PushRows("emb", ids.data(), ids.size(), row_values.data());
+      });
+  result.pull_rows_per_second =
+      options.rows * Repeat(options.seconds, [&] {
+        return (*client)->PullRows("emb", ids.data(), ids.size(), row_values.data());
+      });
+  return result;
+}
+
+// One configuration: P servers, W workers; the sum over workers of each throughput.
+bool RunConfiguration(const Options& options, int num_ps, int num_workers, WorkerResult* total) {
+  cluster::ClusterSpec spec;
+  std::vector<int> listeners;
+  for (int i = 0; i < num_ps; ++i) {
+    auto listener = net::ListenTcp("127.0.0.1", 0, 128);
+    if (!listener.ok()) return false;
+    spec.jobs["ps"].push_back("127.0.0.1:" + std::to_string(*net::LocalPort(listener->fd())));
+    listeners.push_back(listener->Release());
+  }
+  for (int i = 0; i < num_workers; ++i) spec.jobs["worker"].push_back("127.0.0.1:1");
+  std::fflush(stdout);
+  std::vector<pid_t> servers;
+  for (int i = 0; i < num_ps; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (int j = 0; j < num_ps; ++j) {
+        if (j != i) close(listeners[j]);
+      }
+      ps::ParameterServerOptions server_options;
+      server_options.job_name = kJob;
+      server_options.cluster = spec;
+      server_options.ps_index = i;
+      server_options.secret = net::JobSecret(kSecret);
+      server_options.listening_fd = listeners[i];
+      auto server = ps::ParameterServer::Start(server_options);
+      if (!server.ok()) _exit(1);
+      (*server)->Wait(net::Deadline::After(std::chrono::minutes(10)));
+      _exit(0);
+    }
+    servers.push_back(pid);
+  }
+  for (int fd : listeners) close(fd);
+  const double start_time = MonotonicSeconds() + 1.0 + 0.2 * num_workers;
+  std::vector<pid_t> workers;
+  std::vector<int> pipes;
+  for (int i = 0; i < num_workers; ++i) {
+    int fds[2];
+    if (pipe(fds) != 0) return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      WorkerResult result = RunWorker(options, spec, i, start_time);
+      [[maybe_unused]] ssize_t written = write(fds[1], &result, sizeof(result));
+      _exit(0);
+    }
+    close(fds[1]);
+    workers.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  bool ok = true;
+  for (int i = 0; i < num_workers; ++i) {
+    WorkerResult result;
+    if (read(pipes[i], &result, sizeof(result)) != sizeof(result)) ok = false;
+    close(pipes[i]);
+    int status = 0;
+    waitpid(workers[i], &status, 0);
+    total->push_bytes_per_second += result.push_bytes_per_second;
+    total->pull_bytes_per_second += result.pull_bytes_per_second;
+    total->push_rows_per_second += result.push_rows_per_second;
+    total->pull_rows_per_second += result.pull_rows_per_second;
+  }
+  for (pid_t pid : servers) {
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  return ok;
+}
+
+int Main(int argc, char** argv) {
+  Options options = ParseOptions(argc, argv);
+  const double ceiling = std::max(MeasureTcpCeiling(options.dense_bytes, 1u << 30),
+                                  MeasureTcpCeiling(options.dense_bytes, 1u << 30));
+  std::printf(
+      "# ps_bench on loopback, %u cores; dense variable %.1f MiB (SGD on the servers), "
+      "sparse batches of %zu rows x %d floats\n",
+      std::thread::hardware_concurrency(), options.dense_bytes / 1048576.0, options.rows,
+      options.row_width);
+  std::printf("# tcp ceiling, one stream, best of 2 x 1 GiB between %.1f MiB buffers: %.1f MB/s\n",
+              options.dense_bytes / 1048576.0, ceiling / 1e6);
+  std::printf("%4s %8s %16s %16s %16s %16s\n", "ps", "workers", "push MB/s", "pull MB/s",
+              "push rows/s", "pull rows/s");
+  double single_stream_push = 0;
+  for (int num_ps : options.ps) {
+    for (int num_workers : options.workers) {
+      WorkerResult total;
+      if (!RunConfiguration(options, num_ps, num_workers, &total)) {
+        std::printf("%4d %8d   failed (see the worker's error above)\n", num_ps, num_workers);
+        continue;
+      }
+      std::printf("%4d %8d %16.1f %16.1f %16.0f %16.0f\n", num_ps, num_workers,
+                  total.push_bytes_per_second / 1e6, total.pull_bytes_per_second / 1e6,
+                  total.push_rows_per_second, total.pull_rows_per_second);
+      std::fflush(stdout);
+      if (num_ps == 1 && num_workers == 1) single_stream_push = total.push_bytes_per_second;
+    }
+  }
+  // The summary: on a shared machine a single measurement swings with the load, so the ceiling
+  // and the one-stream push are measured three more times, interleaved, and each keeps its best.
+  double best_ceiling = ceiling;
+  for (int round = 0; round < 3; ++round) {
+    best_ceiling = std::max(best_ceiling, MeasureTcpCeiling(options.dense_bytes, 1u << 30));
+    WorkerResult total;
+    if (RunConfiguration(options, 1, 1, &total)) {
+      single_stream_push = std::max(single_stream_push, total.push_bytes_per_second);
+    }
+  }
+  std::printf(
+      "# summary, best of 4 interleaved: tcp %.1f MB/s, 1 ps x 1 worker dense push %.1f MB/s\n",
+      best_ceiling / 1e6, single_stream_push / 1e6);
+  std::printf("ps: dense push fraction of tcp ceiling = %.2f\n",
+              best_ceiling > 0 ? single_stream_push / best_ceiling : 0.0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cohort::bench
+
+int main(int argc, char** argv) { return cohort::bench::Main(argc, argv); }

@@ -1,0 +1,335 @@
+#include "ps/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "net/socket.h"
+
+namespace cohort::ps {
+namespace {
+
+using net::WireReader;
+using net::WireWriter;
+
+constexpr char kShardMagic[] = "cohort-ps-shard/1";
+constexpr char kManifestMagic[] = "cohort-ps-checkpoint 1";
+constexpr uint32_t kMaxSlots = 4;
+
+template <typename T>
+void WriteArray(WireWriter& writer, const std::vector<T>& values) {
+  writer.U64(values.size());
+  writer.Bytes(
+      std::string_view(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
+}
+
+template <typename T>
+std::vector<T> ReadArray(WireReader& reader) {
+  uint64_t count = reader.U64();
+  // A corrupt count must not become a huge allocation: Bytes() fails first when the file is
+  // shorter than the count says.
+  if (count > (uint64_t{1} << 40) / sizeof(T)) {
+    reader.Bytes(SIZE_MAX);
+    return {};
+  }
+  std::string bytes = reader.Bytes(count * sizeof(T));
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+std::string PaddedStep(int64_t step) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%012" PRId64, step);
+  return text;
+}
+
+std::string ShardFileName(int ps_index, int num_ps, int64_t step) {
+  return "ps-" + std::to_string(ps_index) + "-of-" + std::to_string(num_ps) + ".step-" +
+         PaddedStep(step) + ".shard";
+}
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open " + path);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return Status::IOError("cannot read " + path);
+  return contents.str();
+}
+
+Status SyncDirectory(const std::string& directory) {
+  int fd = open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::IOError("cannot open directory " + directory + ": " + net::ErrnoText(errno));
+  int rc = fsync(fd);
+  int error = errno;
+  close(fd);
+  if (rc != 0) return Status::IOError("fsync of " + directory + ": " + net::ErrnoText(error));
+  return Status::OK();
+}
+
+}  // namespace
+
+uint64_t Checksum(std::string_view bytes) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 0x100000001B3ull;
+  }
+  return hash;
+}
+
+std::string EncodeShard(const ShardStore& store, int64_t global_step) {
+  WireWriter writer;
+  writer.String(kShardMagic);
+  writer.U32(static_cast<uint32_t>(store.ps_index()));
+  writer.U32(static_cast<uint32_t>(store.num_ps()));
+  writer.U64(static_cast<uint64_t>(global_step));
+  auto slices = store.DenseSlices();
+  writer.U32(static_cast<uint32_t>(slices.size()));
+  for (const auto& slice : slices) {
+    writer.String(EncodeDenseSliceSpec(slice->spec()));
+    DenseSliceState state = slice->Snapshot();
+    WriteArray(writer, state.parameters);
+    writer.U32(static_cast<uint32_t>(state.slots.size()));
+    for (const auto& slot : state.slots) WriteArray(writer, slot);
+    WriteArray(writer, state.row_steps);
+  }
+  auto tables = store.Tables();
+  writer.U32(static_cast<uint32_t>(tables.size()));
+  for (const auto& table : tables) {
+    writer.String(EncodeEmbeddingTableSpec(table->spec()));
+    EmbeddingTableState state = table->Snapshot();
+    WriteArray(writer, state.ids);
+    WriteArray(writer, state.values);
+    writer.U32(static_cast<uint32_t>(state.slots.size()));
+    for (const auto& slot : state.slots) WriteArray(writer, slot);
+    WriteArray(writer, state.row_steps);
+  }
+  return writer.bytes();
+}
+
+Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* global_step) {
+  WireReader reader(bytes);
+  if (reader.String() != kShardMagic) {
+    return Status::InvalidArgument("not a Cohort parameter-server shard");
+  }
+  int ps_index = static_cast<int>(reader.U32());
+  int num_ps = static_cast<int>(reader.U32());
+  int64_t step = static_cast<int64_t>(reader.U64());
+  if (reader.ok() && (ps_index != store->ps_index() || num_ps != store->num_ps())) {
+    return Status::InvalidArgument("the shard was saved by ps:" + std::to_string(ps_index) +
+                                   " of " + std::to_string(num_ps) +
+                                   " servers, not ps:" + std::to_string(store->ps_index()) +
+                                   " of " + std::to_string(store->num_ps()));
+  }
+  std::vector<std::shared_ptr<DenseSlice>> slices;
+  uint32_t slice_count = reader.U32();
+  for (uint32_t i = 0; i < slice_count && reader.ok(); ++i) {
+    auto spec = DecodeDenseSliceSpec(reader.String());
+    DenseSliceState state;
+    state.parameters = ReadArray<float>(reader);
+    uint32_t slot_count = reader.U32();
+    if (slot_count > kMaxSlots) return Status::InvalidArgument("shard: bad optimizer slot count");
+    state.slots.resize(slot_count);
+    for (auto& slot : state.slots) slot = ReadArray<float>(reader);
+    state.row_steps = ReadArray<int64_t>(reader);
+    if (!reader.ok()) break;
+    if (!spec.ok()) return spec.status().WithContext("shard");
+    auto slice = DenseSlice::Restore(*spec, std::move(state));
+    if (!slice.ok()) return slice.status().WithContext("shard");
+    slices.push_back(std::move(*slice));
+  }
+  std::vector<std::shared_ptr<EmbeddingTable>> tables;
+  uint32_t table_count = reader.U32();
+  for (uint32_t i = 0; i < table_count && reader.ok(); ++i) {
+    auto spec = DecodeEmbeddingTableSpec(reader.String());
+    EmbeddingTableState state;
+    state.ids = ReadArray<int64_t>(reader);
+    state.values = ReadArray<float>(reader);
+    uint32_t slot_count = reader.U32();
+    if (slot_count > kMaxSlots) return Status::InvalidArgument("shard: bad optimizer slot count");
+    state.slots.resize(slot_count);
+    for (auto& slot : state.slots) slot = ReadArray<float>(reader);
+    state.row_steps = ReadArray<int64_t>(reader);
+    if (!reader.ok()) break;
+    if (!spec.ok()) return spec.status().WithContext("shard");
+    auto table = EmbeddingTable::Restore(*spec, ps_index, num_ps, std::move(state));
+    if (!table.ok()) return table.status().WithContext("shard");
+    tables.push_back(std::move(*table));
+  }
+  COHORT_RETURN_IF_ERROR(reader.Finish("shard"));
+  store->Replace(std::move(slices), std::move(tables));
+  *global_step = step;
+  return Status::OK();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("cannot create " + temporary + ": " + net::ErrnoText(errno));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t rc = write(fd, bytes.data() + written, bytes.size() - written);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) {
+      Status error = Status::IOError("cannot write " + temporary + ": " + net::ErrnoText(errno));
+      close(fd);
+      unlink(temporary.c_str());
+      return error;
+    }
+    written += static_cast<size_t>(rc);
+  }
+  if (fsync(fd) != 0) {
+    Status error = Status::IOError("fsync of " + temporary + ": " + net::ErrnoText(errno));
+    close(fd);
+    unlink(temporary.c_str());
+    return error;
+  }
+  close(fd);
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    Status error = Status::IOError("cannot rename " + temporary + " to " + path + ": " +
+                                   net::ErrnoText(errno));
+    unlink(temporary.c_str());
+    return error;
+  }
+  return SyncDirectory(std::filesystem::path(path).parent_path().string());
+}
+
+StatusOr<SavedShard> SaveShard(const ShardStore& store, const std::string& directory,
+                               int64_t global_step) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error) return Status::IOError("cannot create " + directory + ": " + error.message());
+  std::string bytes = EncodeShard(store, global_step);
+  SavedShard saved;
+  saved.file = ShardFileName(store.ps_index(), store.num_ps(), global_step);
+  saved.size = bytes.size();
+  saved.checksum = Checksum(bytes);
+  COHORT_RETURN_IF_ERROR(WriteFileAtomically(directory + "/" + saved.file, bytes));
+  return saved;
+}
+
+std::string ManifestFileName(int64_t global_step) {
+  return "checkpoint-" + PaddedStep(global_step) + ".manifest";
+}
+
+std::string EncodeManifest(const Manifest& manifest) {
+  std::ostringstream text;
+  text << kManifestMagic << "\n";
+  text << "global_step " << manifest.global_step << "\n";
+  text << "num_ps " << manifest.num_ps << "\n";
+  for (size_t index = 0; index < manifest.shards.size(); ++index) {
+    const SavedShard& shard = manifest.shards[index];
+    char checksum[17];
+    std::snprintf(checksum, sizeof(checksum), "%016" PRIx64, shard.checksum);
+    text << "shard " << index << " " << shard.file << " " << shard.size << " " << checksum << "\n";
+  }
+  text << "end\n";
+  return text.str();
+}
+
+StatusOr<Manifest> DecodeManifest(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string line;
+  if (!std::getline(in, line) || line != kManifestMagic) {
+    return Status::InvalidArgument("not a Cohort checkpoint manifest");
+  }
+  Manifest manifest;
+  std::string key;
+  if (!(in >> key >> manifest.global_step) || key != "global_step") {
+    return Status::InvalidArgument("manifest lacks global_step");
+  }
+  if (!(in >> key >> manifest.num_ps) || key != "num_ps" || manifest.num_ps <= 0 ||
+      manifest.num_ps > 4096) {
+    return Status::InvalidArgument("manifest lacks a valid num_ps");
+  }
+  for (int index = 0; index < manifest.num_ps; ++index) {
+    SavedShard shard;
+    int listed_index = -1;
+    std::string checksum;
+    if (!(in >> key >> listed_index >> shard.file >> shard.size >> checksum) || key != "shard" ||
+        listed_index != index || checksum.size() != 16 ||
+        shard.file.find('/') != std::string::npos) {
+      return Status::InvalidArgument("manifest entry for shard " + std::to_string(index) +
+                                     " is missing or malformed");
+    }
+    shard.checksum = std::strtoull(checksum.c_str(), nullptr, 16);
+    manifest.shards.push_back(shard);
+  }
+  // The last line proves the manifest was not cut short.
+  if (!(in >> key) || key != "end") return Status::InvalidArgument("manifest is truncated");
+  return manifest;
+}
+
+StatusOr<std::string> WriteManifest(const std::string& directory, const Manifest& manifest) {
+  if (static_cast<int>(manifest.shards.size()) != manifest.num_ps) {
+    return Status::InvalidArgument(
+        "a manifest needs one shard per server: " + std::to_string(manifest.shards.size()) +
+        " for " + std::to_string(manifest.num_ps));
+  }
+  const std::string path = directory + "/" + ManifestFileName(manifest.global_step);
+  COHORT_RETURN_IF_ERROR(WriteFileAtomically(path, EncodeManifest(manifest)));
+  return path;
+}
+
+StatusOr<int64_t> RestoreLatest(const std::string& directory, ShardStore* store,
+                                const std::function<void(const std::string&)>& log) {
+  std::vector<std::string> manifests;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.starts_with("checkpoint-") && name.ends_with(".manifest")) manifests.push_back(name);
+  }
+  // Zero-padded steps: the newest sorts last.
+  std::sort(manifests.rbegin(), manifests.rend());
+  const std::string self = "ps:" + std::to_string(store->ps_index());
+  for (const std::string& name : manifests) {
+    auto skip = [&](const std::string& why) {
+      if (log) log(self + ": ignoring checkpoint " + directory + "/" + name + ": " + why);
+    };
+    auto text = ReadWholeFile(directory + "/" + name);
+    if (!text.ok()) {
+      skip(text.status().message());
+      continue;
+    }
+    auto manifest = DecodeManifest(*text);
+    if (!manifest.ok()) {
+      skip(manifest.status().message());
+      continue;
+    }
+    if (manifest->num_ps != store->num_ps()) {
+      skip("it was written for " + std::to_string(manifest->num_ps) + " servers, not " +
+           std::to_string(store->num_ps()));
+      continue;
+    }
+    const SavedShard& shard = manifest->shards[store->ps_index()];
+    auto bytes = ReadWholeFile(directory + "/" + shard.file);
+    if (!bytes.ok()) {
+      skip(bytes.status().message());
+      continue;
+    }
+    if (bytes->size() != shard.size || Checksum(*bytes) != shard.checksum) {
+      skip(shard.file + " does not match the size and checksum the manifest records");
+      continue;
+    }
+    int64_t step = 0;
+    Status decoded = DecodeShardInto(*bytes, store, &step);
+    if (!decoded.ok()) {
+      skip(decoded.message());
+      continue;
+    }
+    return manifest->global_step;
+  }
+  return Status::NotFound("no whole checkpoint in " + directory);
+}
+
+}  // namespace cohort::ps

@@ -1,0 +1,93 @@
+// ServerConnection: a client's link to one parameter server, which survives that server's
+// restarts.
+//
+// Requests go out in batches: every request of a batch is written, then every response is read,
+// so the link stays busy (the server applies one chunk while the next is still arriving) without
+// a round trip per chunk. A batch must not have large requests and large responses both (pushes
+// and pulls go in separate batches): otherwise both sides could block writing to each other.
+//
+// When the connection fails (the server died, a deadline passed) the batch is retried on a new
+// connection, with exponential backoff between attempts, until `retry_timeout` has passed since
+// the first failure; then the batch fails with Unavailable naming the server, e.g.
+// "ps:1 (10.0.0.7:2222) unreachable for 60 s: connection refused". Each new connection first
+// replays the setup calls (the variable creates that concern this server), so a server that came
+// back without its variables gets them again, and one that restored a checkpoint keeps its
+// values (creates are idempotent). A retried push may therefore be applied twice when the server
+// applied it but died before answering: at-least-once, as TensorFlow's closures are. A refusal
+// during the handshake (wrong secret, not a task of the job) is not retried: waiting cannot fix it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/cluster_spec.h"
+#include "net/auth.h"
+#include "net/socket.h"
+#include "ps/protocol.h"
+
+namespace cohort::ps {
+
+// One request and, after the batch runs, its response.
+struct Call {
+  Operation operation = Operation::kPullDense;
+  std::string fields;
+  std::vector<std::string_view> bulk;  // written in order after the fields
+  // Where the response's bulk goes; it must be exactly this size (or empty on an error).
+  char* response_bulk = nullptr;
+  size_t response_bulk_size = 0;
+
+  // Filled by Run.
+  Status status;                // the server's verdict
+  std::string response_fields;  // without the status message
+};
+
+struct ConnectionSettings {
+  std::string job_name;
+  cluster::TaskId self;
+  net::JobSecret secret;
+  std::chrono::milliseconds retry_timeout{60000};
+  std::chrono::milliseconds request_timeout{120000};
+  std::chrono::milliseconds handshake_timeout{10000};
+  std::chrono::milliseconds initial_backoff{20};
+  std::chrono::milliseconds max_backoff{1000};
+  std::function<void(const std::string&)> log;
+};
+
+class ServerConnection {
+ public:
+  ServerConnection(int ps_index, std::string endpoint, const ConnectionSettings& settings);
+
+  // "ps:1 (10.0.0.7:2222)".
+  const std::string& name() const { return name_; }
+
+  // Calls to replay first on every new connection.
+  void AddSetupCall(Call call);
+
+  // Runs `calls` as one batch (see the header). OK means every response arrived; each call's
+  // own status says what the server answered. Thread-safe: batches run one at a time.
+  Status Run(std::vector<Call>& calls);
+
+ private:
+  // Connects and replays the setup calls. Requires mutex_.
+  Status Connect(net::Deadline deadline);
+  // Writes then reads one batch on the current socket. Requires mutex_.
+  Status Exchange(std::vector<Call>& calls, net::Deadline deadline);
+  void Log(const std::string& line) const;
+
+  const int ps_index_;
+  const std::string endpoint_;
+  const std::string name_;
+  const ConnectionSettings& settings_;
+  std::mutex mutex_;
+  net::Socket socket_;
+  std::vector<Call> setup_calls_;
+  uint64_t next_request_id_ = 1;
+  std::vector<uint64_t> scratch_;  // response bytes that do not go to a caller's buffer
+};
+
+}  // namespace cohort::ps
