@@ -34,7 +34,7 @@ inline constexpr int kTaxiGeneratorVersion = 1;
 
 struct TaxiDatasetOptions {
   uint64_t seed = 42;
-  // About 40 MB of CSV together; a few epochs of wide & deep over them take minutes on 2 cores.
+  // About 25 MB of CSV together; a few epochs of wide & deep over them take minutes on 2 cores.
   int64_t train_trips = 200'000;
   int64_t eval_trips = 50'000;
 };

@@ -70,11 +70,11 @@ double CompanyEffect(std::string_view company) {
 }
 
 double CompanyCardEffect(std::string_view company) {
-  return 1.1 * SignedUnit(std::string("company card:") + std::string(company));
+  return 1.6 * SignedUnit(std::string("company card:") + std::string(company));
 }
 
 double PickupAreaTimeEffect(int community_area, DayPeriod period) {
-  return 1.1 *
+  return 1.6 *
          SignedUnit("area " + std::to_string(community_area) + " at " + DayPeriodName(period));
 }
 
@@ -97,12 +97,13 @@ TipLogitTerms ComputeTipLogitTerms(const TaxiTrip& trip) {
     terms.missing_area = -0.5;
   }
 
-  const double minutes = static_cast<double>(trip.trip_seconds) / 60;
+  const double minutes = std::max(static_cast<double>(trip.trip_seconds) / 60, 1.0);
   const double miles = trip.trip_miles;
-  const double miles_per_hour = miles / std::max(minutes, 1.0) * 60;
+  const double miles_per_hour = miles / minutes * 60;
   const double fare_per_mile = trip.fare / std::max(miles, 0.1);
-  terms.trip_shape = 0.8 * PortableTanh((minutes - 12) / 8) - 1.0 * PortableExp(-miles / 0.7) -
-                     0.7 * PortableExp(-miles_per_hour / 5) -
+  const double log_duration = PortableLog(minutes / 18) / 0.6;
+  terms.trip_shape = 1.2 * PortableExp(-log_duration * log_duration) - 0.6 -
+                     1.0 * PortableExp(-miles / 0.7) - 1.2 * PortableExp(-miles_per_hour / 6) -
                      0.5 * std::clamp(PortableLog(fare_per_mile / 4), 0.0, 1.5);
 
   const int day = trip.trip_start_day, hour = trip.trip_start_hour;
@@ -120,9 +121,9 @@ double TrueTipProbability(const TaxiTrip& trip) {
 std::string DescribeTipRule() {
   return "P(tips > 0.2 x fare) = sigmoid(logit); logit = -0.8 + payment type effect (Credit "
          "Card +1.1, Mobile +0.7, Prcard -0.6, Unknown -1.8, Cash -4.5, Dispute -4.5, No Charge "
-         "-5.5) + 0.35 U(company) + [card-like payment] 1.1 U'(company) + 1.1 U(pickup area, "
-         "period of day: night 22-5, morning 6-9, midday 10-15, evening 16-21) + 0.8 "
-         "tanh((minutes - 12) / 8) - 1.0 exp(-miles / 0.7) - 0.7 exp(-mph / 5) - 0.5 "
+         "-5.5) + 0.35 U(company) + [card-like payment] 1.6 U'(company) + 1.6 U(pickup area, "
+         "period of day: night 22-5, morning 6-9, midday 10-15, evening 16-21) + 1.2 "
+         "exp(-(ln(minutes / 18) / 0.6)^2) - 0.6 - 1.0 exp(-miles / 0.7) - 1.2 exp(-mph / 6) - 0.5 "
          "clamp(ln(fare per mile / 4), 0, 1.5) + 0.4 [Friday/Saturday 21-2 h] + 0.3 [December] "
          "- 0.2 [January, February]; missing company: -0.2 and -0.6 on card-like payments; "
          "missing pickup area: -0.5 and no area x period term. U are fixed hashes in [-1, 1] "

@@ -17,18 +17,19 @@
 //   company          a small main effect per company, 0.35 x U(company), U in [-1, 1] a fixed
 //                    hash of the name (below); -0.2 when the company is missing.
 //   company_payment  a cross: for card-like payments (Credit Card, Mobile, Prcard) each
-//                    company's card terminal adds 1.1 x U'(company) (some prompt for a tip, some
+//                    company's card terminal adds 1.6 x U'(company) (some prompt for a tip, some
 //                    do not); -0.6 when the company is missing. For other payments 0.
 //   pickup_area_time a cross: each pickup community area has its own effect per period of the
-//                    day, 1.1 x U(area, period), with the periods night (22-5 h), morning (6-9),
+//                    day, 1.6 x U(area, period), with the periods night (22-5 h), morning (6-9),
 //                    midday (10-15) and evening (16-21). 0 when the pickup area is missing. The
 //                    linear part's pickup x hour cross captures it; additive effects cannot.
 //   trip_shape       smooth nonlinear effects of the numeric columns, for the DNN:
-//                      +0.8 tanh((minutes - 12) / 8)        longer rides tip more, saturating
+//                      +1.2 exp(-(ln(minutes / 18) / 0.6)^2) - 0.6   rides around 18 minutes
+//                                                    tip most, short and very long ones less
 //                      -1.0 exp(-miles / 0.7)               short hops tip less
-//                      -0.7 exp(-mph / 5)                   crawling through traffic tips less
+//                      -1.2 exp(-mph / 6)                   crawling through traffic tips less
 //                      -0.5 clamp(ln(fare per mile / 4), 0, 1.5)  expensive miles tip less
-//                    with minutes = trip_seconds / 60, mph = miles / max(minutes, 1) x 60 and
+//                    with minutes = max(trip_seconds / 60, 1), mph = miles / minutes x 60 and
 //                    fare per mile = fare / max(miles, 0.1).
 //   calendar         +0.4 on Friday and Saturday nights (21-2 h), +0.3 in December, -0.2 in
 //                    January and February.

@@ -137,8 +137,11 @@ TEST(TaxiGeneratorTest, CeilingIsHighAndNeedsBothWideAndDeepParts) {
   EXPECT_LT(payment_only, ceiling - 0.06);
   EXPECT_GT(payment_only, 0.75);  // payment type still dominates, as in the real data
 
-  // Without the crosses, or without the nonlinear numeric effects, the true logit loses clearly
-  // more than the 0.02 a trained model is allowed to miss by.
+  // Dropping the crosses costs far more than the 0.02 a trained model may miss by, so a model
+  // without crossed (or otherwise interacting) features cannot pass. Dropping the smooth numeric
+  // effects costs less, because the rest of the logit is correlated with them; a learned model
+  // recovers part of them even with linear numbers and bucketised miles (measured: 0.006 below
+  // the ceiling), which is why the DNN's share is a smaller, but real, part of the gap.
   const double without_crosses = AucOf(trips, [](const TaxiTrip& trip) {
     const TipLogitTerms terms = ComputeTipLogitTerms(trip);
     return terms.Sum() - terms.company_payment - terms.pickup_area_time;
@@ -147,8 +150,8 @@ TEST(TaxiGeneratorTest, CeilingIsHighAndNeedsBothWideAndDeepParts) {
     const TipLogitTerms terms = ComputeTipLogitTerms(trip);
     return terms.Sum() - terms.trip_shape;
   });
-  EXPECT_LT(without_crosses, ceiling - 0.02);
-  EXPECT_LT(without_trip_shape, ceiling - 0.02);
+  EXPECT_LT(without_crosses, ceiling - 0.05);
+  EXPECT_LT(without_trip_shape, ceiling - 0.008);
 }
 
 TEST(TaxiGeneratorTest, LabelsFollowTheTrueProbability) {
@@ -173,7 +176,7 @@ TEST(TaxiTipRuleTest, DocumentedPiecesHoldForAHandMadeTrip) {
   trip.trip_start_month = 12;
   trip.trip_start_day = 6;  // Friday
   trip.trip_start_hour = 23;
-  trip.trip_seconds = 720;  // 12 minutes: tanh term is 0
+  trip.trip_seconds = 720;  // 12 minutes
   trip.trip_miles = 4;
   trip.fare = 16;  // $4 a mile: the fare-per-mile term is 0
   trip.payment_type = "Credit Card";
@@ -186,7 +189,11 @@ TEST(TaxiTipRuleTest, DocumentedPiecesHoldForAHandMadeTrip) {
   EXPECT_EQ(terms.company_payment, CompanyCardEffect("Flash Cab"));
   EXPECT_EQ(terms.pickup_area_time, PickupAreaTimeEffect(8, DayPeriod::kNight));
   EXPECT_NEAR(terms.calendar, 0.7, 1e-12);
-  EXPECT_NEAR(terms.trip_shape, -std::exp(-4 / 0.7) - 0.7 * std::exp(-20.0 / 5), 1e-12);
+  const double log_duration = std::log(12.0 / 18) / 0.6;
+  EXPECT_NEAR(terms.trip_shape,
+              1.2 * std::exp(-log_duration * log_duration) - 0.6 - std::exp(-4 / 0.7) -
+                  1.2 * std::exp(-20.0 / 6),
+              1e-12);
   EXPECT_EQ(terms.missing_area, 0);
 
   trip.payment_type = "Cash";
@@ -201,12 +208,12 @@ TEST(TaxiTipRuleTest, DocumentedPiecesHoldForAHandMadeTrip) {
   EXPECT_LT(TrueTipProbability(trip), 0.01);
   // Golden values: the hash behind U is part of the documented rule and must not drift.
   EXPECT_DOUBLE_EQ(CompanyEffect("Flash Cab"), 0.069987473954372353);
-  EXPECT_DOUBLE_EQ(CompanyCardEffect("Flash Cab"), 0.49745058533570241);
-  EXPECT_DOUBLE_EQ(PickupAreaTimeEffect(8, DayPeriod::kNight), -0.84896634528649662);
+  EXPECT_DOUBLE_EQ(CompanyCardEffect("Flash Cab"), 0.72356448776102167);
+  EXPECT_DOUBLE_EQ(PickupAreaTimeEffect(8, DayPeriod::kNight), -1.2348601385985405);
   for (int area = 1; area <= kCommunityAreaCount; ++area) {
     for (int period = 0; period < kDayPeriodCount; ++period) {
       const double effect = PickupAreaTimeEffect(area, static_cast<DayPeriod>(period));
-      ASSERT_LE(std::fabs(effect), 1.1);
+      ASSERT_LE(std::fabs(effect), 1.6);
     }
   }
 }
