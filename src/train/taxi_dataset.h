@@ -6,7 +6,7 @@
 // reach, since the labels are Bernoulli draws from that probability). For example:
 //
 //   {"generator_version": 1, "seed": 42, "train_trips": 200000, "eval_trips": 50000,
-//    "ceiling_auc": 0.91..., "train_big_tipper_rate": 0.34..., "eval_big_tipper_rate": 0.34...,
+//    "ceiling_auc": 0.917..., "train_big_tipper_rate": 0.304..., "eval_big_tipper_rate": 0.300...,
 //    "rule": "P(tips > 0.2 x fare) = sigmoid(logit); ...", "payment_type_effect": {...},
 //    "company_effect": {...}, "company_card_effect": {...}, "pickup_area_time_effect": {...}}
 //
