@@ -1,5 +1,7 @@
 // cohort-train: trains an image classifier on MNIST-format data, alone or as one worker of a
-// MultiWorkerMirrored job, driven by TF_CONFIG exactly like a TensorFlow Keras program.
+// MultiWorkerMirrored job, driven by TF_CONFIG exactly like a TensorFlow Keras program; or, in a
+// cluster with ps tasks, the wide & deep taxi model with parameter servers (every role: ps,
+// chief, worker and the evaluator side-car).
 //
 // The same binary is every replica of a TFJob: TF_CONFIG (and COHORT_JOB_SECRET) say who is in the
 // cluster and who this process is; without TF_CONFIG it trains alone. It accepts the classic lab
@@ -21,14 +23,20 @@
 #include <vector>
 
 #include "cluster/tf_config.h"
+#include "net/auth.h"
+#include "ps/parameter_server.h"
 #include "train/backup_and_restore.h"
+#include "train/checkpoint_evaluator.h"
 #include "train/compute_threads.h"
 #include "train/image_dataset.h"
 #include "train/mirrored_strategy.h"
 #include "train/model_checkpoint.h"
 #include "train/models.h"
+#include "train/parameter_server_trainer.h"
 #include "train/progress_callback.h"
 #include "train/saved_model.h"
+#include "train/taxi_csv.h"
+#include "train/taxi_dataset.h"
 #include "train/tensorboard_callback.h"
 #include "train/trainer.h"
 
@@ -62,6 +70,14 @@ struct Flags {
   double startup_timeout_s = 300;
   bool evaluate = false;
   std::string model_path;
+  // Parameter-server training (--model=wide_deep).
+  std::string mode = "async";
+  int64_t max_staleness = -1;
+  int64_t checkpoint_every_steps = 500;
+  double ps_retry_timeout_s = 60;
+  double ps_timeout_s = 86400;
+  double evaluator_timeout_s = 1800;
+  double wide_learning_rate = 0.2;
 };
 
 void Print(const std::string& line) {
@@ -173,6 +189,11 @@ CLI::Validator PositiveReal() {
       "POSITIVE");
 }
 
+std::vector<std::string> WithWideDeep(std::vector<std::string> names) {
+  names.push_back(kWideDeepModelName);
+  return names;
+}
+
 int Evaluate(const Flags& flags, bool data_dir_given) {
   const int threads = flags.threads > 0
                           ? flags.threads
@@ -195,9 +216,140 @@ int Evaluate(const Flags& flags, bool data_dir_given) {
   return kExitOk;
 }
 
+// A `ps` task: serves its shard of the variables until the chief ends the job.
+int ServeVariables(const Flags& flags, const cluster::TfConfig& config) {
+  ps::ParameterServerOptions options;
+  const char* job_name = std::getenv("COHORT_JOB_NAME");
+  options.job_name = job_name ? job_name : "";
+  options.cluster = config.cluster;
+  options.ps_index = config.task.index;
+  options.secret = net::JobSecret::FromEnvironment();
+  options.sync = flags.mode == "sync";
+  options.sync_workers = cluster::WorkerTasks(config.cluster);
+  options.checkpoint_dir = flags.checkpoint_path;
+  options.log = Print;
+  auto server = ps::ParameterServer::Start(std::move(options));
+  if (!server.ok()) Fail(server.status());
+  Print("cohort-train: " + (*server)->name() + " serving " + flags.mode + " training on port " +
+        std::to_string((*server)->port()) +
+        ((*server)->restored_step() >= 0 ? "; restored the checkpoint of global step " +
+                                               std::to_string((*server)->restored_step())
+                                         : std::string("; no checkpoint to restore")));
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.ps_timeout_s * 1000));
+  Status finished = (*server)->Wait(net::Deadline::After(timeout));
+  if (!finished.ok()) {
+    Fail(Status::DeadlineExceeded((*server)->name() + ": the chief did not end the job within " +
+                                  std::to_string(static_cast<int64_t>(flags.ps_timeout_s)) +
+                                  " s (--ps_timeout_s)"));
+  }
+  (*server)->Stop();
+  Print("cohort-train: " + (*server)->name() + ": the chief ended the job");
+  return kExitOk;
+}
+
+// Every replica of a parameter-server job but the ps tasks: the chief, workers and the evaluator
+// side-car, training (or evaluating) the wide & deep taxi model.
+int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threads) {
+  auto truth = EnsureTaxiDataset(flags.data_dir, TaxiDatasetOptions{});
+  if (!truth.ok()) Fail(truth.status());
+  auto train = ReadTaxiCsv(flags.data_dir + "/" + kTaxiTrainFile);
+  if (!train.ok()) Fail(train.status());
+  auto eval = ReadTaxiCsv(flags.data_dir + "/" + kTaxiEvalFile);
+  if (!eval.ok()) Fail(eval.status());
+  auto statistics = ComputeTaxiNumericStatistics(train->trips);
+  if (!statistics.ok()) Fail(statistics.status());
+  const TaxiFeatureEncoder encoder(*statistics);
+  WideDeepConfig model;
+  model.seed = flags.seed;
+  model.wide_learning_rate = static_cast<float>(flags.wide_learning_rate);
+  if (flags.learning_rate > 0) model.deep_learning_rate = static_cast<float>(flags.learning_rate);
+
+  if (config.task.type == "evaluator") {
+    if (flags.checkpoint_path.empty()) {
+      Fail(
+          Status::InvalidArgument("the evaluator follows checkpoints: it needs --checkpoint_path"));
+    }
+    Print("cohort-train: evaluator following " + flags.checkpoint_path +
+          " (eval split: " + std::to_string(eval->trips.size()) + " trips, ceiling auc " +
+          std::to_string(truth->ceiling_auc) + ")");
+    CheckpointEvaluatorOptions options;
+    options.checkpoint_dir = flags.checkpoint_path;
+    options.tensorboard_dir = flags.tensorboard_dir;
+    options.model = model;
+    options.idle_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(flags.evaluator_timeout_s * 1000));
+    options.print = Print;
+    auto result = RunCheckpointEvaluator(options, eval->trips, encoder);
+    if (!result.ok()) Fail(result.status());
+    std::printf("final eval auc %.4f (ceiling %.4f)\n", result->auc, truth->ceiling_auc);
+    std::fflush(stdout);
+    return kExitOk;
+  }
+
+  ParameterServerTrainingOptions options;
+  options.config = config;
+  const char* job_name = std::getenv("COHORT_JOB_NAME");
+  options.job_name = job_name ? job_name : "";
+  options.secret = net::JobSecret::FromEnvironment();
+  options.model = model;
+  options.epochs = flags.epochs;
+  options.per_worker_batch = flags.per_worker_batch;
+  options.sync = flags.mode == "sync";
+  options.max_staleness = flags.max_staleness;
+  options.checkpoint_every_steps = flags.checkpoint_every_steps;
+  options.checkpoint_dir = flags.checkpoint_path;
+  options.saved_model_dir = flags.saved_model_path;
+  options.tensorboard_dir = flags.tensorboard_dir;
+  options.data_dir = flags.data_dir;
+  options.retry_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(flags.ps_retry_timeout_s * 1000));
+  options.print = Print;
+  Print("cohort-train: " + config.task.ToString() + " of a parameter-server job (" +
+        std::to_string(config.cluster.NumTasks("ps")) + " ps, " +
+        std::to_string(cluster::NumWorkers(config.cluster)) + " training tasks); model " +
+        kWideDeepModelName + "; " + flags.mode + "; batch " +
+        std::to_string(flags.per_worker_batch) + " per step; " + std::to_string(flags.epochs) +
+        " epochs of " + std::to_string(train->trips.size()) + " trips; " + std::to_string(threads) +
+        " threads");
+  auto result = TrainWithParameterServers(options, train->trips, eval->trips, encoder);
+  if (!result.ok()) Fail(result.status());
+  Print("cohort-train: " + config.task.ToString() + " done after " +
+        std::to_string(result->local_steps) + " steps (global step " +
+        std::to_string(result->global_step) + ")");
+  if (result->is_chief) {
+    std::printf("eval auc on %lld trips: ceiling %.4f\nauc %.4f\n",
+                static_cast<long long>(result->evaluation.examples), truth->ceiling_auc,
+                result->evaluation.auc);
+    if (!flags.saved_model_path.empty()) {
+      std::printf("saved model: %s\n", flags.saved_model_path.c_str());
+    }
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
 int Train(const Flags& flags) {
   auto config = cluster::TfConfigFromEnvironment();
   if (!config.ok()) Fail(config.status());
+  const bool has_ps = config->cluster.NumTasks("ps") > 0 || config->task.type == "ps";
+  if (flags.model == kWideDeepModelName) {
+    if (!has_ps) {
+      Fail(Status::InvalidArgument(
+          "--model=wide_deep trains with parameter servers, but TF_CONFIG's cluster has no ps "
+          "tasks (run it as a TFJob with PS replicas, e.g. examples/taxi/tfjob.yaml)"));
+    }
+  } else if (has_ps) {
+    Fail(Status::InvalidArgument(
+        "TF_CONFIG's cluster has ps tasks, so this is parameter-server training, which trains "
+        "--model=wide_deep; --model=" +
+        flags.model + " trains with MultiWorkerMirrored, in a cluster without ps tasks"));
+  }
+  if (config->task.type == "ps") return ServeVariables(flags, *config);
+  if (flags.model == kWideDeepModelName) {
+    const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
+    if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
+    return TrainWideDeep(flags, *config, threads);
+  }
   const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
   if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
   const BlasLibrary blas = DetectBlas();
@@ -292,6 +444,14 @@ int Main(int argc, char** argv) {
       "= per_worker_batch x workers); gradients are averaged by all-reduce while backward runs; "
       "the chief (chief:0, else worker:0) writes backups, summaries and the saved model, other "
       "workers write to <dir>/workertemp_<index> and remove it.\n"
+      "Parameter-server training (--model=wide_deep, a cluster with ps tasks): ps tasks serve "
+      "the variables until the chief ends the job; the chief and workers pull the parameters and "
+      "rows their batch needs, push gradients (--mode async|sync, --max_staleness); the chief "
+      "checkpoints every --checkpoint_every_steps into --checkpoint_path, evaluates the final "
+      "model on the taxi eval split (prints \"auc 0.XXXX\") and saves it; an evaluator task "
+      "evaluates each checkpoint (TensorBoard under <tensorboard_dir>/eval, "
+      "<checkpoint_path>/eval/metrics.json) and exits after the final one. The taxi data set is "
+      "generated once into --data_dir.\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
       "COHORT_JOB_NAME (optional).\n"
       "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 138 a "
@@ -320,7 +480,7 @@ int Main(int argc, char** argv) {
                  "ModelCheckpoint directory: keep the weights of every epoch (ckpt-<epoch>.pt)");
   app.add_option("--model", flags.model, "model architecture")
       ->capture_default_str()
-      ->check(CLI::IsMember(ModelNames()));
+      ->check(CLI::IsMember(WithWideDeep(ModelNames())));
   app.add_option("--data_dir", flags.data_dir,
                  "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
       ->capture_default_str();
@@ -350,6 +510,38 @@ int Main(int argc, char** argv) {
                  "how long to wait for every worker to join")
       ->capture_default_str()
       ->check(PositiveReal());
+  app.add_option("--mode", flags.mode,
+                 "parameter-server training: async (each push applied on arrival) or sync (one "
+                 "averaged gradient per step from every training task)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"async", "sync"}));
+  app.add_option("--max_staleness", flags.max_staleness,
+                 "async parameter-server training: keep each worker at most N steps ahead of the "
+                 "slowest (-1: unbounded)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(-1));
+  app.add_option("--checkpoint_every_steps", flags.checkpoint_every_steps,
+                 "parameter-server training: the chief checkpoints every N global steps into "
+                 "--checkpoint_path (0: only at the end)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--wide_learning_rate", flags.wide_learning_rate,
+                 "wide_deep: FTRL learning rate of the linear part (--learning_rate sets the "
+                 "DNN's Adagrad rate, default 0.05)")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--ps_retry_timeout_s", flags.ps_retry_timeout_s,
+                 "how long a worker retries an unreachable ps before failing, naming it")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--ps_timeout_s", flags.ps_timeout_s,
+                 "how long a ps serves before giving up on the chief ending the job")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--evaluator_timeout_s", flags.evaluator_timeout_s,
+                 "how long the evaluator waits for a new checkpoint before failing")
+      ->capture_default_str()
+      ->check(PositiveReal());
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the test split instead of training");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
@@ -369,6 +561,11 @@ int Main(int argc, char** argv) {
   }
   if (!flags.evaluate && !flags.model_path.empty()) {
     PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
+    return kExitUsage;
+  }
+  if (flags.model == kWideDeepModelName && app.count("--data_dir") == 0) {
+    PrintError(
+        "--model=wide_deep needs --data_dir DIR (the taxi data set is generated there once)");
     return kExitUsage;
   }
   if (flags.evaluate) {

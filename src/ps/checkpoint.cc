@@ -281,16 +281,43 @@ StatusOr<std::string> WriteManifest(const std::string& directory, const Manifest
   return path;
 }
 
-StatusOr<int64_t> RestoreLatest(const std::string& directory, ShardStore* store,
-                                const std::function<void(const std::string&)>& log) {
+std::vector<std::string> ListManifests(const std::string& directory) {
   std::vector<std::string> manifests;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     std::string name = entry.path().filename().string();
     if (name.starts_with("checkpoint-") && name.ends_with(".manifest")) manifests.push_back(name);
   }
-  // Zero-padded steps: the newest sorts last.
+  // Zero-padded steps: the newest sorts first in reverse order.
   std::sort(manifests.rbegin(), manifests.rend());
+  return manifests;
+}
+
+StatusOr<std::vector<std::unique_ptr<ShardStore>>> LoadCheckpoint(const std::string& directory,
+                                                                  const Manifest& manifest) {
+  std::vector<std::unique_ptr<ShardStore>> stores;
+  for (int index = 0; index < manifest.num_ps; ++index) {
+    const SavedShard& shard = manifest.shards[index];
+    const std::string path = directory + "/" + shard.file;
+    auto bytes = ReadWholeFile(path);
+    if (!bytes.ok()) return bytes.status();
+    if (bytes->size() != shard.size || Checksum(*bytes) != shard.checksum) {
+      return Status::FailedPrecondition(path +
+                                        " does not match the size and checksum its manifest "
+                                        "records");
+    }
+    auto store = std::make_unique<ShardStore>(index, manifest.num_ps);
+    int64_t step = 0;
+    Status decoded = DecodeShardInto(*bytes, store.get(), &step);
+    if (!decoded.ok()) return Status::FailedPrecondition(path + ": " + decoded.message());
+    stores.push_back(std::move(store));
+  }
+  return stores;
+}
+
+StatusOr<int64_t> RestoreLatest(const std::string& directory, ShardStore* store,
+                                const std::function<void(const std::string&)>& log) {
+  const std::vector<std::string> manifests = ListManifests(directory);
   const std::string self = "ps:" + std::to_string(store->ps_index());
   for (const std::string& name : manifests) {
     auto skip = [&](const std::string& why) {

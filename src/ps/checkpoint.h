@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,15 @@ std::string EncodeManifest(const Manifest& manifest);
 StatusOr<Manifest> DecodeManifest(std::string_view text);
 // Writes the manifest of a checkpoint whose shards are all saved; returns its path.
 StatusOr<std::string> WriteManifest(const std::string& directory, const Manifest& manifest);
+
+// The checkpoint manifests in `directory` (file names), newest first; empty when there are none.
+std::vector<std::string> ListManifests(const std::string& directory);
+
+// Every server's shard of the checkpoint that `manifest` describes, read from `directory` and
+// checked against the manifest's sizes and checksums: what an evaluator or a saved model reads
+// without any server running. Stores are by ps index.
+StatusOr<std::vector<std::unique_ptr<ShardStore>>> LoadCheckpoint(const std::string& directory,
+                                                                  const Manifest& manifest);
 
 // Restores `store` from the newest whole checkpoint in `directory` and returns its global step;
 // NotFound when there is none (a fresh start). `log` hears about each checkpoint skipped.

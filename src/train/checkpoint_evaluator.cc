@@ -1,0 +1,105 @@
+#include "train/checkpoint_evaluator.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "ps/checkpoint.h"
+#include "train/event_file_writer.h"
+#include "train/parameter_server_trainer.h"
+#include "train/parameter_sources.h"
+
+namespace cohort::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The final step the chief announced, or -1 while training goes on.
+int64_t FinalStep(const std::string& checkpoint_dir) {
+  std::ifstream in(checkpoint_dir + "/" + kFinalCheckpointFile);
+  long long step = -1;
+  if (!(in >> step)) return -1;
+  return step;
+}
+
+}  // namespace
+
+StatusOr<BinaryEvaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& options,
+                                                  std::span<const TaxiTrip> eval_trips,
+                                                  const TaxiFeatureEncoder& encoder) {
+  const auto print = [&](const std::string& line) {
+    if (options.print) options.print(line);
+  };
+  auto model = WideDeepModel::Create(options.model);
+  if (!model.ok()) return model.status();
+  std::unique_ptr<EventFileWriter> summaries;
+  if (!options.tensorboard_dir.empty()) {
+    auto writer = EventFileWriter::Create((fs::path(options.tensorboard_dir) / "eval").string());
+    if (!writer.ok()) return writer.status();
+    summaries = std::move(*writer);
+  }
+  const std::string metrics_dir = options.checkpoint_dir + "/eval";
+  std::error_code error;
+  fs::create_directories(metrics_dir, error);
+  if (error) return Status::IOError("cannot create " + metrics_dir + ": " + error.message());
+
+  nlohmann::json history = nlohmann::json::array();
+  int64_t last_evaluated = -1;
+  BinaryEvaluation last;
+  auto idle_since = std::chrono::steady_clock::now();
+  while (true) {
+    const int64_t final_step = FinalStep(options.checkpoint_dir);
+    if (final_step >= 0 && last_evaluated >= final_step) return last;
+    bool evaluated = false;
+    for (const std::string& manifest : ps::ListManifests(options.checkpoint_dir)) {
+      auto parameters = CheckpointParameters::Load(options.checkpoint_dir, manifest);
+      if (!parameters.ok()) {
+        // Not whole yet or damaged: the next newest one may be.
+        continue;
+      }
+      const int64_t step = (*parameters)->global_step();
+      if (step <= last_evaluated) break;
+      auto evaluation = EvaluateWideDeep(*model, **parameters, encoder, eval_trips, 4096);
+      if (!evaluation.ok()) return evaluation.status();
+      last = *evaluation;
+      last_evaluated = step;
+      evaluated = true;
+      char line[160];
+      std::snprintf(line, sizeof(line), "eval at global step %lld: auc %.4f loss %.4f",
+                    static_cast<long long>(step), last.auc, last.loss);
+      print(line);
+      if (summaries) {
+        COHORT_RETURN_IF_ERROR(summaries->WriteScalars(
+            step,
+            {{"auc", static_cast<float>(last.auc)}, {"loss", static_cast<float>(last.loss)}}));
+        COHORT_RETURN_IF_ERROR(summaries->Flush());
+      }
+      history.push_back({{"global_step", step}, {"auc", last.auc}, {"loss", last.loss}});
+      const nlohmann::json metrics = {{"global_step", step},    {"auc", last.auc},
+                                      {"loss", last.loss},      {"examples", last.examples},
+                                      {"checkpoint", manifest}, {"history", history}};
+      COHORT_RETURN_IF_ERROR(
+          ps::WriteFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (evaluated) {
+      idle_since = now;
+      continue;
+    }
+    if (now - idle_since > options.idle_timeout) {
+      return Status::DeadlineExceeded(
+          "evaluator: no new checkpoint in " + options.checkpoint_dir + " for " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(options.idle_timeout).count()) +
+          " s (last evaluated global step " + std::to_string(last_evaluated) +
+          "); is the chief running?");
+    }
+    std::this_thread::sleep_for(options.poll_interval);
+  }
+}
+
+}  // namespace cohort::train

@@ -1,0 +1,43 @@
+// CheckpointEvaluator: the evaluator side-car of a parameter-server job (TensorFlow's
+// "evaluator" task, which Estimators ran beside the training cluster).
+//
+// It trains nothing and talks to no server: it watches the checkpoint directory, and whenever a
+// newer whole checkpoint appears (one whose manifest the chief has written, ps/checkpoint.h) it
+// reads every shard from disk, evaluates the wide & deep model on the eval split and records
+//   - TensorBoard scalars auc and loss at the checkpoint's global step, in <tensorboard_dir>/eval;
+//   - <checkpoint_dir>/eval/metrics.json: the latest figures and every evaluation so far.
+// When several checkpoints arrived during one evaluation, only the newest is evaluated, as
+// TensorFlow's evaluator does: it follows training rather than queueing behind it.
+//
+// It exits after evaluating the final checkpoint (the step the chief writes into
+// kFinalCheckpointFile), and fails, saying what it waited for, when no new checkpoint arrives
+// within `idle_timeout`.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "train/taxi_features.h"
+#include "train/taxi_trip.h"
+#include "train/wide_deep_model.h"
+
+namespace cohort::train {
+
+struct CheckpointEvaluatorOptions {
+  std::string checkpoint_dir;
+  std::string tensorboard_dir;  // empty: no event files
+  WideDeepConfig model;
+  std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(30)};
+  std::function<void(const std::string&)> print;
+};
+
+// Evaluates checkpoints until the final one; returns its evaluation.
+StatusOr<BinaryEvaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& options,
+                                                  std::span<const TaxiTrip> eval_trips,
+                                                  const TaxiFeatureEncoder& encoder);
+
+}  // namespace cohort::train

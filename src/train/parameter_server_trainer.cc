@@ -1,0 +1,272 @@
+#include "train/parameter_server_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <utility>
+
+#include "base/time.h"
+#include "ps/checkpoint.h"
+#include "ps/parameter_server_client.h"
+#include "train/event_file_writer.h"
+#include "train/model_manifest.h"
+#include "train/parameter_sources.h"
+
+namespace cohort::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What one pull of the dense parameters fills: the model's variables and the global step.
+struct DenseBuffers {
+  std::vector<std::vector<float>> values;
+  float global_step = 0;
+};
+
+std::vector<std::pair<std::string, float*>> PullList(const std::vector<ps::DenseVariable>& names,
+                                                     DenseBuffers& buffers) {
+  std::vector<std::pair<std::string, float*>> outputs;
+  for (size_t i = 0; i < buffers.values.size(); ++i) {
+    outputs.emplace_back(names[i].shape.name, buffers.values[i].data());
+  }
+  outputs.emplace_back(kGlobalStepVariable, &buffers.global_step);
+  return outputs;
+}
+
+// Copies a checkpoint (its shards, then its manifest, as it was written) into `destination`.
+Status CopyCheckpoint(const std::string& source, const std::string& manifest_file,
+                      const std::string& destination) {
+  std::error_code error;
+  fs::create_directories(destination, error);
+  if (error) return Status::IOError("cannot create " + destination + ": " + error.message());
+  auto parameters = CheckpointParameters::Load(source, manifest_file);
+  if (!parameters.ok()) return parameters.status();
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(source, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".shard") && name.find(".step-") != std::string::npos &&
+        name.substr(name.find(".step-") + 6, 12) == manifest_file.substr(11, 12)) {
+      files.push_back(name);
+    }
+  }
+  files.push_back(manifest_file);
+  for (const std::string& name : files) {
+    fs::copy_file(source + "/" + name, destination + "/" + name,
+                  fs::copy_options::overwrite_existing, error);
+    if (error) {
+      return Status::IOError("cannot copy " + source + "/" + name + " to " + destination + ": " +
+                             error.message());
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
+    const ParameterServerTrainingOptions& options, std::span<const TaxiTrip> train_trips,
+    std::span<const TaxiTrip> eval_trips, const TaxiFeatureEncoder& encoder) {
+  const auto print = [&](const std::string& line) {
+    if (options.print) options.print(line);
+  };
+  auto model = WideDeepModel::Create(options.model);
+  if (!model.ok()) return model.status();
+  const std::vector<cluster::TaskId> trainers = cluster::WorkerTasks(options.config.cluster);
+  const std::optional<int> rank = cluster::WorkerRank(options.config.cluster, options.config.task);
+  if (!rank) {
+    return Status::InvalidArgument("task " + options.config.task.ToString() +
+                                   " does not train: only the chief, master and workers do");
+  }
+  const int num_trainers = static_cast<int>(trainers.size());
+  const bool is_chief = options.config.task == cluster::ChiefTask(options.config.cluster);
+
+  // Trip i belongs to training task i mod tasks.
+  std::vector<TaxiTrip> shard;
+  for (size_t i = static_cast<size_t>(*rank); i < train_trips.size(); i += num_trainers) {
+    shard.push_back(train_trips[i]);
+  }
+  if (static_cast<int64_t>(shard.size()) < options.per_worker_batch) {
+    return Status::InvalidArgument(
+        "training task " + std::to_string(*rank) + " has " + std::to_string(shard.size()) +
+        " trips, fewer than one batch of " + std::to_string(options.per_worker_batch));
+  }
+  const int64_t batches_per_pass = static_cast<int64_t>(shard.size()) / options.per_worker_batch;
+  // One global step per push in async mode (TensorFlow's global_step); one per aggregated step in
+  // sync mode.
+  const int64_t total_steps = options.epochs * static_cast<int64_t>(train_trips.size()) /
+                              options.per_worker_batch / (options.sync ? num_trainers : 1);
+
+  ps::ParameterServerClientOptions client_options;
+  client_options.connection.job_name = options.job_name;
+  client_options.connection.self = options.config.task;
+  client_options.connection.secret = options.secret;
+  client_options.connection.retry_timeout = options.retry_timeout;
+  client_options.connection.log = [&](const std::string& line) { print(line); };
+  client_options.cluster = options.config.cluster;
+  client_options.sync = options.sync;
+  client_options.max_staleness = options.max_staleness;
+  auto client = ps::ParameterServerClient::Connect(client_options);
+  if (!client.ok()) return client.status();
+  const std::vector<ps::DenseVariable> variables = model->DenseVariables();
+  COHORT_RETURN_IF_ERROR((*client)->CreateVariables(variables));
+  for (const ps::EmbeddingTableSpec& table : model->Tables()) {
+    COHORT_RETURN_IF_ERROR((*client)->CreateTable(table));
+  }
+  ServerParameters servers(client->get());
+
+  DenseBuffers current, next;
+  for (size_t i = 0; i + 1 < variables.size(); ++i) {
+    const size_t size = static_cast<size_t>(variables[i].shape.rows * variables[i].shape.row_width);
+    current.values.emplace_back(size);
+    next.values.emplace_back(size);
+  }
+  std::vector<std::pair<std::string, const float*>> pushes(variables.size());
+  std::vector<std::vector<float>> dense_gradients;
+  const float step_increment = -1.0f;  // SGD at learning rate 1: global_step += 1
+
+  std::unique_ptr<EventFileWriter> summaries;
+  if (is_chief && !options.tensorboard_dir.empty()) {
+    auto writer = EventFileWriter::Create((fs::path(options.tensorboard_dir) / "train").string());
+    if (!writer.ok()) return writer.status();
+    summaries = std::move(*writer);
+  }
+
+  ps::PendingPull pending = (*client)->StartPull(PullList(variables, next));
+  // Every early return waits for the background pull first: it writes into `next`.
+  const auto fail = [&](Status status) -> Status {
+    if (pending.valid()) pending.Wait();
+    return status;
+  };
+  ParameterServerTrainingResult result;
+  result.is_chief = is_chief;
+  int64_t position = -1;
+  int64_t last_checkpoint = -1;
+  double loss_sum = 0;
+  int64_t loss_count = 0;
+  TaxiFeatureBatch batch;
+  const auto started = std::chrono::steady_clock::now();
+  while (true) {
+    if (Status pulled = pending.Wait(); !pulled.ok()) return pulled;
+    std::swap(current, next);
+    const int64_t global_step = std::llround(current.global_step);
+    result.global_step = global_step;
+    if (position < 0) {
+      // A rejoining worker continues about where the job is rather than from its first batch.
+      position = global_step / (options.sync ? 1 : num_trainers);
+      last_checkpoint = global_step;
+      print("cohort-train: " + options.config.task.ToString() + " starts at global step " +
+            std::to_string(global_step) + " of " + std::to_string(total_steps) + " (" +
+            std::to_string(shard.size()) + " trips in its shard)");
+    }
+    if (global_step >= total_steps) break;
+    if (is_chief && !options.checkpoint_dir.empty() && options.checkpoint_every_steps > 0 &&
+        global_step / options.checkpoint_every_steps >
+            last_checkpoint / options.checkpoint_every_steps) {
+      auto saved = (*client)->SaveCheckpoint(options.checkpoint_dir, global_step);
+      if (!saved.ok()) return fail(saved.status());
+      last_checkpoint = global_step;
+    }
+
+    const int64_t first = (position % batches_per_pass) * options.per_worker_batch;
+    encoder.Encode(std::span<const TaxiTrip>(shard).subspan(static_cast<size_t>(first),
+                                                            options.per_worker_batch),
+                   &batch);
+    BatchLookups lookups = model->Lookups(batch);
+    if (Status status = PullLookupRows(servers, lookups); !status.ok()) return fail(status);
+    if (!options.sync) pending = (*client)->StartPull(PullList(variables, next));
+
+    auto loss = model->ComputeGradients(batch, current.values, lookups, &dense_gradients);
+    if (!loss.ok()) return fail(loss.status());
+    for (size_t i = 0; i < dense_gradients.size(); ++i) {
+      pushes[i] = {variables[i].shape.name, dense_gradients[i].data()};
+    }
+    pushes.back() = {kGlobalStepVariable, &step_increment};
+    Status status = (*client)->Push(pushes);
+    for (size_t table = 0; status.ok() && table < lookups.tables.size(); ++table) {
+      const TableLookup& lookup = lookups.tables[table];
+      status = (*client)->PushRows(lookup.table, lookup.ids.data(), lookup.ids.size(),
+                                   lookup.gradient.data());
+    }
+    if (status.ok()) status = (*client)->FinishStep();
+    if (!status.ok()) return fail(status);
+    if (options.sync) pending = (*client)->StartPull(PullList(variables, next));
+
+    ++position;
+    ++result.local_steps;
+    loss_sum += *loss;
+    ++loss_count;
+    if (result.local_steps % options.log_every_steps == 0) {
+      const double mean_loss = loss_sum / static_cast<double>(loss_count);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      char line[200];
+      std::snprintf(line, sizeof(line), "step %lld (global %lld/%lld): loss %.4f, %.1f steps/s",
+                    static_cast<long long>(result.local_steps), static_cast<long long>(global_step),
+                    static_cast<long long>(total_steps), mean_loss,
+                    static_cast<double>(result.local_steps) / seconds);
+      print(line);
+      if (summaries) {
+        if (Status written = summaries->WriteScalars(global_step, {{"loss", mean_loss}});
+            !written.ok()) {
+          return fail(written);
+        }
+        if (Status flushed = summaries->Flush(); !flushed.ok()) return fail(flushed);
+      }
+      loss_sum = 0;
+      loss_count = 0;
+    }
+  }
+  if (!is_chief) return result;
+
+  // The final checkpoint is what the chief evaluates, what it saves as the model and what the
+  // evaluator evaluates last, so all three report the same values.
+  std::string final_dir =
+      !options.checkpoint_dir.empty() ? options.checkpoint_dir : options.saved_model_dir;
+  std::string manifest_file;
+  if (!final_dir.empty()) {
+    auto saved = (*client)->SaveCheckpoint(final_dir, result.global_step);
+    if (!saved.ok()) return saved.status();
+    manifest_file = fs::path(*saved).filename().string();
+    auto parameters = CheckpointParameters::Load(final_dir, manifest_file);
+    if (!parameters.ok()) return parameters.status();
+    auto evaluation = EvaluateWideDeep(*model, **parameters, encoder, eval_trips, 4096);
+    if (!evaluation.ok()) return evaluation.status();
+    result.evaluation = *evaluation;
+  } else {
+    auto evaluation = EvaluateWideDeep(*model, servers, encoder, eval_trips, 4096);
+    if (!evaluation.ok()) return evaluation.status();
+    result.evaluation = *evaluation;
+  }
+  if (!options.checkpoint_dir.empty()) {
+    COHORT_RETURN_IF_ERROR(
+        ps::WriteFileAtomically(options.checkpoint_dir + "/" + kFinalCheckpointFile,
+                                std::to_string(result.global_step) + "\n"));
+  }
+  if (!options.saved_model_dir.empty()) {
+    if (final_dir != options.saved_model_dir) {
+      COHORT_RETURN_IF_ERROR(CopyCheckpoint(final_dir, manifest_file, options.saved_model_dir));
+    }
+    ModelManifest manifest;
+    manifest.model = kWideDeepModelName;
+    manifest.weights = manifest_file;
+    manifest.classes = {"small_tip", "big_tip"};
+    manifest.metrics = {{"eval_auc", result.evaluation.auc}, {"eval_loss", result.evaluation.loss}};
+    manifest.training.epochs = options.epochs;
+    manifest.training.steps_per_epoch = total_steps / std::max(1, options.epochs);
+    manifest.training.per_worker_batch = options.per_worker_batch;
+    manifest.training.num_workers = num_trainers;
+    manifest.training.global_batch = options.per_worker_batch;
+    manifest.training.global_steps = result.global_step;
+    manifest.training.optimizer = "ftrl+adagrad";
+    manifest.training.learning_rate = options.model.deep_learning_rate;
+    manifest.training.seed = options.model.seed;
+    manifest.training.data_dir = options.data_dir;
+    manifest.created_at = FormatTime(std::chrono::system_clock::now());
+    COHORT_RETURN_IF_ERROR(WriteManifest(options.saved_model_dir, manifest));
+  }
+  COHORT_RETURN_IF_ERROR((*client)->ShutdownServers());
+  return result;
+}
+
+}  // namespace cohort::train

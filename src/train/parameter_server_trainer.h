@@ -1,0 +1,76 @@
+// ParameterServerTrainer: a worker or the chief of a parameter-server job (TensorFlow's
+// ParameterServerStrategy, as TF1 Estimators ran it on AI Platform) training the wide & deep
+// taxi model (wide_deep_model.h).
+//
+// Every training task (the chief and each worker) loops on its own shard of the training split
+// (trip i belongs to task i mod tasks):
+//   1. wait for the dense parameters, pulled in the background during the previous step;
+//   2. stop once global_step (a variable on the servers) reaches the job's total;
+//   3. encode its next batch, pull only the table rows the batch uses;
+//   4. start pulling the next step's dense parameters (async mode: the pull overlaps the
+//      computation, so a step reads values at most one push old, as TensorFlow's workers do);
+//   5. forward and backward in libtorch; push dense gradients, per-row sparse gradients and one
+//      increment of global_step; FinishStep (sync step or bounded staleness).
+// A worker that is killed and restarted creates the same variables (a no-op on the servers) and
+// continues from about where the job is: its position in its shard is global_step / tasks.
+//
+// The chief also: saves a checkpoint every `checkpoint_every_steps` global steps and at the end
+// (each server writes its shard, then the manifest, ps/checkpoint.h), writes the training loss to
+// TensorBoard (<tensorboard_dir>/train), evaluates the final model on the eval split, saves it
+// (a checkpoint in the saved-model directory plus manifest.json with the metrics), marks the final
+// checkpoint for the evaluator side-car, and tells the servers the job is over.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "cluster/tf_config.h"
+#include "net/auth.h"
+#include "train/taxi_features.h"
+#include "train/taxi_trip.h"
+#include "train/wide_deep_model.h"
+
+namespace cohort::train {
+
+// Written by the chief into the checkpoint directory after the final checkpoint's manifest: the
+// global step of the last checkpoint there will be. The evaluator exits once it has evaluated it.
+inline constexpr char kFinalCheckpointFile[] = "final_checkpoint";
+
+struct ParameterServerTrainingOptions {
+  cluster::TfConfig config;
+  std::string job_name;
+  net::JobSecret secret;
+  WideDeepConfig model;
+  int epochs = 3;
+  int64_t per_worker_batch = 256;
+  bool sync = false;
+  int64_t max_staleness = -1;          // async only; -1 unbounded
+  int64_t checkpoint_every_steps = 0;  // 0: only at the end
+  std::string checkpoint_dir;          // empty: no checkpoints
+  std::string saved_model_dir;         // empty: not saved
+  std::string tensorboard_dir;         // empty: no summaries
+  std::string data_dir;                // recorded in the saved model
+  std::chrono::milliseconds retry_timeout{60000};
+  int64_t log_every_steps = 100;
+  std::function<void(const std::string&)> print;
+};
+
+struct ParameterServerTrainingResult {
+  int64_t global_step = 0;
+  int64_t local_steps = 0;
+  bool is_chief = false;
+  BinaryEvaluation evaluation;  // chief only
+};
+
+// Trains as this task (a chief, master or worker of options.config) until the job's global step
+// reaches epochs x train trips / per_worker_batch (sync: / training tasks). `eval_trips` is used
+// by the chief only.
+StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
+    const ParameterServerTrainingOptions& options, std::span<const TaxiTrip> train_trips,
+    std::span<const TaxiTrip> eval_trips, const TaxiFeatureEncoder& encoder);
+
+}  // namespace cohort::train

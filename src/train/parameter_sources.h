@@ -1,0 +1,57 @@
+// The two places a wide & deep model's values come from (wide_deep_model.h's ParameterSource):
+//
+//   ServerParameters      the live parameter servers, through a worker's client: what training
+//                         and the chief's final evaluation read;
+//   CheckpointParameters  a checkpoint on disk (every server's shard, ps/checkpoint.h), read
+//                         without any server: what the evaluator side-car and a saved model read.
+//
+// A checkpoint row that no worker ever touched is not in any shard; it reads as its initial value
+// (seed and id, embedding_table.h), exactly what a server would have answered.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "ps/checkpoint.h"
+#include "ps/parameter_server_client.h"
+#include "ps/shard_store.h"
+#include "train/wide_deep_model.h"
+
+namespace cohort::train {
+
+class ServerParameters : public ParameterSource {
+ public:
+  explicit ServerParameters(ps::ParameterServerClient* client) : client_(client) {}
+  Status PullDense(const std::vector<std::pair<std::string, float*>>& outputs) override {
+    return client_->Pull(outputs);
+  }
+  Status PullRows(const std::string& table, const int64_t* ids, size_t count, float* out) override {
+    return client_->PullRows(table, ids, count, out);
+  }
+
+ private:
+  ps::ParameterServerClient* client_;
+};
+
+class CheckpointParameters : public ParameterSource {
+ public:
+  // Reads the checkpoint that `manifest_file` (in `directory`) describes; errors name the file.
+  static StatusOr<std::unique_ptr<CheckpointParameters>> Load(const std::string& directory,
+                                                              const std::string& manifest_file);
+  int64_t global_step() const { return manifest_.global_step; }
+
+  Status PullDense(const std::vector<std::pair<std::string, float*>>& outputs) override;
+  Status PullRows(const std::string& table, const int64_t* ids, size_t count, float* out) override;
+
+ private:
+  CheckpointParameters(ps::Manifest manifest, std::vector<std::unique_ptr<ps::ShardStore>> stores)
+      : manifest_(std::move(manifest)), stores_(std::move(stores)) {}
+
+  ps::Manifest manifest_;
+  std::vector<std::unique_ptr<ps::ShardStore>> stores_;  // by ps index
+};
+
+}  // namespace cohort::train
