@@ -10,6 +10,7 @@
 
 #include "net/frame.h"
 #include "net/handshake.h"
+#include "net/same_host.h"
 #include "ps/checkpoint.h"
 #include "ps/protocol.h"
 
@@ -244,8 +245,8 @@ void ParameterServer::Serve(net::Socket socket) {
     if (!view.ok()) {
       status = view.status();
     } else {
-      status =
-          Handle(peer, view->kind, view->fields, view->bulk, view->bulk_size, buffers, &response);
+      status = Handle(*handshake, view->kind, view->fields, view->bulk, view->bulk_size, buffers,
+                      &response);
       if (!status.ok()) status = status.WithContext(OperationName(view->kind) + " request");
     }
     if (!status.ok()) response = Response();
@@ -270,9 +271,10 @@ void ParameterServer::Serve(net::Socket socket) {
   forget();
 }
 
-Status ParameterServer::Handle(const cluster::TaskId& peer, uint8_t operation,
+Status ParameterServer::Handle(const net::HandshakeResult& handshake, uint8_t operation,
                                std::string_view fields, const char* bulk, size_t bulk_size,
                                ConnectionBuffers& buffers, Response* response) {
+  const cluster::TaskId& peer = handshake.peer.task;
   switch (static_cast<Operation>(operation)) {
     case Operation::kCreateDense: {
       auto spec = DecodeDenseSliceSpec(fields);
@@ -308,6 +310,9 @@ Status ParameterServer::Handle(const cluster::TaskId& peer, uint8_t operation,
     }
     case Operation::kPushDense:
       return HandlePushDense(peer, fields, bulk, bulk_size, response);
+    case Operation::kPushDenseFromMemory:
+      COHORT_RETURN_IF_ERROR(ExpectBulk("a push from memory", bulk_size, 0));
+      return HandlePushDenseFromMemory(handshake, fields, buffers, response);
     case Operation::kCreateTable: {
       auto spec = DecodeEmbeddingTableSpec(fields);
       if (!spec.ok()) return spec.status();
@@ -396,6 +401,32 @@ Status ParameterServer::HandlePushDense(const cluster::TaskId& peer, std::string
   }
   response->fields = EncodePushOutcome(outcome);
   return Status::OK();
+}
+
+Status ParameterServer::HandlePushDenseFromMemory(const net::HandshakeResult& handshake,
+                                                  std::string_view fields,
+                                                  ConnectionBuffers& buffers, Response* response) {
+  const std::string peer_name = handshake.peer.task.ToString();
+  std::string_view push_fields;
+  auto reference = DecodeMemoryReference(fields, &push_fields);
+  if (!reference.ok()) return reference.status();
+  if (!handshake.can_read_peer_memory) {
+    return Status::FailedPrecondition(name_ + " " + kMemoryNotReadable + " " + peer_name +
+                                      "; send the gradient instead");
+  }
+  if (reference->size > kMaxBulkBytes || reference->size % sizeof(float) != 0) {
+    return Status::InvalidArgument("a push from memory of " + std::to_string(reference->size) +
+                                   " bytes: must be whole float32 values within one message");
+  }
+  // The client waits for this answer before touching its gradient again, so the bytes are stable
+  // while they are read. What they must amount to is checked by HandlePushDense.
+  buffers.values.resize(reference->size / sizeof(float));
+  COHORT_RETURN_IF_ERROR(net::ReadProcessMemory(handshake.peer.process.process_id,
+                                                reference->address, buffers.values.data(),
+                                                reference->size, peer_name));
+  return HandlePushDense(handshake.peer.task, push_fields,
+                         reinterpret_cast<const char*>(buffers.values.data()), reference->size,
+                         response);
 }
 
 Status ParameterServer::HandlePushRows(const cluster::TaskId& peer, std::string_view fields,

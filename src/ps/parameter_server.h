@@ -41,6 +41,7 @@
 #include "cluster/cluster_spec.h"
 #include "net/auth.h"
 #include "net/deadline.h"
+#include "net/handshake.h"
 #include "net/socket.h"
 #include "ps/shard_store.h"
 #include "ps/step_clock.h"
@@ -109,10 +110,14 @@ class ParameterServer {
   };
   struct ConnectionBuffers {
     std::vector<uint64_t> payload;  // 8-aligned, so bulk values can be used in place
-    std::vector<float> values;      // pulled values on their way out
+    std::vector<float> values;      // pulled values on their way out, gradients read from memory
   };
-  Status Handle(const cluster::TaskId& peer, uint8_t operation, std::string_view fields,
+  // `handshake` says what the peer proved about itself, its process included (for pushes that
+  // leave the gradient in the peer's memory).
+  Status Handle(const net::HandshakeResult& handshake, uint8_t operation, std::string_view fields,
                 const char* bulk, size_t bulk_size, ConnectionBuffers& buffers, Response* response);
+  Status HandlePushDenseFromMemory(const net::HandshakeResult& handshake, std::string_view fields,
+                                   ConnectionBuffers& buffers, Response* response);
   Status HandlePushDense(const cluster::TaskId& peer, std::string_view fields, const char* bulk,
                          size_t bulk_size, Response* response);
   Status HandlePushRows(const cluster::TaskId& peer, std::string_view fields, const char* bulk,

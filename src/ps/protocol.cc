@@ -55,6 +55,8 @@ std::string OperationName(uint8_t operation) {
       return "pull dense";
     case Operation::kPushDense:
       return "push dense";
+    case Operation::kPushDenseFromMemory:
+      return "push dense from memory";
     case Operation::kCreateTable:
       return "create table";
     case Operation::kPullRows:
@@ -264,6 +266,29 @@ StatusOr<SavedShard> DecodeSavedShard(std::string_view fields) {
     shard.checksum = reader.U64();
     return shard;
   });
+}
+
+std::string EncodeMemoryReference(const MemoryReference& reference) {
+  WireWriter writer;
+  writer.U64(reference.address);
+  writer.U64(reference.size);
+  return writer.bytes();
+}
+
+StatusOr<MemoryReference> DecodeMemoryReference(std::string_view fields, std::string_view* rest) {
+  if (fields.size() < kMemoryReferenceSize) {
+    return Status::InvalidArgument("a memory reference needs " +
+                                   std::to_string(kMemoryReferenceSize) + " bytes, got " +
+                                   std::to_string(fields.size()));
+  }
+  *rest = fields.substr(kMemoryReferenceSize);
+  return Decode<MemoryReference>(fields.substr(0, kMemoryReferenceSize), "memory reference",
+                                 [](WireReader& reader) {
+                                   MemoryReference reference;
+                                   reference.address = reader.U64();
+                                   reference.size = reader.U64();
+                                   return reference;
+                                 });
 }
 
 std::string EncodeClockRequest(const ClockRequest& request) {

@@ -44,6 +44,8 @@ enum class Operation : uint8_t {
   kSaveShard = 7,    // fields: directory, global step; response fields: file, size, checksum
   kClock = 8,  // fields: steps done, max lead, timeout; response fields: the slowest worker's steps
   kShutdown = 9,  // the chief ends the job: the server stops serving
+  // fields: MemoryReference, then a push's DenseRange fields; no bulk (see below)
+  kPushDenseFromMemory = 10,
 };
 
 // "create dense", "pull dense"... or "operation 42".
@@ -104,6 +106,22 @@ struct RowBatch {
 };
 std::string EncodeRowBatch(const RowBatch& batch);
 StatusOr<RowBatch> DecodeRowBatch(std::string_view fields);
+
+// A dense push whose gradient the server reads straight out of the client's memory
+// (net/same_host.h) instead of receiving it over the socket: one copy instead of loopback TCP's
+// two. Used only between tasks on one host whose handshake proved the memory readable; a server
+// that cannot read this client's memory after all answers kMemoryNotReadable, and the client
+// sends the bytes instead. The fields are the reference followed by the fields of an ordinary
+// push, so the server handles both forms of push with one piece of code.
+struct MemoryReference {
+  uint64_t address = 0;
+  uint64_t size = 0;  // bytes
+};
+inline constexpr size_t kMemoryReferenceSize = 16;
+inline constexpr char kMemoryNotReadable[] = "cannot read the memory of";
+std::string EncodeMemoryReference(const MemoryReference& reference);
+// The reference at the start of `fields`; `rest` receives the fields after it.
+StatusOr<MemoryReference> DecodeMemoryReference(std::string_view fields, std::string_view* rest);
 
 // What a push did: applied now (async), applied as part of sync step `step`, or dropped because
 // that step had already been applied without this worker (see sync_aggregator.h).

@@ -72,6 +72,7 @@ Status ServerConnection::Connect(net::Deadline deadline) {
   auto handshake = net::ConnectHandshake(socket->fd(), config, {"ps", ps_index_}, name_);
   if (!handshake.ok()) return handshake.status();
   socket_ = std::move(*socket);
+  push_from_memory_ = handshake->can_read_peer_memory && !memory_refused_;
   if (setup_calls_.empty()) return Status::OK();
   std::vector<Call> setup = setup_calls_;
   Status exchanged = Exchange(setup, net::Deadline::After(settings_.request_timeout));
@@ -87,10 +88,15 @@ Status ServerConnection::Connect(net::Deadline deadline) {
   return Status::OK();
 }
 
+bool ServerConnection::SendsFromMemory(const Call& call) const {
+  return push_from_memory_ && call.operation == Operation::kPushDense && call.bulk.size() == 1;
+}
+
 Status ServerConnection::Exchange(std::vector<Call>& calls, net::Deadline deadline) {
   const int fd = socket_.fd();
   const uint64_t first_id = next_request_id_;
   next_request_id_ += calls.size();
+  std::vector<bool> from_memory(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) {
     const Call& call = calls[i];
     size_t bulk_size = 0;
@@ -99,6 +105,15 @@ Status ServerConnection::Exchange(std::vector<Call>& calls, net::Deadline deadli
       return Status::InvalidArgument(OperationName(static_cast<uint8_t>(call.operation)) +
                                      " request of " + std::to_string(bulk_size) +
                                      " bytes exceeds one message");
+    }
+    from_memory[i] = SendsFromMemory(call);
+    if (from_memory[i]) {
+      const MemoryReference reference{reinterpret_cast<uintptr_t>(call.bulk[0].data()), bulk_size};
+      std::string head = EncodeRequestHead(first_id + i, Operation::kPushDenseFromMemory,
+                                           EncodeMemoryReference(reference) + call.fields, 0);
+      COHORT_RETURN_IF_ERROR(
+          net::WriteFully(fd, head.data(), head.size(), deadline, "request to " + name_));
+      continue;
     }
     std::string head = EncodeRequestHead(first_id + i, call.operation, call.fields, bulk_size);
     COHORT_RETURN_IF_ERROR(
@@ -163,6 +178,27 @@ Status ServerConnection::Exchange(std::vector<Call>& calls, net::Deadline deadli
       call.status = RemoteStatus(static_cast<Status::Code>(code), message).WithContext(name_);
     }
   }
+  return ResendRefusedFromMemory(calls, from_memory, deadline);
+}
+
+Status ServerConnection::ResendRefusedFromMemory(std::vector<Call>& calls,
+                                                 const std::vector<bool>& from_memory,
+                                                 net::Deadline deadline) {
+  std::vector<size_t> refused;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (from_memory[i] && calls[i].status.code() == Status::Code::kFailedPrecondition &&
+        calls[i].status.message().find(kMemoryNotReadable) != std::string::npos) {
+      refused.push_back(i);
+    }
+  }
+  if (refused.empty()) return Status::OK();
+  Log(name_ + " cannot read this task's memory; sending gradients over the connection instead");
+  memory_refused_ = true;
+  push_from_memory_ = false;
+  std::vector<Call> resend;
+  for (size_t i : refused) resend.push_back(calls[i]);
+  COHORT_RETURN_IF_ERROR(Exchange(resend, deadline));
+  for (size_t j = 0; j < refused.size(); ++j) calls[refused[j]] = std::move(resend[j]);
   return Status::OK();
 }
 

@@ -15,6 +15,13 @@
 // values (creates are idempotent). A retried push may therefore be applied twice when the server
 // applied it but died before answering: at-least-once, as TensorFlow's closures are. A refusal
 // during the handshake (wrong secret, not a task of the job) is not retried: waiting cannot fix it.
+//
+// Same host. When the handshake proves that the server runs on this host and that process memory
+// is readable between the two, a dense push goes out as a reference to the caller's gradient
+// (protocol.h, MemoryReference) and the server copies it straight out of this process: one copy
+// instead of loopback TCP's two. The caller's buffer stays untouched until Run returns anyway. A
+// server that cannot read this process after all (the kernel's ptrace rules need not be
+// symmetric) refuses, and from then on this connection sends the bytes.
 #pragma once
 
 #include <chrono>
@@ -78,6 +85,12 @@ class ServerConnection {
   // Writes then reads one batch on the current socket. Requires mutex_.
   Status Exchange(std::vector<Call>& calls, net::Deadline deadline);
   void Log(const std::string& line) const;
+  // The pushes of `calls` sent from memory that the server could not read, sent again as bytes.
+  // Requires mutex_.
+  Status ResendRefusedFromMemory(std::vector<Call>& calls, const std::vector<bool>& from_memory,
+                                 net::Deadline deadline);
+  // Whether `call` goes out as a reference to the caller's memory. Requires mutex_.
+  bool SendsFromMemory(const Call& call) const;
 
   const int ps_index_;
   const std::string endpoint_;
@@ -88,6 +101,8 @@ class ServerConnection {
   std::vector<Call> setup_calls_;
   uint64_t next_request_id_ = 1;
   std::vector<uint64_t> scratch_;  // response bytes that do not go to a caller's buffer
+  bool push_from_memory_ = false;  // this connection's handshake proved the memory readable
+  bool memory_refused_ = false;    // the server said it cannot read this process: never again
 };
 
 }  // namespace cohort::ps

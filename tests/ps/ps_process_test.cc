@@ -3,6 +3,8 @@
 // and bounds stragglers.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "net/frame.h"
 #include "net/handshake.h"
 #include "ps/protocol.h"
@@ -196,6 +198,79 @@ TEST(ParameterServerProcesses, AnswersBadRequestsAndDropsBadFrames) {
   EXPECT_NE(server.report.find("worker:0 sent a malformed frame (bad frame magic"),
             std::string::npos)
       << server.report;
+}
+
+// A push that leaves the gradient in the worker's memory (same host): the server reads it from
+// there and applies it; a reference to memory the worker does not have, or of the wrong size, is
+// refused with an error and the connection stays usable.
+TEST(ParameterServerProcesses, ReadsPushesFromTheWorkersMemory) {
+  constexpr int kNotPermittedHere = 12;
+  PsCluster cluster(1, 1);
+  std::vector<Child> servers = StartServers(cluster, 1);
+  Child prober = cluster.Spawn([&cluster] {
+    auto endpoint = net::ParseEndpoint(cluster.spec().Endpoint({"ps", 0}));
+    auto socket = net::ConnectTcp(*endpoint, net::Deadline::After(10s));
+    if (!socket.ok()) return 1;
+    net::HandshakeConfig config;
+    config.job_name = testing::kTestJob;
+    config.self = {"worker", 0};
+    config.secret = net::JobSecret(testing::kTestSecret);
+    config.deadline = net::Deadline::After(10s);
+    if (!net::ConnectHandshake(socket->fd(), config, {"ps", 0}, "ps:0").ok()) return 2;
+    int failures = 0;
+    auto request = [&](uint64_t id, Operation operation, const std::string& fields) {
+      auto payload = RawExchange(socket->fd(), EncodeRequestHead(id, operation, fields, 0));
+      std::string text = payload.ok() ? *payload : payload.status().ToString();
+      Report("answer " + std::to_string(id) + ": " + text.substr(std::min<size_t>(8, text.size())));
+      return payload.ok() ? *payload : std::string(1, '\xff');
+    };
+    auto from_memory = [](const void* address, size_t size, const std::string& variable) {
+      return EncodeMemoryReference({reinterpret_cast<uintptr_t>(address), size}) +
+             EncodeDenseRange({variable, 0, 4, kNoSyncStep});
+    };
+    // SGD with learning rate 0.5 from zeros: values become -0.5 x gradient.
+    DenseSliceSpec spec{"v", 0, 4, 1, {}};
+    spec.optimizer.learning_rate = 0.5f;
+    if (request(1, Operation::kCreateDense, EncodeDenseSliceSpec(spec))[0] != 0) ++failures;
+    const float gradient[4] = {1, 2, 3, 4};
+    std::string pushed =
+        request(2, Operation::kPushDenseFromMemory, from_memory(gradient, sizeof(gradient), "v"));
+    if (pushed[0] == static_cast<char>(Status::Code::kFailedPrecondition) &&
+        pushed.find(kMemoryNotReadable) != std::string::npos) {
+      return kNotPermittedHere;
+    }
+    if (pushed[0] != 0) ++failures;
+    auto pulled = RawExchange(
+        socket->fd(),
+        EncodeRequestHead(3, Operation::kPullDense, EncodeDenseRange({"v", 0, 4, kNoSyncStep}), 0));
+    if (!pulled.ok() || pulled->size() < 16) return 3;
+    float values[4];
+    std::memcpy(values, pulled->data() + pulled->size() - sizeof(values), sizeof(values));
+    for (int i = 0; i < 4; ++i) {
+      if (values[i] != -0.5f * gradient[i]) ++failures;
+    }
+    // Memory this worker does not have; a reference of the wrong size.
+    std::string unmapped = request(4, Operation::kPushDenseFromMemory,
+                                   from_memory(reinterpret_cast<void*>(16), 16, "v"));
+    if (unmapped[0] == 0 || unmapped.find("worker:0") == std::string::npos) ++failures;
+    std::string short_reference =
+        request(5, Operation::kPushDenseFromMemory, from_memory(gradient, 8, "v"));
+    if (short_reference.find("carries 8 bytes of values; its fields call for 16") ==
+        std::string::npos) {
+      ++failures;
+    }
+    auto client = ParameterServerClient::Connect(cluster.ClientOptions({"chief", 0}));
+    if (!client.ok() || !(*client)->ShutdownServers().ok()) ++failures;
+    return failures;
+  });
+  ChildOutcome outcome = prober.Await(60s);
+  if (outcome.exit_code == kNotPermittedHere) {
+    servers[0].Await(30s);
+    GTEST_SKIP() << "the kernel does not let processes read each other's memory here";
+  }
+  EXPECT_EQ(outcome.exit_code, 0) << Describe(outcome);
+  ChildOutcome server = servers[0].Await(30s);
+  EXPECT_EQ(server.exit_code, 0) << Describe(server);
 }
 
 // Sync mode over the wire: each step applies the average of both workers' gradients once; when
