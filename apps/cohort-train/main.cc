@@ -31,8 +31,10 @@
 #include "train/image_dataset.h"
 #include "train/mirrored_strategy.h"
 #include "train/model_checkpoint.h"
+#include "train/model_manifest.h"
 #include "train/models.h"
 #include "train/parameter_server_trainer.h"
+#include "train/parameter_sources.h"
 #include "train/progress_callback.h"
 #include "train/saved_model.h"
 #include "train/taxi_csv.h"
@@ -194,24 +196,59 @@ std::vector<std::string> WithWideDeep(std::vector<std::string> names) {
   return names;
 }
 
+// A saved wide & deep model: its checkpoint, evaluated on the eval split of the taxi data set. The
+// feature statistics come from that data set's train split, as they did in training.
+void EvaluateWideDeepModel(const std::string& model_path, const ModelManifest& manifest,
+                           const std::string& data_dir) {
+  auto train = ReadTaxiCsv(data_dir + "/" + kTaxiTrainFile);
+  if (!train.ok()) Fail(train.status());
+  auto eval = ReadTaxiCsv(data_dir + "/" + kTaxiEvalFile);
+  if (!eval.ok()) Fail(eval.status());
+  auto statistics = ComputeTaxiNumericStatistics(train->trips);
+  if (!statistics.ok()) Fail(statistics.status());
+  WideDeepConfig config;
+  config.seed = manifest.training.seed;  // the initial value of rows no step ever touched
+  auto model = WideDeepModel::Create(config);
+  if (!model.ok()) Fail(model.status());
+  auto parameters = CheckpointParameters::Load(model_path, manifest.weights);
+  if (!parameters.ok()) Fail(parameters.status());
+  auto result =
+      EvaluateWideDeep(*model, **parameters, TaxiFeatureEncoder(*statistics), eval->trips, 4096);
+  if (!result.ok()) Fail(result.status());
+  std::printf("model %s (%s) on %s: %lld eval trips\neval loss %.4f\nauc %.4f\n",
+              model_path.c_str(), manifest.model.c_str(), data_dir.c_str(),
+              static_cast<long long>(result->examples), result->loss, result->auc);
+}
+
+// An image classifier saved by MultiWorkerMirrored training, on the test split.
+void EvaluateImageModel(const std::string& model_path, const std::string& data_dir) {
+  auto model = SavedModel::Load(model_path);
+  if (!model.ok()) Fail(model.status());
+  auto test = LoadImageDataset(data_dir, Split::kTest);
+  if (!test.ok()) Fail(test.status());
+  auto result = (*model)->Evaluate(*test);
+  if (!result.ok()) Fail(result.status());
+  std::printf("model %s (%s) on %s: %lld test samples\ntest loss %.4f\ntest accuracy %.4f\n",
+              model_path.c_str(), (*model)->manifest().model.c_str(), data_dir.c_str(),
+              static_cast<long long>(result->samples), result->loss, result->accuracy);
+}
+
 int Evaluate(const Flags& flags, bool data_dir_given) {
   const int threads = flags.threads > 0
                           ? flags.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
-  auto model = SavedModel::Load(flags.model_path);
-  if (!model.ok()) Fail(model.status());
-  const std::string data_dir = data_dir_given || (*model)->manifest().training.data_dir.empty()
+  auto manifest = ReadManifest(flags.model_path);
+  if (!manifest.ok()) Fail(manifest.status());
+  // The data the model was trained on, unless --data_dir says otherwise.
+  const std::string data_dir = data_dir_given || manifest->training.data_dir.empty()
                                    ? flags.data_dir
-                                   : (*model)->manifest().training.data_dir;
-  auto test = LoadImageDataset(data_dir, Split::kTest);
-  if (!test.ok()) Fail(test.status());
-  auto result = (*model)->Evaluate(*test);
-  if (!result.ok()) Fail(result.status());
-  std::printf("model %s (%s) on %s: %lld test samples\n", flags.model_path.c_str(),
-              (*model)->manifest().model.c_str(), data_dir.c_str(),
-              static_cast<long long>(result->samples));
-  std::printf("test loss %.4f\ntest accuracy %.4f\n", result->loss, result->accuracy);
+                                   : manifest->training.data_dir;
+  if (manifest->model == kWideDeepModelName) {
+    EvaluateWideDeepModel(flags.model_path, *manifest, data_dir);
+  } else {
+    EvaluateImageModel(flags.model_path, data_dir);
+  }
   std::fflush(stdout);
   return kExitOk;
 }
@@ -321,7 +358,8 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
                 static_cast<long long>(result->evaluation.examples), truth->ceiling_auc,
                 result->evaluation.auc);
     if (!flags.saved_model_path.empty()) {
-      std::printf("saved model: %s\n", flags.saved_model_path.c_str());
+      std::printf("saved model: %s (evaluate: cohort-train --evaluate --model_path %s)\n",
+                  flags.saved_model_path.c_str(), flags.saved_model_path.c_str());
     }
     std::fflush(stdout);
   }
@@ -543,7 +581,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_flag("--evaluate", flags.evaluate,
-               "evaluate the saved model at --model_path on the test split instead of training");
+               "evaluate the saved model at --model_path instead of training: an image model on "
+               "the test split, wide_deep on the eval split of its data set");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
 
   try {

@@ -42,14 +42,9 @@ Status CopyCheckpoint(const std::string& source, const std::string& manifest_fil
   if (error) return Status::IOError("cannot create " + destination + ": " + error.message());
   auto parameters = CheckpointParameters::Load(source, manifest_file);
   if (!parameters.ok()) return parameters.status();
+  // Loading checked that the manifest is whole and vouches for each shard file.
   std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(source, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.ends_with(".shard") && name.find(".step-") != std::string::npos &&
-        name.substr(name.find(".step-") + 6, 12) == manifest_file.substr(11, 12)) {
-      files.push_back(name);
-    }
-  }
+  for (const ps::SavedShard& shard : (*parameters)->shards()) files.push_back(shard.file);
   files.push_back(manifest_file);
   for (const std::string& name : files) {
     fs::copy_file(source + "/" + name, destination + "/" + name,
@@ -256,7 +251,9 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
     manifest.training.steps_per_epoch = total_steps / std::max(1, options.epochs);
     manifest.training.per_worker_batch = options.per_worker_batch;
     manifest.training.num_workers = num_trainers;
-    manifest.training.global_batch = options.per_worker_batch;
+    // Sync steps average one batch of every training task; an async push is one task's batch.
+    manifest.training.global_batch =
+        options.sync ? options.per_worker_batch * num_trainers : options.per_worker_batch;
     manifest.training.global_steps = result.global_step;
     manifest.training.optimizer = "ftrl+adagrad";
     manifest.training.learning_rate = options.model.deep_learning_rate;

@@ -42,6 +42,8 @@ class CheckpointParameters : public ParameterSource {
   static StatusOr<std::unique_ptr<CheckpointParameters>> Load(const std::string& directory,
                                                               const std::string& manifest_file);
   int64_t global_step() const { return manifest_.global_step; }
+  // The shard files it was read from, by ps index.
+  const std::vector<ps::SavedShard>& shards() const { return manifest_.shards; }
 
   Status PullDense(const std::vector<std::pair<std::string, float*>>& outputs) override;
   Status PullRows(const std::string& table, const int64_t* ids, size_t count, float* out) override;
