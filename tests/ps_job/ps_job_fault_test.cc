@@ -57,15 +57,23 @@ class ParameterServerJobTest : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(root_);
   }
 
-  // A job of chief, 2 ps and 2 workers writing under root_/<name>/.
-  fs::path WriteManifest(const std::string& name, const std::string& ps_restart_policy) {
+  // A job of chief, 2 ps and 2 workers writing under root_/<name>/, every replica with the
+  // flags below plus `extra_flags`.
+  fs::path WriteManifest(const std::string& name, const std::string& ps_restart_policy,
+                         const std::vector<std::string>& extra_flags = {}) {
     const fs::path out = root_ / name;
     std::string args;
-    for (const std::string& flag : std::vector<std::string>{
-             "--model=wide_deep", "--data_dir=" + DataDir().string(), "--epochs=1",
-             "--per_worker_batch=256", "--checkpoint_every_steps=100", "--ps_retry_timeout_s=5",
-             "--threads=1", "--checkpoint_path=" + (out / "checkpoints").string(),
-             "--saved_model_path=" + (out / "model").string()}) {
+    std::vector<std::string> flags = {"--model=wide_deep",
+                                      "--data_dir=" + DataDir().string(),
+                                      "--epochs=1",
+                                      "--per_worker_batch=256",
+                                      "--checkpoint_every_steps=100",
+                                      "--ps_retry_timeout_s=5",
+                                      "--threads=1",
+                                      "--checkpoint_path=" + (out / "checkpoints").string(),
+                                      "--saved_model_path=" + (out / "model").string()};
+    flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+    for (const std::string& flag : flags) {
       args += "                - \"" + flag + "\"\n";
     }
     std::string manifest = "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: " + name +
@@ -173,10 +181,14 @@ double FinalAuc(const std::string& output) {
 // One epoch reaches about 0.90 against a ceiling of 0.917; a model broken by a fault (lost or
 // reset variables) would be far below.
 constexpr double kMinimumAuc = 0.88;
+// A sync epoch makes a third as many steps (each averages three batches): about 0.89.
+constexpr double kMinimumSyncAuc = 0.87;
 
+// With bounded staleness, as the workers run at most 4 steps ahead of the slowest: a killed worker
+// must stop counting as the slowest, or the others would wait for it.
 TEST_F(ParameterServerJobTest, KilledWorkerRejoinsAndTheJobCompletes) {
   const fs::path log = root_ / "job.log";
-  pid_t cohort = StartJob(WriteManifest("worker-killed", "OnFailure"), log);
+  pid_t cohort = StartJob(WriteManifest("worker-killed", "OnFailure", {"--max_staleness=4"}), log);
   ASSERT_TRUE(WaitForCheckpoint("worker-killed", log));
   const pid_t victim = FindReplica("worker-killed", "worker", 1);
   ASSERT_GT(victim, 0) << ReadText(log);
@@ -208,6 +220,18 @@ TEST_F(ParameterServerJobTest, KilledServerRestartsFromTheLatestCheckpoint) {
       output, std::regex("ps:1 serving .* restored the checkpoint of global step [1-9]")))
       << output;
   EXPECT_GE(FinalAuc(output), kMinimumAuc) << output;
+}
+
+// Sync mode: each global step averages one gradient of every training task, so the job takes
+// (trips / (batch x tasks)) steps and still learns.
+TEST_F(ParameterServerJobTest, SyncTrainingCompletesWithAGoodModel) {
+  const fs::path log = root_ / "job.log";
+  pid_t cohort = StartJob(WriteManifest("sync", "OnFailure", {"--mode=sync"}), log);
+  ASSERT_EQ(Wait(cohort, seconds(600)), 0) << ReadText(log);
+  const std::string output = ReadText(log);
+  EXPECT_NE(output.find("job default/sync Succeeded"), std::string::npos) << output;
+  EXPECT_NE(output.find("ps:0 serving sync training"), std::string::npos) << output;
+  EXPECT_GE(FinalAuc(output), kMinimumSyncAuc) << output;
 }
 
 TEST_F(ParameterServerJobTest, ServerThatStaysDownFailsTheJobNamingIt) {
