@@ -3,9 +3,7 @@
 #include <utility>
 
 #include "job/ai_platform_job.h"
-#include "job/defaults.h"
 #include "job/spec_parser.h"
-#include "job/validation.h"
 #include "job/yaml_document.h"
 
 namespace cohort::job {
@@ -52,14 +50,6 @@ StatusOr<TFJob> ParseEitherForm(const std::string& text, const std::string& file
                                    "names its job in metadata.name");
   }
   return ParseTFJob(text, file_name, warnings);
-}
-
-StatusOr<TFJob> DefaultAndValidate(StatusOr<TFJob> parsed) {
-  if (!parsed.ok()) return parsed.status();
-  TFJob job = std::move(parsed).value();
-  ApplyDefaults(job);
-  COHORT_RETURN_IF_ERROR(ValidateTFJob(job));
-  return job;
 }
 
 }  // namespace

@@ -591,7 +591,8 @@ StatusOr<TFJob> Decode(const json& object, PositionMap positions, const std::str
   return job;
 }
 
-// The steps after parsing, in the operator's order: defaults first, then the webhook's checks.
+}  // namespace
+
 StatusOr<TFJob> DefaultAndValidate(StatusOr<TFJob> parsed) {
   if (!parsed.ok()) return parsed.status();
   TFJob job = std::move(parsed).value();
@@ -599,8 +600,6 @@ StatusOr<TFJob> DefaultAndValidate(StatusOr<TFJob> parsed) {
   COHORT_RETURN_IF_ERROR(ValidateTFJob(job));
   return job;
 }
-
-}  // namespace
 
 StatusOr<TFJob> DecodeTFJob(const json& object,
                             const std::map<std::string, SourcePosition>& positions,

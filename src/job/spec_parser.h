@@ -65,6 +65,10 @@ StatusOr<TFJob> ParseTFJobFile(const std::string& path,
 // Parse, ApplyDefaults, ValidateTFJob: a job ready to run, or every error found. `warnings` gets
 // the parser's warnings; LocalRunWarnings (validation.h) is separate because only a local run
 // needs it.
+// The steps after parsing, in the operator's order: ApplyDefaults, then ValidateTFJob. Passes a
+// parse error through, so that `DefaultAndValidate(ParseTFJob(...))` reads as the pipeline.
+StatusOr<TFJob> DefaultAndValidate(StatusOr<TFJob> parsed);
+
 StatusOr<TFJob> LoadTFJob(const std::string& yaml_text, const std::string& file_name_for_messages,
                           std::vector<std::string>* warnings = nullptr);
 StatusOr<TFJob> LoadTFJobFile(const std::string& path,

@@ -45,6 +45,25 @@ std::vector<T> ReadArray(WireReader& reader) {
   return values;
 }
 
+// What an optimizer keeps beside the parameters: its slots (Adagrad's accumulator, Adam's moments)
+// and, for Adam, how many updates each row has had. The same for dense slices and tables.
+void WriteOptimizerState(WireWriter& writer, const std::vector<std::vector<float>>& slots,
+                         const std::vector<int64_t>& row_steps) {
+  writer.U32(static_cast<uint32_t>(slots.size()));
+  for (const auto& slot : slots) WriteArray(writer, slot);
+  WriteArray(writer, row_steps);
+}
+
+Status ReadOptimizerState(WireReader& reader, std::vector<std::vector<float>>* slots,
+                          std::vector<int64_t>* row_steps) {
+  uint32_t slot_count = reader.U32();
+  if (slot_count > kMaxSlots) return Status::InvalidArgument("shard: bad optimizer slot count");
+  slots->resize(slot_count);
+  for (auto& slot : *slots) slot = ReadArray<float>(reader);
+  *row_steps = ReadArray<int64_t>(reader);
+  return Status::OK();
+}
+
 std::string PaddedStep(int64_t step) {
   char text[32];
   std::snprintf(text, sizeof(text), "%012" PRId64, step);
@@ -99,9 +118,7 @@ std::string EncodeShard(const ShardStore& store, int64_t global_step) {
     writer.String(EncodeDenseSliceSpec(slice->spec()));
     DenseSliceState state = slice->Snapshot();
     WriteArray(writer, state.parameters);
-    writer.U32(static_cast<uint32_t>(state.slots.size()));
-    for (const auto& slot : state.slots) WriteArray(writer, slot);
-    WriteArray(writer, state.row_steps);
+    WriteOptimizerState(writer, state.slots, state.row_steps);
   }
   auto tables = store.Tables();
   writer.U32(static_cast<uint32_t>(tables.size()));
@@ -110,9 +127,7 @@ std::string EncodeShard(const ShardStore& store, int64_t global_step) {
     EmbeddingTableState state = table->Snapshot();
     WriteArray(writer, state.ids);
     WriteArray(writer, state.values);
-    writer.U32(static_cast<uint32_t>(state.slots.size()));
-    for (const auto& slot : state.slots) WriteArray(writer, slot);
-    WriteArray(writer, state.row_steps);
+    WriteOptimizerState(writer, state.slots, state.row_steps);
   }
   return writer.bytes();
 }
@@ -137,11 +152,7 @@ Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* globa
     auto spec = DecodeDenseSliceSpec(reader.String());
     DenseSliceState state;
     state.parameters = ReadArray<float>(reader);
-    uint32_t slot_count = reader.U32();
-    if (slot_count > kMaxSlots) return Status::InvalidArgument("shard: bad optimizer slot count");
-    state.slots.resize(slot_count);
-    for (auto& slot : state.slots) slot = ReadArray<float>(reader);
-    state.row_steps = ReadArray<int64_t>(reader);
+    COHORT_RETURN_IF_ERROR(ReadOptimizerState(reader, &state.slots, &state.row_steps));
     if (!reader.ok()) break;
     if (!spec.ok()) return spec.status().WithContext("shard");
     auto slice = DenseSlice::Restore(*spec, std::move(state));
@@ -155,11 +166,7 @@ Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* globa
     EmbeddingTableState state;
     state.ids = ReadArray<int64_t>(reader);
     state.values = ReadArray<float>(reader);
-    uint32_t slot_count = reader.U32();
-    if (slot_count > kMaxSlots) return Status::InvalidArgument("shard: bad optimizer slot count");
-    state.slots.resize(slot_count);
-    for (auto& slot : state.slots) slot = ReadArray<float>(reader);
-    state.row_steps = ReadArray<int64_t>(reader);
+    COHORT_RETURN_IF_ERROR(ReadOptimizerState(reader, &state.slots, &state.row_steps));
     if (!reader.ok()) break;
     if (!spec.ok()) return spec.status().WithContext("shard");
     auto table = EmbeddingTable::Restore(*spec, ps_index, num_ps, std::move(state));

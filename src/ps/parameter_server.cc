@@ -368,6 +368,13 @@ Status ParameterServer::Handle(const net::HandshakeResult& handshake, uint8_t op
   return Status::InvalidArgument("unknown operation " + std::to_string(operation));
 }
 
+Status ParameterServer::CheckPushMode(const cluster::TaskId& peer, bool sync_push) const {
+  if (sync_push == options_.sync) return Status::OK();
+  return Status::FailedPrecondition(
+      name_ + " runs " + (options_.sync ? "synchronous" : "asynchronous") + " training but " +
+      peer.ToString() + " pushed " + (sync_push ? "with" : "without") + " a sync step");
+}
+
 Status ParameterServer::HandlePushDense(const cluster::TaskId& peer, std::string_view fields,
                                         const char* bulk, size_t bulk_size, Response* response) {
   auto range = DecodeDenseRange(fields);
@@ -380,11 +387,7 @@ Status ParameterServer::HandlePushDense(const cluster::TaskId& peer, std::string
       ExpectBulk("a push to \"" + range->variable + "\"", bulk_size, elements * sizeof(float)));
   const float* gradient = reinterpret_cast<const float*>(bulk);
   const bool sync_push = range->sync_step != kNoSyncStep;
-  if (sync_push != options_.sync) {
-    return Status::FailedPrecondition(
-        name_ + " runs " + (options_.sync ? "synchronous" : "asynchronous") + " training but " +
-        peer.ToString() + " pushed " + (sync_push ? "with" : "without") + " a sync step");
-  }
+  COHORT_RETURN_IF_ERROR(CheckPushMode(peer, sync_push));
   PushOutcome outcome;
   if (!sync_push) {
     COHORT_RETURN_IF_ERROR((*slice)->ApplyGradient(range->first_row, range->row_count, gradient));
@@ -446,11 +449,7 @@ Status ParameterServer::HandlePushRows(const cluster::TaskId& peer, std::string_
   const int64_t* ids = reinterpret_cast<const int64_t*>(bulk);
   const float* gradient = reinterpret_cast<const float*>(bulk + batch->row_count * sizeof(int64_t));
   const bool sync_push = batch->sync_step != kNoSyncStep;
-  if (sync_push != options_.sync) {
-    return Status::FailedPrecondition(
-        name_ + " runs " + (options_.sync ? "synchronous" : "asynchronous") + " training but " +
-        peer.ToString() + " pushed " + (sync_push ? "with" : "without") + " a sync step");
-  }
+  COHORT_RETURN_IF_ERROR(CheckPushMode(peer, sync_push));
   PushOutcome outcome;
   if (!sync_push) {
     COHORT_RETURN_IF_ERROR((*table)->ApplyGradient(ids, batch->row_count, gradient));

@@ -118,6 +118,8 @@ class ParameterServer {
                 const char* bulk, size_t bulk_size, ConnectionBuffers& buffers, Response* response);
   Status HandlePushDenseFromMemory(const net::HandshakeResult& handshake, std::string_view fields,
                                    ConnectionBuffers& buffers, Response* response);
+  // FailedPrecondition when a push's mode (with or without a sync step) is not this server's.
+  Status CheckPushMode(const cluster::TaskId& peer, bool sync_push) const;
   Status HandlePushDense(const cluster::TaskId& peer, std::string_view fields, const char* bulk,
                          size_t bulk_size, Response* response);
   Status HandlePushRows(const cluster::TaskId& peer, std::string_view fields, const char* bulk,

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -103,12 +104,40 @@ int WaitForChild(pid_t pid, std::chrono::seconds timeout) {
   return -1;
 }
 
+int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout) {
+  const int exit_code = WaitForChild(pid, timeout);
+  if (exit_code == -1) {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+  }
+  return exit_code;
+}
+
 bool ProcessAlive(pid_t pid) {
   if (pid <= 0 || kill(pid, 0) != 0) return false;
   std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
   size_t close_paren = stat.rfind(')');
   return close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
          stat[close_paren + 2] != 'Z';
+}
+
+pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code error;
+    if (fs::read_symlink(entry.path() / "exe", error).filename() != "cohort-train") continue;
+    std::string environment = ReadText(entry.path() / "environ");
+    std::replace(environment.begin(), environment.end(), '\0', '\n');
+    environment = "\n" + environment;
+    if (environment.find("\nCOHORT_JOB_NAME=" + job + "\n") != std::string::npos &&
+        environment.find("\nCOHORT_REPLICA_TYPE=" + type + "\n") != std::string::npos &&
+        environment.find("\nCOHORT_REPLICA_INDEX=" + std::to_string(index) + "\n") !=
+            std::string::npos) {
+      return std::stoi(name);
+    }
+  }
+  return -1;
 }
 
 std::string Manifest(const std::string& name, const std::string& replicas,

@@ -47,8 +47,16 @@ class CohortSandbox {
 // Waits for `pid` (a child of this process) for at most `timeout`; returns its exit code or -1.
 int WaitForChild(pid_t pid, std::chrono::seconds timeout);
 
+// The same, but a `pid` still running after `timeout` gets SIGTERM (so that `cohort run` stops its
+// replicas) and is reaped: nothing outlives the test.
+int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout);
+
 // True while any process with this pid exists (and is not a zombie).
 bool ProcessAlive(pid_t pid);
+
+// The pid of the cohort-train process that runs replica `type`-`index` of job `job`, found by
+// the environment its supervisor gave it; -1 if none runs.
+pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index);
 
 // A TFJob manifest running tests/integration/replica.sh. `replicas` is the YAML under
 // tfReplicaSpecs; `run_policy` the YAML under runPolicy and `spec_fields` more YAML under spec

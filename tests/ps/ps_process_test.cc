@@ -132,6 +132,22 @@ TEST(ParameterServerProcesses, RefusesImpostorsAndStrangers) {
   EXPECT_NE(server.report.find("refused a connection"), std::string::npos) << server.report;
 }
 
+// A connection to ps:0 that passed the handshake as worker:0, for speaking the protocol by hand.
+StatusOr<net::Socket> ConnectAsWorkerZero(const PsCluster& cluster) {
+  auto endpoint = net::ParseEndpoint(cluster.spec().Endpoint({"ps", 0}));
+  if (!endpoint.ok()) return endpoint.status();
+  auto socket = net::ConnectTcp(*endpoint, net::Deadline::After(10s));
+  if (!socket.ok()) return socket.status();
+  net::HandshakeConfig config;
+  config.job_name = testing::kTestJob;
+  config.self = {"worker", 0};
+  config.secret = net::JobSecret(testing::kTestSecret);
+  config.deadline = net::Deadline::After(10s);
+  auto handshake = net::ConnectHandshake(socket->fd(), config, {"ps", 0}, "ps:0");
+  if (!handshake.ok()) return handshake.status();
+  return std::move(*socket);
+}
+
 // Sends one raw request on an authenticated connection and returns the response payload.
 StatusOr<std::string> RawExchange(int fd, const std::string& bytes) {
   auto deadline = net::Deadline::After(10s);
@@ -149,15 +165,8 @@ TEST(ParameterServerProcesses, AnswersBadRequestsAndDropsBadFrames) {
   PsCluster cluster(1, 1);
   std::vector<Child> servers = StartServers(cluster, 1);
   Child prober = cluster.Spawn([&cluster] {
-    auto endpoint = net::ParseEndpoint(cluster.spec().Endpoint({"ps", 0}));
-    auto socket = net::ConnectTcp(*endpoint, net::Deadline::After(10s));
+    auto socket = ConnectAsWorkerZero(cluster);
     if (!socket.ok()) return 1;
-    net::HandshakeConfig config;
-    config.job_name = testing::kTestJob;
-    config.self = {"worker", 0};
-    config.secret = net::JobSecret(testing::kTestSecret);
-    config.deadline = net::Deadline::After(10s);
-    if (!net::ConnectHandshake(socket->fd(), config, {"ps", 0}, "ps:0").ok()) return 2;
     int failures = 0;
     auto expect_error = [&](const std::string& request, const std::string& words) {
       auto payload = RawExchange(socket->fd(), request);
@@ -208,15 +217,8 @@ TEST(ParameterServerProcesses, ReadsPushesFromTheWorkersMemory) {
   PsCluster cluster(1, 1);
   std::vector<Child> servers = StartServers(cluster, 1);
   Child prober = cluster.Spawn([&cluster] {
-    auto endpoint = net::ParseEndpoint(cluster.spec().Endpoint({"ps", 0}));
-    auto socket = net::ConnectTcp(*endpoint, net::Deadline::After(10s));
+    auto socket = ConnectAsWorkerZero(cluster);
     if (!socket.ok()) return 1;
-    net::HandshakeConfig config;
-    config.job_name = testing::kTestJob;
-    config.self = {"worker", 0};
-    config.secret = net::JobSecret(testing::kTestSecret);
-    config.deadline = net::Deadline::After(10s);
-    if (!net::ConnectHandshake(socket->fd(), config, {"ps", 0}, "ps:0").ok()) return 2;
     int failures = 0;
     auto request = [&](uint64_t id, Operation operation, const std::string& fields) {
       auto payload = RawExchange(socket->fd(), EncodeRequestHead(id, operation, fields, 0));

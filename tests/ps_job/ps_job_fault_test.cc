@@ -9,34 +9,25 @@
 //     leaving the others hanging.
 // Each job trains one epoch over the generated data set (shared by the tests, generated once);
 // about 20 s each on 2 cores.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <thread>
 
-extern char** environ;
+#include "cohort_runner.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using cohort::testing::FindTrainerProcess;
+using cohort::testing::ReadText;
+using cohort::testing::WaitForChildOrStop;
 using std::chrono::seconds;
 
-const fs::path kCohort = fs::path(COHORT_BINARY_DIR) / "apps/cohort/cohort";
 const fs::path kCohortTrain = fs::path(COHORT_BINARY_DIR) / "apps/cohort-train/cohort-train";
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The data set is the same for every test; generating it once saves seconds per job.
 const fs::path& DataDir() {
@@ -46,22 +37,11 @@ const fs::path& DataDir() {
 
 class ParameterServerJobTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("cohort-ps-job-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "home");
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(root_);
-  }
-
-  // A job of chief, 2 ps and 2 workers writing under root_/<name>/, every replica with the
+  // A job of chief, 2 ps and 2 workers writing under the sandbox's <name>/, every replica with the
   // flags below plus `extra_flags`.
   fs::path WriteManifest(const std::string& name, const std::string& ps_restart_policy,
                          const std::vector<std::string>& extra_flags = {}) {
-    const fs::path out = root_ / name;
+    const fs::path out = sandbox_.root() / name;
     std::string args;
     std::vector<std::string> flags = {"--model=wide_deep",
                                       "--data_dir=" + DataDir().string(),
@@ -88,54 +68,18 @@ class ParameterServerJobTest : public ::testing::Test {
                   "              args:\n" +
                   args;
     }
-    const fs::path path = root_ / (name + ".yaml");
-    std::ofstream(path) << manifest;
-    return path;
+    return sandbox_.WriteFile(name + ".yaml", manifest);
   }
 
   // Starts `cohort run` of the job with output to `log`.
   pid_t StartJob(const fs::path& manifest, const fs::path& log) {
-    std::vector<std::string> argv_storage = {kCohort.string(), "run", manifest.string(), "--image",
-                                             "cohort/taxi-train=" + kCohortTrain.string()};
-    std::vector<char*> argv;
-    for (auto& argument : argv_storage) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_storage = {"COHORT_HOME=" + (root_ / "home").string()};
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      if (std::string(*entry).rfind("COHORT_HOME=", 0) != 0) env_storage.push_back(*entry);
-    }
-    std::vector<char*> envp;
-    for (auto& variable : env_storage) envp.push_back(variable.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    return pid;
-  }
-
-  // The exit code of `pid`, or -1 (after stopping it) when it outlives `timeout`.
-  int Wait(pid_t pid, seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-    return -1;
+    return sandbox_.StartCohort(
+        {"run", manifest.string(), "--image", "cohort/taxi-train=" + kCohortTrain.string()}, log);
   }
 
   // Waits (at most 300 s) for the chief's first periodic checkpoint: training is under way.
   ::testing::AssertionResult WaitForCheckpoint(const std::string& name, const fs::path& log) {
-    const fs::path dir = root_ / name / "checkpoints";
+    const fs::path dir = sandbox_.root() / name / "checkpoints";
     const auto deadline = std::chrono::steady_clock::now() + seconds(300);
     while (std::chrono::steady_clock::now() < deadline) {
       std::error_code error;
@@ -148,28 +92,8 @@ class ParameterServerJobTest : public ::testing::Test {
                                          << ReadText(log);
   }
 
-  fs::path root_;
+  cohort::testing::CohortSandbox sandbox_;
 };
-
-// The pid of the cohort-train process of `job`'s replica `type`-`index`; -1 if none runs.
-pid_t FindReplica(const std::string& job, const std::string& type, int index) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code error;
-    if (fs::read_symlink(entry.path() / "exe", error).filename() != "cohort-train") continue;
-    std::string environment = ReadText(entry.path() / "environ");
-    std::replace(environment.begin(), environment.end(), '\0', '\n');
-    environment = "\n" + environment;
-    if (environment.find("\nCOHORT_JOB_NAME=" + job + "\n") != std::string::npos &&
-        environment.find("\nCOHORT_REPLICA_TYPE=" + type + "\n") != std::string::npos &&
-        environment.find("\nCOHORT_REPLICA_INDEX=" + std::to_string(index) + "\n") !=
-            std::string::npos) {
-      return std::stoi(name);
-    }
-  }
-  return -1;
-}
 
 // The chief's final "auc 0.XXXX", or -1 when it printed none.
 double FinalAuc(const std::string& output) {
@@ -187,14 +111,14 @@ constexpr double kMinimumSyncAuc = 0.87;
 // With bounded staleness, as the workers run at most 4 steps ahead of the slowest: a killed worker
 // must stop counting as the slowest, or the others would wait for it.
 TEST_F(ParameterServerJobTest, KilledWorkerRejoinsAndTheJobCompletes) {
-  const fs::path log = root_ / "job.log";
+  const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("worker-killed", "OnFailure", {"--max_staleness=4"}), log);
   ASSERT_TRUE(WaitForCheckpoint("worker-killed", log));
-  const pid_t victim = FindReplica("worker-killed", "worker", 1);
+  const pid_t victim = FindTrainerProcess("worker-killed", "worker", 1);
   ASSERT_GT(victim, 0) << ReadText(log);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
 
-  ASSERT_EQ(Wait(cohort, seconds(600)), 0) << ReadText(log);
+  ASSERT_EQ(WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
   EXPECT_NE(output.find("job default/worker-killed Succeeded"), std::string::npos) << output;
   // The restarted worker joined a job already under way, not from the start.
@@ -206,14 +130,14 @@ TEST_F(ParameterServerJobTest, KilledWorkerRejoinsAndTheJobCompletes) {
 }
 
 TEST_F(ParameterServerJobTest, KilledServerRestartsFromTheLatestCheckpoint) {
-  const fs::path log = root_ / "job.log";
+  const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("ps-killed", "OnFailure"), log);
   ASSERT_TRUE(WaitForCheckpoint("ps-killed", log));
-  const pid_t victim = FindReplica("ps-killed", "ps", 1);
+  const pid_t victim = FindTrainerProcess("ps-killed", "ps", 1);
   ASSERT_GT(victim, 0) << ReadText(log);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
 
-  ASSERT_EQ(Wait(cohort, seconds(600)), 0) << ReadText(log);
+  ASSERT_EQ(WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
   EXPECT_NE(output.find("job default/ps-killed Succeeded"), std::string::npos) << output;
   EXPECT_TRUE(std::regex_search(
@@ -225,9 +149,9 @@ TEST_F(ParameterServerJobTest, KilledServerRestartsFromTheLatestCheckpoint) {
 // Sync mode: each global step averages one gradient of every training task, so the job takes
 // (trips / (batch x tasks)) steps and still learns.
 TEST_F(ParameterServerJobTest, SyncTrainingCompletesWithAGoodModel) {
-  const fs::path log = root_ / "job.log";
+  const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("sync", "OnFailure", {"--mode=sync"}), log);
-  ASSERT_EQ(Wait(cohort, seconds(600)), 0) << ReadText(log);
+  ASSERT_EQ(WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
   EXPECT_NE(output.find("job default/sync Succeeded"), std::string::npos) << output;
   EXPECT_NE(output.find("ps:0 serving sync training"), std::string::npos) << output;
@@ -235,14 +159,14 @@ TEST_F(ParameterServerJobTest, SyncTrainingCompletesWithAGoodModel) {
 }
 
 TEST_F(ParameterServerJobTest, ServerThatStaysDownFailsTheJobNamingIt) {
-  const fs::path log = root_ / "job.log";
+  const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("ps-down", "Never"), log);
   ASSERT_TRUE(WaitForCheckpoint("ps-down", log));
-  const pid_t victim = FindReplica("ps-down", "ps", 0);
+  const pid_t victim = FindTrainerProcess("ps-down", "ps", 0);
   ASSERT_GT(victim, 0) << ReadText(log);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
 
-  const int code = Wait(cohort, seconds(300));
+  const int code = WaitForChildOrStop(cohort, seconds(300));
   const std::string output = ReadText(log);
   ASSERT_NE(code, -1) << "the job hung after its ps died:\n" << output;
   EXPECT_NE(code, 0) << output;
