@@ -39,6 +39,7 @@
 #include "collective/reduction.h"
 #include "net/socket.h"
 #include "net/transport.h"
+#include "tcp_ceiling.h"
 
 #ifdef COHORT_HAVE_GLOO
 #include <gloo/allreduce_ring_chunked.h>
@@ -114,60 +115,6 @@ std::string FormatBytes(size_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%g %s", value, units[unit]);
   return text;
-}
-
-// ---- The ceiling: one TCP stream over loopback, sender and receiver in separate processes ----
-
-// Streams 2 GiB from a buffer of `buffer_bytes` in one process into a buffer of the same size in
-// another. With 4 MiB the buffers stay in cache; with 64 MiB they do not, as a 64 MiB
-// all-reduce's buffers do not.
-double MeasureTcpCeiling(size_t buffer_bytes) {
-  constexpr size_t kTotal = 2u << 30;
-  auto listener = net::ListenTcp("127.0.0.1", 0, 1);
-  if (!listener.ok()) return 0;
-  uint16_t port = *net::LocalPort(listener->fd());
-  pid_t sender = fork();
-  if (sender == 0) {
-    auto socket =
-        net::ConnectTcp({"127.0.0.1", port}, net::Deadline::After(std::chrono::seconds(10)));
-    if (!socket.ok()) _exit(1);
-    std::vector<char> buffer(buffer_bytes, 1);
-    for (size_t sent = 0; sent < kTotal; sent += buffer_bytes) {
-      if (!net::WriteFully(socket->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(),
-                           "ceiling")
-               .ok()) {
-        _exit(1);
-      }
-    }
-    _exit(0);
-  }
-  StatusOr<net::Socket> accepted = net::Socket();
-  while (accepted.ok() && !accepted->valid()) {
-    accepted = net::AcceptPending(*listener);
-    if (accepted.ok() && !accepted->valid()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  std::vector<char> buffer(buffer_bytes, 2);
-  double throughput = 0;
-  if (accepted.ok()) {
-    // The first buffer only starts the stream; the clock runs over the rest.
-    net::ReadFully(accepted->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(), "start");
-    auto start = Clock::now();
-    size_t received = 0;
-    while (received + buffer_bytes < kTotal) {
-      if (!net::ReadFully(accepted->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(),
-                          "ceiling")
-               .ok()) {
-        break;
-      }
-      received += buffer_bytes;
-    }
-    throughput = received / std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  int status;
-  waitpid(sender, &status, 0);
-  return throughput;
 }
 
 // ---- One rank of one rank count ----
@@ -446,8 +393,8 @@ int Main(int argc, char** argv) {
 #endif
   double ceiling = 0, cached_ceiling = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ceiling = std::max(ceiling, MeasureTcpCeiling(64u << 20));
-    cached_ceiling = std::max(cached_ceiling, MeasureTcpCeiling(4u << 20));
+    ceiling = std::max(ceiling, bench::MeasureTcpCeiling(64u << 20, 2u << 30));
+    cached_ceiling = std::max(cached_ceiling, bench::MeasureTcpCeiling(4u << 20, 2u << 30));
   }
   std::printf(
       "# loopback TCP ceiling, one stream, best of 3 x 2 GiB: %.3f GB/s between 64 MiB buffers, "

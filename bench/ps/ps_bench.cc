@@ -37,6 +37,7 @@
 #include "net/socket.h"
 #include "ps/parameter_server.h"
 #include "ps/parameter_server_client.h"
+#include "tcp_ceiling.h"
 
 namespace cohort::bench {
 namespace {
@@ -97,53 +98,6 @@ double MonotonicSeconds() {
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
-// One TCP stream, sender and receiver in separate processes, buffers of `buffer_bytes`.
-double MeasureTcpCeiling(size_t buffer_bytes, size_t total_bytes) {
-  auto listener = net::ListenTcp("127.0.0.1", 0, 1);
-  if (!listener.ok()) return 0;
-  uint16_t port = *net::LocalPort(listener->fd());
-  pid_t sender = fork();
-  if (sender == 0) {
-    auto socket =
-        net::ConnectTcp({"127.0.0.1", port}, net::Deadline::After(std::chrono::seconds(10)));
-    if (!socket.ok()) _exit(1);
-    std::vector<char> buffer(buffer_bytes, 1);
-    for (size_t sent = 0; sent < total_bytes + buffer_bytes; sent += buffer_bytes) {
-      if (!net::WriteFully(socket->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(), "tcp")
-               .ok()) {
-        _exit(1);
-      }
-    }
-    _exit(0);
-  }
-  StatusOr<net::Socket> accepted = net::Socket();
-  while (accepted.ok() && !accepted->valid()) {
-    accepted = net::AcceptPending(*listener);
-    if (accepted.ok() && !accepted->valid())
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::vector<char> buffer(buffer_bytes, 2);
-  double throughput = 0;
-  if (accepted.ok()) {
-    // The first buffer only starts the stream; the clock runs over the rest.
-    net::ReadFully(accepted->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(), "start");
-    auto start = Clock::now();
-    size_t received = 0;
-    while (received < total_bytes) {
-      if (!net::ReadFully(accepted->fd(), buffer.data(), buffer_bytes, net::Deadline::Never(),
-                          "tcp")
-               .ok()) {
-        break;
-      }
-      received += buffer_bytes;
-    }
-    throughput = received / std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  int status;
-  waitpid(sender, &status, 0);
-  return throughput;
 }
 
 struct WorkerResult {
@@ -293,8 +247,8 @@ bool RunConfiguration(const Options& options, int num_ps, int num_workers, Worke
 
 int Main(int argc, char** argv) {
   Options options = ParseOptions(argc, argv);
-  const double ceiling = std::max(MeasureTcpCeiling(options.dense_bytes, 1u << 30),
-                                  MeasureTcpCeiling(options.dense_bytes, 1u << 30));
+  const double ceiling = std::max(bench::MeasureTcpCeiling(options.dense_bytes, 1u << 30),
+                                  bench::MeasureTcpCeiling(options.dense_bytes, 1u << 30));
   std::printf(
       "# ps_bench on loopback, %u cores; dense variable %.1f MiB (SGD on the servers), "
       "sparse batches of %zu rows x %d floats\n",
@@ -323,7 +277,7 @@ int Main(int argc, char** argv) {
   // and the one-stream push are measured three more times, interleaved, and each keeps its best.
   double best_ceiling = ceiling;
   for (int round = 0; round < 3; ++round) {
-    best_ceiling = std::max(best_ceiling, MeasureTcpCeiling(options.dense_bytes, 1u << 30));
+    best_ceiling = std::max(best_ceiling, bench::MeasureTcpCeiling(options.dense_bytes, 1u << 30));
     WorkerResult total;
     if (RunConfiguration(options, 1, 1, &total)) {
       single_stream_push = std::max(single_stream_push, total.push_bytes_per_second);

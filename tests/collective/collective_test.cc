@@ -13,6 +13,7 @@
 #include "../net/multi_process.h"
 #include "collective/communicator.h"
 #include "collective/data_type.h"
+#include "element_value.h"
 
 namespace cohort::collective {
 namespace {
@@ -179,43 +180,6 @@ std::vector<uint8_t> Input(DataType type, size_t count, uint64_t seed, int rank)
   return bytes;
 }
 
-double Element(DataType type, const uint8_t* bytes, size_t i) {
-  const uint8_t* at = bytes + i * SizeOf(type);
-  switch (type) {
-    case DataType::kFloat32: {
-      float v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case DataType::kFloat64: {
-      double v;
-      std::memcpy(&v, at, 8);
-      return v;
-    }
-    case DataType::kInt32: {
-      int32_t v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case DataType::kInt64: {
-      int64_t v;
-      std::memcpy(&v, at, 8);
-      return static_cast<double>(v);
-    }
-    case DataType::kBFloat16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      return BFloat16ToFloat(v);
-    }
-    case DataType::kFloat16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      return Float16ToFloat(v);
-    }
-  }
-  return 0;
-}
-
 bool IsInteger(DataType type) { return type == DataType::kInt32 || type == DataType::kInt64; }
 
 // Relative rounding error of one operation in `type`.
@@ -262,7 +226,7 @@ Status CheckAllReduce(DataType type, ReduceOp op, size_t count, uint64_t seed, i
       expected /= ranks;
       magnitude /= ranks;
     }
-    double got = Element(type, result.data(), i);
+    double got = ElementValue(type, result.data(), i);
     double tolerance = 0;
     if (!IsInteger(type) && (op == ReduceOp::kSum || op == ReduceOp::kAverage)) {
       tolerance = (ranks + 1) * UnitRoundoff(type) * magnitude;

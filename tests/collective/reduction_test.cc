@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collective/data_type.h"
+#include "element_value.h"
 
 namespace cohort::collective {
 namespace {
@@ -50,44 +51,6 @@ TEST(BFloat16Test, RoundsToNearestEven) {
       EXPECT_EQ(FloatToBFloat16(value), bits);
     }
   }
-}
-
-// The value of element `i` of a buffer of `type`, as a double.
-double Element(DataType type, const std::vector<uint8_t>& bytes, size_t i) {
-  const uint8_t* at = bytes.data() + i * SizeOf(type);
-  switch (type) {
-    case DataType::kFloat32: {
-      float v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case DataType::kFloat64: {
-      double v;
-      std::memcpy(&v, at, 8);
-      return v;
-    }
-    case DataType::kInt32: {
-      int32_t v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case DataType::kInt64: {
-      int64_t v;
-      std::memcpy(&v, at, 8);
-      return static_cast<double>(v);
-    }
-    case DataType::kBFloat16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      return BFloat16ToFloat(v);
-    }
-    case DataType::kFloat16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      return Float16ToFloat(v);
-    }
-  }
-  return 0;
 }
 
 std::vector<uint8_t> RandomBuffer(DataType type, size_t count, std::mt19937_64& random) {
@@ -170,9 +133,9 @@ TEST(ReduceIntoTest, MatchesElementByElementForEveryTypeOpAndLength) {
         std::vector<uint8_t> result = accumulator;
         ReduceInto(type, op, result.data(), input.data(), count);
         for (size_t i = 0; i < count; ++i) {
-          double expected =
-              Expected(type, op, Element(type, accumulator, i), Element(type, input, i));
-          ASSERT_EQ(Element(type, result, i), expected)
+          double expected = Expected(type, op, ElementValue(type, accumulator.data(), i),
+                                     ElementValue(type, input.data(), i));
+          ASSERT_EQ(ElementValue(type, result.data(), i), expected)
               << Name(type) << " " << Name(op) << " count " << count << " element " << i
               << " kernels " << ReductionKernelName();
         }
