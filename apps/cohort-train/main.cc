@@ -74,6 +74,7 @@ struct Flags {
   std::string model_path;
   // Parameter-server training (--model=wide_deep).
   std::string mode = "async";
+  std::string bad_rows = "fail";  // of the taxi CSV files: fail or skip
   int64_t max_staleness = -1;
   int64_t checkpoint_every_steps = 500;
   double ps_retry_timeout_s = 60;
@@ -105,8 +106,8 @@ bool IsRetryable(const Status& status) {
   const int code = IsRetryable(status) ? kExitRetryable : kExitFailed;
   if (code == kExitRetryable) {
     std::fprintf(stderr,
-                 "cohort-train: exiting with %d so that the worker is restarted and "
-                 "resumes from the latest backup\n",
+                 "cohort-train: exiting with %d so that this task is restarted and "
+                 "resumes from the latest backup or checkpoint\n",
                  code);
   }
   std::fflush(stderr);
@@ -196,15 +197,28 @@ std::vector<std::string> WithWideDeep(std::vector<std::string> names) {
   return names;
 }
 
+// One of the taxi CSV files, read with --bad_rows: a malformed row fails the run, or is skipped,
+// counted, and (the first few) named in the log.
+std::vector<TaxiTrip> ReadTaxiFile(const std::string& path, const std::string& bad_rows) {
+  TaxiCsvReadOptions options;
+  options.bad_rows = bad_rows == "skip" ? BadRowPolicy::kSkipAndCount : BadRowPolicy::kFail;
+  auto contents = ReadTaxiCsv(path, options);
+  if (!contents.ok()) Fail(contents.status());
+  if (contents->skipped_rows > 0) {
+    Print("cohort-train: skipped " + std::to_string(contents->skipped_rows) +
+          " malformed rows of " + path + " (--bad_rows=skip), the first:");
+    for (const std::string& error : contents->first_errors) Print("  " + error);
+  }
+  return std::move(contents->trips);
+}
+
 // A saved wide & deep model: its checkpoint, evaluated on the eval split of the taxi data set. The
 // feature statistics come from that data set's train split, as they did in training.
 void EvaluateWideDeepModel(const std::string& model_path, const ModelManifest& manifest,
-                           const std::string& data_dir) {
-  auto train = ReadTaxiCsv(data_dir + "/" + kTaxiTrainFile);
-  if (!train.ok()) Fail(train.status());
-  auto eval = ReadTaxiCsv(data_dir + "/" + kTaxiEvalFile);
-  if (!eval.ok()) Fail(eval.status());
-  auto statistics = ComputeTaxiNumericStatistics(train->trips);
+                           const std::string& data_dir, const std::string& bad_rows) {
+  const std::vector<TaxiTrip> train = ReadTaxiFile(data_dir + "/" + kTaxiTrainFile, bad_rows);
+  const std::vector<TaxiTrip> eval = ReadTaxiFile(data_dir + "/" + kTaxiEvalFile, bad_rows);
+  auto statistics = ComputeTaxiNumericStatistics(train);
   if (!statistics.ok()) Fail(statistics.status());
   WideDeepConfig config;
   config.seed = manifest.training.seed;  // the initial value of rows no step ever touched
@@ -212,8 +226,7 @@ void EvaluateWideDeepModel(const std::string& model_path, const ModelManifest& m
   if (!model.ok()) Fail(model.status());
   auto parameters = CheckpointParameters::Load(model_path, manifest.weights);
   if (!parameters.ok()) Fail(parameters.status());
-  auto result =
-      EvaluateWideDeep(*model, **parameters, TaxiFeatureEncoder(*statistics), eval->trips, 4096);
+  auto result = EvaluateWideDeep(*model, **parameters, TaxiFeatureEncoder(*statistics), eval, 4096);
   if (!result.ok()) Fail(result.status());
   std::printf("model %s (%s) on %s: %lld eval trips\neval loss %.4f\nauc %.4f\n",
               model_path.c_str(), manifest.model.c_str(), data_dir.c_str(),
@@ -245,7 +258,7 @@ int Evaluate(const Flags& flags, bool data_dir_given) {
                                    ? flags.data_dir
                                    : manifest->training.data_dir;
   if (manifest->model == kWideDeepModelName) {
-    EvaluateWideDeepModel(flags.model_path, *manifest, data_dir);
+    EvaluateWideDeepModel(flags.model_path, *manifest, data_dir, flags.bad_rows);
   } else {
     EvaluateImageModel(flags.model_path, data_dir);
   }
@@ -289,11 +302,11 @@ int ServeVariables(const Flags& flags, const cluster::TfConfig& config) {
 int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threads) {
   auto truth = EnsureTaxiDataset(flags.data_dir, TaxiDatasetOptions{});
   if (!truth.ok()) Fail(truth.status());
-  auto train = ReadTaxiCsv(flags.data_dir + "/" + kTaxiTrainFile);
-  if (!train.ok()) Fail(train.status());
-  auto eval = ReadTaxiCsv(flags.data_dir + "/" + kTaxiEvalFile);
-  if (!eval.ok()) Fail(eval.status());
-  auto statistics = ComputeTaxiNumericStatistics(train->trips);
+  const std::vector<TaxiTrip> train =
+      ReadTaxiFile(flags.data_dir + "/" + kTaxiTrainFile, flags.bad_rows);
+  const std::vector<TaxiTrip> eval =
+      ReadTaxiFile(flags.data_dir + "/" + kTaxiEvalFile, flags.bad_rows);
+  auto statistics = ComputeTaxiNumericStatistics(train);
   if (!statistics.ok()) Fail(statistics.status());
   const TaxiFeatureEncoder encoder(*statistics);
   WideDeepConfig model;
@@ -307,7 +320,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
           Status::InvalidArgument("the evaluator follows checkpoints: it needs --checkpoint_path"));
     }
     Print("cohort-train: evaluator following " + flags.checkpoint_path +
-          " (eval split: " + std::to_string(eval->trips.size()) + " trips, ceiling auc " +
+          " (eval split: " + std::to_string(eval.size()) + " trips, ceiling auc " +
           std::to_string(truth->ceiling_auc) + ")");
     CheckpointEvaluatorOptions options;
     options.checkpoint_dir = flags.checkpoint_path;
@@ -316,7 +329,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
     options.idle_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(flags.evaluator_timeout_s * 1000));
     options.print = Print;
-    auto result = RunCheckpointEvaluator(options, eval->trips, encoder);
+    auto result = RunCheckpointEvaluator(options, eval, encoder);
     if (!result.ok()) Fail(result.status());
     std::printf("final eval auc %.4f (ceiling %.4f)\n", result->auc, truth->ceiling_auc);
     std::fflush(stdout);
@@ -346,9 +359,9 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
         std::to_string(cluster::NumWorkers(config.cluster)) + " training tasks); model " +
         kWideDeepModelName + "; " + flags.mode + "; batch " +
         std::to_string(flags.per_worker_batch) + " per step; " + std::to_string(flags.epochs) +
-        " epochs of " + std::to_string(train->trips.size()) + " trips; " + std::to_string(threads) +
+        " epochs of " + std::to_string(train.size()) + " trips; " + std::to_string(threads) +
         " threads");
-  auto result = TrainWithParameterServers(options, train->trips, eval->trips, encoder);
+  auto result = TrainWithParameterServers(options, train, eval, encoder);
   if (!result.ok()) Fail(result.status());
   Print("cohort-train: " + config.task.ToString() + " done after " +
         std::to_string(result->local_steps) + " steps (global step " +
@@ -553,6 +566,11 @@ int Main(int argc, char** argv) {
                  "averaged gradient per step from every training task)")
       ->capture_default_str()
       ->check(CLI::IsMember({"async", "sync"}));
+  app.add_option("--bad_rows", flags.bad_rows,
+                 "a malformed row of the taxi CSV files (--model=wide_deep): fail (name it and "
+                 "stop) or skip (leave it out, count it, name the first few)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fail", "skip"}));
   app.add_option("--max_staleness", flags.max_staleness,
                  "async parameter-server training: keep each worker at most N steps ahead of the "
                  "slowest (-1: unbounded)")
