@@ -41,7 +41,8 @@ std::vector<T> ReadArray(WireReader& reader) {
   }
   std::string bytes = reader.Bytes(count * sizeof(T));
   std::vector<T> values(bytes.size() / sizeof(T));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.
+  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
   return values;
 }
 
