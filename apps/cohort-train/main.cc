@@ -396,17 +396,13 @@ int Train(const Flags& flags) {
         flags.model + " trains with MultiWorkerMirrored, in a cluster without ps tasks"));
   }
   if (config->task.type == "ps") return ServeVariables(flags, *config);
-  if (flags.model == kWideDeepModelName) {
-    const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
-    if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
-    return TrainWideDeep(flags, *config, threads);
-  }
   const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
   if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
   const BlasLibrary blas = DetectBlas();
   if (std::string warning = BlasWarning(blas); !warning.empty()) {
     std::fprintf(stderr, "cohort-train: %s\n", warning.c_str());
   }
+  if (flags.model == kWideDeepModelName) return TrainWideDeep(flags, *config, threads);
 
   auto train = LoadImageDataset(flags.data_dir, Split::kTrain);
   if (!train.ok()) Fail(train.status());
