@@ -7,10 +7,13 @@
 #include <functional>
 #include <thread>
 
+#include "net/frame.h"
 #include "net/socket.h"
 
 namespace cohort::net {
 namespace {
+
+using namespace std::chrono_literals;
 
 struct Outcome {
   Status client;
@@ -143,6 +146,182 @@ TEST(HandshakeTest, AdmissionRuleCanRefuse) {
   ASSERT_FALSE(outcome.client.ok());
   EXPECT_NE(outcome.client.message().find("worker:1 is not in the cluster"), std::string::npos)
       << outcome.client.ToString();
+}
+
+// ---- Clients written by hand ----
+//
+// The honest ConnectHandshake gives up as soon as it cannot verify the server's proof, before it
+// sends its own, so an impostor built on it never reaches the server's check of the client proof.
+// These helpers speak the protocol frame by frame and send whatever proof the test chooses.
+
+Status SendRawFrame(int fd, FrameType type, const std::string& payload) {
+  std::string frame = EncodeFrame(type, 0, payload);
+  return WriteFully(fd, frame.data(), frame.size(), Deadline::After(10s), "raw frame");
+}
+
+StatusOr<Frame> ReceiveRawFrame(int fd) {
+  uint8_t header[kFrameHeaderSize];
+  COHORT_RETURN_IF_ERROR(ReadFully(fd, header, sizeof(header), Deadline::After(10s), "raw frame"));
+  auto decoded = DecodeFrameHeader(header);
+  if (!decoded.ok()) return decoded.status();
+  Frame frame;
+  frame.header = *decoded;
+  frame.payload.resize(decoded->payload_size);
+  COHORT_RETURN_IF_ERROR(
+      ReadFully(fd, frame.payload.data(), frame.payload.size(), Deadline::After(10s), "raw frame"));
+  return frame;
+}
+
+// A hello from `self` to `addressee` with a fresh nonce, as ConnectHandshake would send it.
+std::string FreshHello(const cluster::TaskId& self, const cluster::TaskId& addressee,
+                       bool authenticated) {
+  HelloMessage hello;
+  hello.job_name = "job";
+  hello.task = self;
+  hello.addressee = addressee;
+  hello.nonce = *RandomBytes(kNonceSize);
+  hello.authenticated = authenticated;
+  return EncodeHello(hello);
+}
+
+struct RawOutcome {
+  Status server;      // what AcceptHandshake returned
+  Status client;      // an I/O error of the raw client, if any
+  Frame verdict;      // the server's answer to the proof
+  std::string reply;  // the payload of the server's hello reply
+};
+
+// Sends `hello`, reads the hello reply, then sends `proof` (which must not depend on the reply:
+// a forger does not know the secret) and reads the server's verdict.
+RawOutcome SendProofByHand(const HandshakeConfig& server, const std::string& hello,
+                           const std::string& proof) {
+  int fds[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Socket client_socket(fds[0]), server_socket(fds[1]);
+  SetNonBlocking(fds[0]);
+  SetNonBlocking(fds[1]);
+  RawOutcome outcome;
+  std::thread server_thread([&] {
+    auto result = AcceptHandshake(server_socket.fd(), server,
+                                  [](const HelloMessage&) { return Status::OK(); });
+    outcome.server = result.status();
+    if (!result.ok()) server_socket.Close();
+  });
+  outcome.client = [&]() -> Status {
+    COHORT_RETURN_IF_ERROR(SendRawFrame(client_socket.fd(), FrameType::kHello, hello));
+    auto reply = ReceiveRawFrame(client_socket.fd());
+    if (!reply.ok()) return reply.status();
+    if (reply->header.type != FrameType::kHelloReply) {
+      return Status::Internal("expected a hello reply, got " +
+                              FrameTypeName(static_cast<uint8_t>(reply->header.type)));
+    }
+    outcome.reply = reply->payload;
+    COHORT_RETURN_IF_ERROR(SendRawFrame(client_socket.fd(), FrameType::kProof, proof));
+    auto verdict = ReceiveRawFrame(client_socket.fd());
+    if (!verdict.ok()) return verdict.status();
+    outcome.verdict = *verdict;
+    return Status::OK();
+  }();
+  server_thread.join();
+  return outcome;
+}
+
+// Checks that the server refused the proof, told the client why, and reported it.
+void ExpectRefused(const RawOutcome& outcome, const std::string& reason) {
+  ASSERT_TRUE(outcome.client.ok()) << outcome.client.ToString();
+  ASSERT_FALSE(outcome.server.ok());
+  EXPECT_EQ(outcome.server.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(outcome.server.message().find(reason), std::string::npos) << outcome.server.ToString();
+  EXPECT_NE(outcome.server.message().find("worker:1"), std::string::npos)
+      << outcome.server.ToString();
+  EXPECT_EQ(outcome.verdict.header.type, FrameType::kReject);
+  EXPECT_NE(outcome.verdict.payload.find(reason), std::string::npos) << outcome.verdict.payload;
+}
+
+// Runs an honest handshake through a relay that records what the client sent: the hello and
+// proof frames' payloads, as an eavesdropper on the network would see them.
+struct Recording {
+  std::string hello;
+  std::string proof;
+};
+
+Recording RecordHonestHandshake(const HandshakeConfig& client, const HandshakeConfig& server) {
+  int client_fds[2], server_fds[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, client_fds), 0);
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, server_fds), 0);
+  Socket client_end(client_fds[0]), relay_client_end(client_fds[1]);
+  Socket relay_server_end(server_fds[0]), server_end(server_fds[1]);
+  for (int fd : {client_fds[0], client_fds[1], server_fds[0], server_fds[1]}) SetNonBlocking(fd);
+  Status server_status, client_status;
+  std::thread server_thread([&] {
+    server_status = AcceptHandshake(server_end.fd(), server, [](const HelloMessage&) {
+                      return Status::OK();
+                    }).status();
+  });
+  std::thread client_thread([&] {
+    client_status = ConnectHandshake(client_end.fd(), client, kChief, "server (relayed)").status();
+  });
+  Recording recording;
+  // The protocol's four frames, in order: hello, hello reply, proof, accept.
+  auto forward = [](int from, int to, std::string* payload) {
+    auto frame = ReceiveRawFrame(from);
+    ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+    if (payload != nullptr) *payload = frame->payload;
+    ASSERT_TRUE(SendRawFrame(to, frame->header.type, frame->payload).ok());
+  };
+  forward(relay_client_end.fd(), relay_server_end.fd(), &recording.hello);
+  forward(relay_server_end.fd(), relay_client_end.fd(), nullptr);
+  forward(relay_client_end.fd(), relay_server_end.fd(), &recording.proof);
+  forward(relay_server_end.fd(), relay_client_end.fd(), nullptr);
+  client_thread.join();
+  server_thread.join();
+  EXPECT_TRUE(server_status.ok()) << server_status.ToString();
+  EXPECT_TRUE(client_status.ok()) << client_status.ToString();
+  EXPECT_EQ(recording.proof.size(), kProofSize);
+  return recording;
+}
+
+TEST(HandshakeTest, ServerRefusesAForgedClientProof) {
+  const HandshakeConfig server = Config("job", kChief, "s3cret");
+  const std::string random_proof = *RandomBytes(kProofSize);
+  for (const std::string& proof :
+       {random_proof, std::string(), std::string(kProofSize, '\0'), random_proof + random_proof}) {
+    SCOPED_TRACE("proof of " + std::to_string(proof.size()) + " bytes");
+    RawOutcome outcome = SendProofByHand(server, FreshHello(kWorker, kChief, true), proof);
+    ExpectRefused(outcome, "authentication failed");
+    EXPECT_NE(outcome.server.message().find("does not know the job secret"), std::string::npos);
+  }
+  // Nothing of the forgeries lingers: an honest client is admitted.
+  Outcome honest = Shake(Config("job", kWorker, "s3cret"), server, kChief);
+  EXPECT_TRUE(honest.client.ok()) << honest.client.ToString();
+  EXPECT_TRUE(honest.server.ok()) << honest.server.ToString();
+}
+
+TEST(HandshakeTest, ServerRefusesAProofReplayedFromAnEarlierSession) {
+  const HandshakeConfig server = Config("job", kChief, "s3cret");
+  Recording recorded = RecordHonestHandshake(Config("job", kWorker, "s3cret"), server);
+  // The recorded hello and proof together, and the proof under a fresh hello: either way the
+  // server's new nonce is part of what the proof must sign.
+  RawOutcome whole = SendProofByHand(server, recorded.hello, recorded.proof);
+  ExpectRefused(whole, "authentication failed");
+  RawOutcome proof_only =
+      SendProofByHand(server, FreshHello(kWorker, kChief, true), recorded.proof);
+  ExpectRefused(proof_only, "authentication failed");
+  Outcome honest = Shake(Config("job", kWorker, "s3cret"), server, kChief);
+  EXPECT_TRUE(honest.client.ok()) << honest.client.ToString();
+  EXPECT_TRUE(honest.server.ok()) << honest.server.ToString();
+}
+
+TEST(HandshakeTest, OpenModeServerRefusesAClientThatSendsAProof) {
+  const HandshakeConfig server = Config("job", kChief, "");
+  RawOutcome outcome =
+      SendProofByHand(server, FreshHello(kWorker, kChief, false), *RandomBytes(kProofSize));
+  ExpectRefused(outcome, "sent a proof in open mode");
+  // The same hand-written client with an empty proof is what open mode expects.
+  RawOutcome empty = SendProofByHand(server, FreshHello(kWorker, kChief, false), "");
+  ASSERT_TRUE(empty.client.ok()) << empty.client.ToString();
+  EXPECT_TRUE(empty.server.ok()) << empty.server.ToString();
+  EXPECT_EQ(empty.verdict.header.type, FrameType::kAccept);
 }
 
 TEST(HandshakeTest, GarbageInsteadOfAHelloIsRejected) {
