@@ -134,6 +134,36 @@ TEST(TransportTest, LargeMessagesFlowBothWaysAtOnce) {
     ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
 }
 
+// No secret on any task: the job runs (open mode), and every task says loudly that anybody who
+// can reach its port can join.
+TEST(TransportTest, OpenModeWorksAndWarns) {
+  LocalCluster cluster(2);
+  auto outcomes = RunProcesses(
+      2,
+      [&](int rank) {
+        TransportOptions options = Options(cluster, rank);
+        options.secret = "";
+        auto transport = Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        if (!transport.ok()) {
+          Report(transport.status().ToString());
+          return 1;
+        }
+        Status status = ExchangeWithEveryone(**transport, 1, 1000);
+        if (!status.ok()) Report(status.ToString());
+        return status.ok() ? 0 : 2;
+      },
+      60s);
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);
+    const std::string port = cluster.endpoint(rank).substr(cluster.endpoint(rank).rfind(':') + 1);
+    EXPECT_NE(outcomes[rank].report.find("warning: COHORT_JOB_SECRET is not set: the transport "
+                                         "runs in open mode, and any process that can reach port " +
+                                         port + " can pass for a task of job \"test-job\""),
+              std::string::npos)
+        << Describe(outcomes);
+  }
+}
+
 TEST(TransportTest, SingleTaskNeedsNoPeers) {
   cluster::ClusterSpec spec;
   spec.jobs["worker"] = {"127.0.0.1:1"};
@@ -184,10 +214,42 @@ TEST(TransportTest, StartupTimeoutNamesTheMissingPeers) {
   EXPECT_LT(waited, 5s);
 }
 
+// An impostor that speaks the protocol by hand: a valid hello, then a proof of random bytes
+// whatever the server's reply said (ConnectHandshake would stop at the server's proof, which it
+// cannot verify without the secret). OK when the server answers with a reject frame.
+Status SendForgedProof(int fd, const cluster::TaskId& self, const cluster::TaskId& server) {
+  auto exchange_frame = [fd](FrameType type, const std::string& payload) -> StatusOr<FrameType> {
+    std::string frame = EncodeFrame(type, 0, payload);
+    COHORT_RETURN_IF_ERROR(
+        WriteFully(fd, frame.data(), frame.size(), Deadline::After(5s), "forger"));
+    uint8_t header[kFrameHeaderSize];
+    COHORT_RETURN_IF_ERROR(ReadFully(fd, header, sizeof(header), Deadline::After(5s), "forger"));
+    auto decoded = DecodeFrameHeader(header);
+    if (!decoded.ok()) return decoded.status();
+    std::string reply(decoded->payload_size, '\0');
+    COHORT_RETURN_IF_ERROR(
+        ReadFully(fd, reply.data(), reply.size(), Deadline::After(5s), "forger"));
+    return decoded->type;
+  };
+  HelloMessage hello;
+  hello.job_name = "test-job";
+  hello.task = self;
+  hello.addressee = server;
+  hello.nonce = *RandomBytes(kNonceSize);
+  hello.authenticated = true;
+  auto reply = exchange_frame(FrameType::kHello, EncodeHello(hello));
+  if (!reply.ok()) return reply.status();
+  if (*reply != FrameType::kHelloReply) return Status::Internal("no hello reply");
+  auto verdict = exchange_frame(FrameType::kProof, *RandomBytes(kProofSize));
+  if (!verdict.ok()) return verdict.status();
+  if (*verdict != FrameType::kReject) return Status::Internal("the forged proof was not rejected");
+  return Status::OK();
+}
+
 // Legitimate workers with the secret; impostors try to pass for worker:1 before it starts.
 TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
   LocalCluster cluster(2);
-  const int kImpostors = 4;
+  const int kImpostors = 5;
   // Each impostor leaves a file here when it is done; worker:1 starts only then, because the
   // rendezvous closes worker:0's port once the real worker:1 is in.
   char directory_template[] = "/tmp/cohort-impostors-XXXXXX";
@@ -232,11 +294,18 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
           finished(process);
           return transport.ok() ? 1 : 0;
         }
-        // Raw connections: an HTTP request, and a hello cut short.
+        // Raw connections: an HTTP request, a hello cut short, and a valid hello followed by a
+        // forged proof.
         auto socket = ConnectTcp(*endpoint, Deadline::After(5s));
         if (!socket.ok()) {
           finished(process);
           return 3;
+        }
+        if (process == 6) {
+          Status forged = SendForgedProof(socket->fd(), cluster.task(1), cluster.task(0));
+          Report("forger: " + forged.ToString());
+          finished(process);
+          return forged.ok() ? 0 : 6;
         }
         std::string bytes = process == 4
                                 ? std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -269,6 +338,8 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
   EXPECT_NE(log.find("refused a connection"), std::string::npos) << log;
   EXPECT_NE(log.find("open mode"), std::string::npos) << log;
   EXPECT_NE(log.find("bad frame magic"), std::string::npos) << log;
+  EXPECT_NE(log.find("authentication failed: the task claiming to be worker:1"), std::string::npos)
+      << log;
   EXPECT_NE(outcomes[2].report.find("does not know the job secret"), std::string::npos)
       << Describe(outcomes);
 }
