@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sstream>
 
 #include "../net/multi_process.h"
 #include "collective/communicator.h"
@@ -617,6 +618,78 @@ INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest, ::testing::Values(Path::kTcp, Pa
                          [](const auto& info) {
                            return std::string(info.param == Path::kTcp ? "Tcp" : "SameHost");
                          });
+
+// The asynchronous form fails the same way: of several all-reduces queued when a rank is killed,
+// every one that had not finished fails within the detection bound, naming the dead task, and
+// none is left waiting.
+TEST(KilledRankAsyncTest, EveryQueuedOperationFailsNamingIt) {
+  GroupSetup setup;
+  setup.ranks = 3;
+  setup.peer_timeout = 5s;
+  setup.heartbeat_interval = 500ms;
+  constexpr int kQueued = 6;
+  double killed_at = 0;
+  auto outcomes = RunGroup(
+      setup,
+      [](Communicator& communicator, int rank) -> Status {
+        const size_t count = 2 << 20;  // 8 MiB: several operations are still queued at the kill
+        std::vector<std::vector<float>> buffers(kQueued, std::vector<float>(count, 1.0f));
+        for (int round = 0; round < 100000; ++round) {
+          std::vector<std::shared_ptr<PendingOperation>> pending;
+          for (std::vector<float>& buffer : buffers) {
+            pending.push_back(communicator.StartAllReduce(buffer.data(), count, DataType::kFloat32,
+                                                          ReduceOp::kMax));
+          }
+          if (round == 1 && rank == 2) Report("ready");
+          int failures = 0;
+          for (int i = 0; i < kQueued; ++i) {
+            Status status = pending[i]->Wait(30s);
+            if (status.ok()) {
+              if (failures > 0) {
+                return Status::Internal("operation " + std::to_string(i) +
+                                        " succeeded after an earlier one failed");
+              }
+              continue;
+            }
+            ++failures;
+            Report("failed " + std::to_string(i) + " at " + std::to_string(MonotonicSeconds()) +
+                   ": " + status.ToString());
+          }
+          if (failures > 0) {
+            Report("failures " + std::to_string(failures));
+            return Status::OK();
+          }
+        }
+        return Status::Internal("never failed");
+      },
+      60s,
+      [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
+        char buffer[64];
+        for (int i = 0; i < 4000; ++i) {
+          if (read(report_fds[2], buffer, sizeof(buffer)) > 0) break;
+          std::this_thread::sleep_for(5ms);
+        }
+        std::this_thread::sleep_for(20ms);
+        kill(pids[2], SIGKILL);
+        killed_at = MonotonicSeconds();
+      });
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& report = outcomes[rank].report;
+    ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);
+    size_t at = report.find("failures ");
+    ASSERT_NE(at, std::string::npos) << report;
+    const int failures = std::stoi(report.substr(at + 9));
+    // The kill came while the round was queued: the running operation and those behind it fail.
+    EXPECT_GE(failures, 2) << report;
+    std::istringstream lines(report);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("failed ", 0) != 0) continue;
+      EXPECT_NE(line.find("worker:2 (127.0.0.1:"), std::string::npos) << line;
+      const double failed_at = std::stod(line.substr(line.find(" at ") + 4));
+      EXPECT_LT(failed_at - killed_at, 5.0) << line;  // detection bound (peer timeout)
+    }
+  }
+}
 
 }  // namespace
 }  // namespace cohort::collective
