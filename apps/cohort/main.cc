@@ -110,6 +110,7 @@ void PrintEvent(const job::Event& event) {
 struct PreparedJob {
   JobKey key;
   exec::ImageMap images;
+  exec::SupervisorLock lock;  // held since before the job was visible; for its supervisor
 };
 StatusOr<PreparedJob> PrepareJob(JobStore& store, const std::string& file,
                                  const job::JobFileOptions& options,
@@ -119,9 +120,11 @@ StatusOr<PreparedJob> PrepareJob(JobStore& store, const std::string& file,
   PrintWarnings(*loaded);
   StatusOr<exec::ImageMap> images = BuildImageMap(store, image_flags);
   if (!images.ok()) return images.status();
-  COHORT_RETURN_IF_ERROR(exec::PrepareLocalJob(store, loaded->job, *images));
+  exec::SupervisorLock lock;
+  COHORT_RETURN_IF_ERROR(exec::PrepareLocalJob(store, loaded->job, *images, &lock));
   return PreparedJob{{loaded->job.metadata.namespace_name, loaded->job.metadata.name},
-                     std::move(*images)};
+                     std::move(*images),
+                     std::move(lock)};
 }
 
 int Run(const std::string& file, const job::JobFileOptions& options,
@@ -145,7 +148,8 @@ int Run(const std::string& file, const job::JobFileOptions& options,
     follower.Poll(print_line);
     std::cout.flush();
   };
-  exec::LocalExecutor executor(store, key, std::move(prepared->images), observer);
+  exec::LocalExecutor executor(store, key, std::move(prepared->lock), std::move(prepared->images),
+                               observer);
   StatusOr<job::JobStatus> final_status = executor.Run();
   follower.Poll(print_line, /*flush_partial=*/true);
   if (!final_status.ok()) return Fail(kExitError, final_status.status().message());
@@ -155,11 +159,16 @@ int Run(const std::string& file, const job::JobFileOptions& options,
 
 // ---- submit / supervise ----
 
-int Supervise(const JobKey& key, const std::vector<std::string>& image_flags) {
+// `lock_fd` is the job's supervisor lock, inherited from `cohort submit` across exec.
+int Supervise(const JobKey& key, const std::vector<std::string>& image_flags, int lock_fd) {
   JobStore store(exec::DefaultCohortHome());
+  exec::SupervisorLock lock;
+  if (Status adopted = lock.Adopt(lock_fd, store.JobDirectory(key)); !adopted.ok()) {
+    return Fail(kExitError, adopted.message());
+  }
   StatusOr<exec::ImageMap> images = BuildImageMap(store, image_flags);
   if (!images.ok()) return Fail(kExitInvalidInput, images.status().message());
-  exec::LocalExecutor executor(store, key, std::move(*images));
+  exec::LocalExecutor executor(store, key, std::move(lock), std::move(*images));
   StatusOr<job::JobStatus> final_status = executor.Run();
   if (!final_status.ok()) return Fail(kExitError, final_status.status().message());
   return ExitCodeForJob(*final_status);
@@ -173,13 +182,23 @@ int Submit(const std::string& file, const job::JobFileOptions& options,
   JobKey key = prepared->key;
   std::filesystem::path directory = store.JobDirectory(key);
 
-  // The supervisor is this same program, detached from the terminal in its own session.
-  std::vector<std::string> arguments = {"cohort", "supervise", key.name, "-n", key.namespace_name};
+  // The supervisor is this same program, detached from the terminal in its own session. It
+  // inherits the job's lock, which this process has held since before the job was visible, so
+  // the job never looks abandoned while its supervisor starts.
+  const int lock_fd = prepared->lock.fd();
+  std::vector<std::string> arguments = {"cohort",
+                                        "supervise",
+                                        key.name,
+                                        "-n",
+                                        key.namespace_name,
+                                        "--lock-fd",
+                                        std::to_string(lock_fd)};
   for (const std::string& flag : image_flags) arguments.insert(arguments.end(), {"--image", flag});
   pid_t pid = fork();
   if (pid < 0) return Fail(kExitError, "cannot start the supervisor: fork failed");
   if (pid == 0) {
     setsid();
+    fcntl(lock_fd, F_SETFD, 0);  // keep the lock across exec; the supervisor marks it again
     int log = open((directory / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
@@ -190,9 +209,13 @@ int Submit(const std::string& file, const job::JobFileOptions& options,
     execv("/proc/self/exe", argv.data());
     _exit(127);
   }
-  // Return once the supervisor holds the job, so that `get` right after shows it live.
+  // The supervisor holds the lock now through the same open file description; closing this
+  // process's descriptor does not release it.
+  prepared->lock = exec::SupervisorLock();
+  // Return once the supervisor has taken the job over (it writes its pid), so that a failure to
+  // start is reported here rather than found later.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!exec::SupervisorLock::IsHeld(directory)) {
+  while (!std::filesystem::exists(directory / "supervisor.pid")) {
     int wait_status;
     if (waitpid(pid, &wait_status, WNOHANG) == pid) {
       return Fail(kExitError, "the supervisor of " + key.ToString() + " exited at once; see " +
@@ -515,7 +538,11 @@ int Main(int argc, char** argv) {
   supervise->add_option("JOB", name)->required();
   add_namespace(supervise);
   add_images(supervise);
-  supervise->callback([&] { exit_code = Supervise(JobKey{namespace_name, name}, image_flags); });
+  int lock_fd = -1;
+  supervise->add_option("--lock-fd", lock_fd, "the job's supervisor lock, inherited")->required();
+  supervise->callback([&] {
+    exit_code = Supervise(JobKey{namespace_name, name}, image_flags, lock_fd);
+  });
 
   CLI::App* get = app.add_subcommand("get", "List jobs (NAME STATE AGE), or show one");
   get->add_option("JOB", name, "a job name (default: all jobs of the namespace)");

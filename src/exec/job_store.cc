@@ -87,7 +87,7 @@ bool JobStore::Exists(const JobKey& key) const {
   return fs::exists(JobDirectory(key) / "spec.json");
 }
 
-Status JobStore::CreateJob(const job::TFJob& job) {
+Status JobStore::CreateJob(const job::TFJob& job, SupervisorLock* lock) {
   JobKey key{job.metadata.namespace_name, job.metadata.name};
   fs::path directory = JobDirectory(key);
   std::error_code error;
@@ -106,6 +106,7 @@ Status JobStore::CreateJob(const job::TFJob& job) {
         "; delete it first with `cohort delete " + key.name +
         (key.namespace_name == "default" ? "" : " -n " + key.namespace_name) + "`");
   }
+  COHORT_RETURN_IF_ERROR(lock->Acquire(directory));
   fs::create_directories(directory / "logs", error);
   if (error)
     return Status::IOError("cannot create " + (directory / "logs").string() + ": " +

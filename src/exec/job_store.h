@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "exec/supervisor_lock.h"
 #include "job/tfjob.h"
 
 namespace cohort::exec {
@@ -47,7 +48,11 @@ class JobStore {
 
   // Creates the job's directory with its spec. AlreadyExists (with what to do about it) when a
   // job of that name is there, live or finished: its state is never overwritten.
-  Status CreateJob(const job::TFJob& job);
+  //
+  // Takes `lock` (the job's supervisor lock) before the spec is written, that is before any
+  // command can see the job: a visible job without status whose lock is free is then one whose
+  // creator or supervisor died, never one still being prepared (supervisor_lock.h).
+  Status CreateJob(const job::TFJob& job, SupervisorLock* lock);
   Status DeleteJob(const JobKey& key);
   bool Exists(const JobKey& key) const;
   // Every job, optionally of one namespace, sorted by namespace then name.

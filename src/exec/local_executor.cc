@@ -61,14 +61,15 @@ std::string ShortReplicaName(const std::string& replica_type, int index) {
   return job::LowerCase(replica_type) + "-" + std::to_string(index);
 }
 
-Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& images) {
+Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& images,
+                       SupervisorLock* lock) {
   COHORT_RETURN_IF_ERROR(images.CheckJob(job));
   int total = 0;
   for (const auto& [type, spec] : job.replica_specs) total += spec.replicas;
   StatusOr<std::vector<int>> ports = ReserveFreePorts(total);
   if (!ports.ok()) return ports.status();
 
-  COHORT_RETURN_IF_ERROR(store.CreateJob(job));
+  COHORT_RETURN_IF_ERROR(store.CreateJob(job, lock));
   JobKey key{job.metadata.namespace_name, job.metadata.name};
   std::map<std::string, int> by_replica;
   size_t next = 0;
@@ -77,11 +78,13 @@ Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& i
       by_replica[ShortReplicaName(type, index)] = (*ports)[next++];
     }
   }
-  COHORT_RETURN_IF_ERROR(store.WriteEndpoints(key, by_replica));
+  Status written = store.WriteEndpoints(key, by_replica);
   std::filesystem::path secret_path = store.JobDirectory(key) / "secret";
-  COHORT_RETURN_IF_ERROR(WriteFileAtomically(secret_path, NewSecret()));
-  chmod(secret_path.c_str(), 0600);
-  return Status::OK();
+  if (written.ok()) written = WriteFileAtomically(secret_path, NewSecret());
+  if (written.ok()) chmod(secret_path.c_str(), 0600);
+  // A job that cannot start is not left behind to be reported as one whose supervisor died.
+  if (!written.ok()) store.DeleteJob(key);
+  return written;
 }
 
 std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
@@ -121,11 +124,13 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
   return environment;
 }
 
-LocalExecutor::LocalExecutor(JobStore store, JobKey key, ImageMap images, ExecutorObserver observer)
+LocalExecutor::LocalExecutor(JobStore store, JobKey key, SupervisorLock lock, ImageMap images,
+                             ExecutorObserver observer)
     : store_(std::move(store)),
       key_(std::move(key)),
       images_(std::move(images)),
-      observer_(std::move(observer)) {}
+      observer_(std::move(observer)),
+      lock_(std::move(lock)) {}
 
 LocalExecutor::~LocalExecutor() {
   for (int& fd : wake_pipe) {
@@ -151,6 +156,12 @@ Status LocalExecutor::ReloadSpecIfChanged() {
 }
 
 Status LocalExecutor::Setup() {
+  // Taking the lock only now would leave the job visible without a holder since its creation,
+  // and any command run in that moment would mark it Failed as abandoned.
+  if (!lock_.held()) {
+    return Status::FailedPrecondition("the supervisor of " + key_.ToString() +
+                                      " was started without the job's supervisor lock");
+  }
   COHORT_RETURN_IF_ERROR(ReloadSpecIfChanged());
   StatusOr<std::map<std::string, int>> ports = store_.ReadEndpoints(key_);
   if (!ports.ok()) return ports.status();
@@ -165,7 +176,6 @@ Status LocalExecutor::Setup() {
     return Status::FailedPrecondition("job " + key_.ToString() + " has already finished");
   }
 
-  COHORT_RETURN_IF_ERROR(lock_.Acquire(store_.JobDirectory(key_)));
   COHORT_RETURN_IF_ERROR(WriteFileAtomically(store_.JobDirectory(key_) / "supervisor.pid",
                                              std::to_string(getpid()) + "\n"));
   if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {

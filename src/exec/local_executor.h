@@ -39,8 +39,11 @@ struct ExecutorObserver {
 
 // Creates the job on disk: its directory and spec, a port per replica and the job secret. Fails
 // (AlreadyExists) if the name is taken, or (NotFound) if an image is not mapped, before anything
-// starts.
-Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& images);
+// starts. Sets `*lock` to the job's supervisor lock, taken before the job became visible; the
+// caller passes it on to the job's LocalExecutor (across exec for a detached supervisor), so the
+// job never looks abandoned while it starts.
+Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& images,
+                       SupervisorLock* lock);
 
 // The environment of one replica: the supervisor's own, then the container's env, then TF_CONFIG
 // (when the job has more than one replica) and COHORT_JOB_NAME, COHORT_REPLICA_TYPE,
@@ -55,11 +58,15 @@ std::string ShortReplicaName(const std::string& replica_type, int index);
 
 class LocalExecutor {
  public:
-  LocalExecutor(JobStore store, JobKey key, ImageMap images, ExecutorObserver observer = {});
+  // `lock` is the job's supervisor lock as PrepareLocalJob took it; the executor keeps it until
+  // it exits.
+  LocalExecutor(JobStore store, JobKey key, SupervisorLock lock, ImageMap images,
+                ExecutorObserver observer = {});
   ~LocalExecutor();
 
   // Runs the prepared job until it has finished and none of its replicas is left. Returns its
   // final status. Holds the supervisor lock and runs a watchdog for the whole time.
+  // FailedPrecondition when the lock was not passed in held.
   StatusOr<job::JobStatus> Run();
 
   // Async-signal-safe: asks Run() to stop the job (SIGTERM to every replica, SIGKILL after the

@@ -1,6 +1,9 @@
 // End-to-end tests of `cohort`: real jobs of shell replicas, run and inspected through the CLI.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -187,6 +190,41 @@ TEST_F(CohortCliTest, SubmitGetDescribeLogsWaitDelete) {
   CommandResult remove = sandbox_.Cohort({"delete", "background"});
   EXPECT_EQ(remove.exit_code, 0) << remove.output;
   EXPECT_EQ(sandbox_.Cohort({"get", "background"}).exit_code, 3);
+  ExpectNothingLeftRunning();
+}
+
+// Every command that reads a job marks it Failed when its supervisor is gone; a job whose
+// supervisor is still starting must never be taken for one. Two processes run `cohort get` over
+// and over while jobs are submitted, so that some `get` falls between a job's creation and its
+// supervisor's start.
+TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
+  std::vector<pid_t> readers;
+  for (int reader = 0; reader < 2; ++reader) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::filesystem::path output = sandbox_.root() / ("reader-" + std::to_string(reader));
+      while (true) waitpid(sandbox_.StartCohort({"get"}, output), nullptr, 0);
+    }
+    readers.push_back(pid);
+  }
+  constexpr int kJobs = 8;
+  for (int i = 0; i < kJobs; ++i) {
+    std::string name = "busy-" + std::to_string(i);
+    std::string manifest = Manifest(name, ReplicaSpec("Worker", 1, "Never"));
+    CommandResult submit =
+        sandbox_.Cohort({"submit", sandbox_.WriteFile(name + ".yaml", manifest).string()});
+    EXPECT_EQ(submit.exit_code, 0) << submit.output;
+  }
+  for (int i = 0; i < kJobs; ++i) {
+    std::string name = "busy-" + std::to_string(i);
+    CommandResult wait = sandbox_.Cohort({"wait", name, "--timeout", "30"});
+    EXPECT_EQ(wait.exit_code, 0) << wait.output << sandbox_.Cohort({"describe", name}).output;
+  }
+  for (pid_t reader : readers) {
+    kill(reader, SIGKILL);
+    waitpid(reader, nullptr, 0);
+  }
   ExpectNothingLeftRunning();
 }
 
