@@ -1,0 +1,63 @@
+// JobStore's files: whole-file replacement and the job directory as the name's claim.
+#include "exec/job_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "exec_test_support.h"
+
+namespace cohort::exec {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(WriteFileAtomicallyTest, ReplacesTheWholeContents) {
+  ScratchDirectory directory;
+  std::filesystem::path path = directory.path() / "status.json";
+  ASSERT_TRUE(WriteFileAtomically(path, std::string(10000, 'x')).ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "short\n").ok());
+  StatusOr<std::string> contents = ReadFile(path);
+  ASSERT_TRUE(contents.ok());
+  EXPECT_EQ(*contents, "short\n");  // nothing of the longer old file is left
+  // No temporary file stays behind.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(directory.path())) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST(WriteFileAtomicallyTest, AFailedWriteLeavesTheOldFile) {
+  ScratchDirectory directory;
+  std::filesystem::path path = directory.path() / "status.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "old\n").ok());
+  // The temporary file cannot be created where a directory of that name stands.
+  std::filesystem::path temporary = path;
+  temporary += ".tmp." + std::to_string(getpid());
+  std::filesystem::create_directory(temporary);
+  Status status = WriteFileAtomically(path, "new\n");
+  EXPECT_EQ(status.code(), Status::Code::kIOError) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(temporary.string()));
+  StatusOr<std::string> contents = ReadFile(path);
+  ASSERT_TRUE(contents.ok());
+  EXPECT_EQ(*contents, "old\n");
+}
+
+TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  job::TFJob job = ShellJob("twice", 1, "exit 0");
+  SupervisorLock first;
+  ASSERT_TRUE(store.CreateJob(job, &first).ok());
+  SupervisorLock second;
+  Status again = store.CreateJob(job, &second);
+  EXPECT_EQ(again.code(), Status::Code::kAlreadyExists);
+  EXPECT_THAT(again.message(), HasSubstr("cohort delete twice"));
+  EXPECT_FALSE(second.held());
+  ASSERT_EQ(store.ListJobs().size(), 1u);
+  EXPECT_EQ(store.ListJobs()[0].name, "twice");
+}
+
+}  // namespace
+}  // namespace cohort::exec

@@ -1,0 +1,110 @@
+// LocalExecutor with real processes: stopping a replica's process group, and the job secret.
+#include "exec/local_executor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "exec_test_support.h"
+#include "job/reconciler.h"
+
+namespace cohort::exec {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Prepares `job` in `store` and supervises it to the end, as `cohort run` does.
+StatusOr<job::JobStatus> RunJob(JobStore& store, const job::TFJob& job) {
+  SupervisorLock lock;
+  COHORT_RETURN_IF_ERROR(PrepareLocalJob(store, job, ImageMap(), &lock));
+  LocalExecutor executor(store, {job.metadata.namespace_name, job.metadata.name}, std::move(lock),
+                         ImageMap());
+  return executor.Run();
+}
+
+double SecondsSinceEpoch(Time time) {
+  return std::chrono::duration<double>(time.time_since_epoch()).count();
+}
+
+// The replica answers SIGTERM but keeps running; its background child ignores SIGTERM. Only the
+// SIGKILL to the whole process group, once the grace period is over, ends them both.
+TEST(LocalExecutorTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  std::string child_pid_file = (home.path() / "child.pid").string();
+  std::string script =
+      "trap \"echo got TERM at \\$(date +%s.%N)\" TERM; "
+      "sh -c \"trap \\\"\\\" TERM; echo \\$\\$ > " +
+      child_pid_file +
+      "; while true; do sleep 0.05; done\" & "
+      "while true; do sleep 0.05; done";
+  constexpr int kGraceSeconds = 2;
+  job::TFJob job = ShellJob("stubborn", 1, script, "{activeDeadlineSeconds: 1}", kGraceSeconds);
+
+  StatusOr<job::JobStatus> status = RunJob(store, job);
+  double finished_at = SecondsSinceEpoch(Clock::now());
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("active longer than specified deadline"));
+
+  std::string log = ReadWhole(store.LogPath({"default", "stubborn"}, "worker-0"));
+  std::smatch term;
+  ASSERT_TRUE(std::regex_search(log, term, std::regex("got TERM at ([0-9.]+)"))) << log;
+  double term_at = std::stod(term[1].str());
+  // SIGKILL came no earlier than the grace period after SIGTERM (the replica's own clock reading
+  // lags the signal a little, hence the slack).
+  EXPECT_GE(finished_at - term_at, kGraceSeconds - 0.3) << log;
+  EXPECT_LT(finished_at - term_at, kGraceSeconds + 5.0) << log;
+
+  pid_t child = std::atoi(ReadWhole(child_pid_file).c_str());
+  ASSERT_GT(child, 0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (ProcessRuns(child) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(ProcessRuns(child)) << "the replica's child that ignores SIGTERM survived";
+}
+
+TEST(LocalExecutorTest, EveryJobGetsItsOwnSecret) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  std::string secrets[2];
+  for (int i = 0; i < 2; ++i) {
+    std::string name = "secret-" + std::to_string(i);
+    StatusOr<job::JobStatus> status =
+        RunJob(store, ShellJob(name, 1, "echo \"secret=$COHORT_JOB_SECRET\""));
+    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    ASSERT_TRUE(job::IsSucceeded(*status));
+    std::string log = ReadWhole(store.LogPath({"default", name}, "worker-0"));
+    std::smatch secret;
+    ASSERT_TRUE(std::regex_search(log, secret, std::regex("secret=([0-9a-f]*)\n"))) << log;
+    secrets[i] = secret[1].str();
+    EXPECT_EQ(secrets[i].size(), 64u) << log;  // 32 random bytes in hex
+    EXPECT_EQ(ReadWhole(store.JobDirectory({"default", name}) / "secret"), secrets[i]);
+  }
+  EXPECT_NE(secrets[0], secrets[1]);
+}
+
+TEST(ReplicaEnvironmentTest, SetsTheJobIdentityAndSecretOverInheritedValues) {
+  setenv("COHORT_JOB_SECRET", "inherited", 1);
+  setenv("TF_CONFIG", "inherited", 1);
+  job::TFJob job = ShellJob("identity", 2, "true");
+  std::map<std::string, std::string> environment =
+      ReplicaEnvironment(job, "Worker", 1, {{"worker-0", 4000}, {"worker-1", 4001}}, "s3cret");
+  EXPECT_EQ(environment["COHORT_JOB_SECRET"], "s3cret");
+  EXPECT_EQ(environment["COHORT_JOB_NAME"], "identity");
+  EXPECT_EQ(environment["COHORT_REPLICA_TYPE"], "worker");
+  EXPECT_EQ(environment["COHORT_REPLICA_INDEX"], "1");
+  EXPECT_EQ(environment["TF_CONFIG"],
+            R"({"cluster":{"worker":["localhost:4000","localhost:4001"]},)"
+            R"("task":{"type":"worker","index":1},"environment":"cloud"})");
+  unsetenv("COHORT_JOB_SECRET");
+  unsetenv("TF_CONFIG");
+}
+
+}  // namespace
+}  // namespace cohort::exec
