@@ -7,32 +7,38 @@
 namespace cohort::train {
 
 ShardSampler::ShardSampler(int64_t num_samples, int num_workers, int rank, int64_t per_worker_batch,
-                           uint64_t seed)
+                           int64_t steps_per_epoch, uint64_t seed)
     : num_samples_(num_samples),
       num_workers_(num_workers),
       rank_(rank),
       per_worker_batch_(per_worker_batch),
+      steps_per_epoch_(steps_per_epoch),
+      orders_per_epoch_((steps_per_epoch * per_worker_batch * num_workers + num_samples - 1) /
+                        num_samples),
       seed_(seed) {
   cached_[0].first = cached_[1].first = -1;
 }
 
-const std::vector<int64_t>& ShardSampler::OrderOfPass(int64_t pass) {
-  for (auto& [cached_pass, order] : cached_) {
-    if (cached_pass == pass) return order;
+const std::vector<int64_t>& ShardSampler::Order(int64_t order_number) {
+  for (auto& [cached_number, order] : cached_) {
+    if (cached_number == order_number) return order;
   }
   auto& slot = cached_[next_slot_];
   next_slot_ = 1 - next_slot_;
-  slot.first = pass;
-  slot.second = ShuffledOrder(num_samples_, seed_, pass);
+  slot.first = order_number;
+  slot.second = ShuffledOrder(num_samples_, seed_, order_number);
   return slot.second;
 }
 
 std::vector<int64_t> ShardSampler::BatchIndices(int64_t step) {
   std::vector<int64_t> indices;
   indices.reserve(static_cast<size_t>(per_worker_batch_));
-  const int64_t first = step * global_batch() + rank_ * per_worker_batch_;
+  const int64_t epoch = step / steps_per_epoch_;
+  // The position of this worker's first sample within the epoch's stream of orders.
+  const int64_t first = (step % steps_per_epoch_) * global_batch() + rank_ * per_worker_batch_;
   for (int64_t position = first; position < first + per_worker_batch_; ++position) {
-    indices.push_back(OrderOfPass(position / num_samples_)[position % num_samples_]);
+    const int64_t order_number = epoch * orders_per_epoch_ + position / num_samples_;
+    indices.push_back(Order(order_number)[position % num_samples_]);
   }
   return indices;
 }

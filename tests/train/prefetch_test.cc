@@ -39,8 +39,8 @@ TEST(BoundedQueue, CloseWakesWaitersAndKeepsQueuedItems) {
 
 TEST(BatchPrefetcher, DeliversTheSamplersBatchesInStepOrder) {
   const ImageDataset dataset = testing::MakeSyntheticDataset(50, 3, 4);
-  ShardSampler reference(dataset.size(), 2, 1, 5, 11);
-  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 2, 1, 5, 11), 3, 9, 2);
+  ShardSampler reference(dataset.size(), 2, 1, 5, 4, 11);
+  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 2, 1, 5, 4, 11), 3, 9, 2);
   for (int64_t step = 3; step < 9; ++step) {
     auto batch = prefetcher.Next(milliseconds(5000));
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
@@ -59,7 +59,7 @@ TEST(BatchPrefetcher, DeliversTheSamplersBatchesInStepOrder) {
 
 TEST(BatchPrefetcher, StopsCleanlyWithBatchesLeft) {
   const ImageDataset dataset = testing::MakeSyntheticDataset(50, 3, 4);
-  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 1, 0, 5, 1), 0, 1000, 2);
+  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 1, 0, 5, 4, 1), 0, 1000, 2);
   ASSERT_TRUE(prefetcher.Next(milliseconds(5000)).ok());
   // The destructor closes the queue and joins the producer, which is blocked on a full queue.
 }

@@ -25,44 +25,71 @@ TEST(ShuffledOrder, IsAPermutationFixedBySeedAndPass) {
   EXPECT_NE(order, ShuffledOrder(1000, 8, 0));
 }
 
-// The sharding property: within each pass over the data, every sample is used by exactly one
-// worker, whatever the batch and worker counts (including global batches that straddle passes).
-TEST(ShardSampler, EverySampleIsUsedByExactlyOneWorkerPerPass) {
-  constexpr int64_t kSamples = 103;  // prime: batches never line up with the end of a pass
+// The sharding property: within each epoch no sample is used twice, whatever the batch and worker
+// counts, and an epoch that fits in the data set leaves out fewer samples than one global batch.
+TEST(ShardSampler, NoSampleIsUsedTwiceInAnEpoch) {
+  constexpr int64_t kSamples = 103;  // prime: batches never line up with the end of the data
   for (int workers : {1, 2, 3, 5}) {
     for (int64_t batch : {1, 4, 7}) {
       const int64_t global = workers * batch;
-      const int64_t passes = 3;
-      const int64_t steps = passes * kSamples / global;
-      // (pass, sample) -> how many times some worker used it.
+      const int64_t steps_per_epoch = kSamples / global;
+      constexpr int kEpochs = 3;
+      // (epoch, sample) -> how many times some worker used it.
       std::map<std::pair<int64_t, int64_t>, int> uses;
       for (int rank = 0; rank < workers; ++rank) {
-        ShardSampler sampler(kSamples, workers, rank, batch, 42);
-        for (int64_t step = 0; step < steps; ++step) {
+        ShardSampler sampler(kSamples, workers, rank, batch, steps_per_epoch, 42);
+        for (int64_t step = 0; step < kEpochs * steps_per_epoch; ++step) {
           const auto indices = sampler.BatchIndices(step);
           ASSERT_EQ(static_cast<int64_t>(indices.size()), batch);
-          for (int64_t j = 0; j < batch; ++j) {
-            const int64_t position = step * global + rank * batch + j;
-            ++uses[{position / kSamples, indices[j]}];
-          }
+          for (int64_t sample : indices) ++uses[{step / steps_per_epoch, sample}];
         }
       }
-      // Every complete pass covers every sample exactly once.
-      for (int64_t pass = 0; pass < steps * global / kSamples; ++pass) {
+      for (int epoch = 0; epoch < kEpochs; ++epoch) {
+        int64_t used = 0;
         for (int64_t sample = 0; sample < kSamples; ++sample) {
-          ASSERT_EQ((uses[{pass, sample}]), 1) << "pass " << pass << " sample " << sample
-                                               << " workers " << workers << " batch " << batch;
+          const int count = uses[{epoch, sample}];
+          ASSERT_LE(count, 1) << "epoch " << epoch << " sample " << sample << " workers " << workers
+                              << " batch " << batch;
+          used += count;
         }
+        EXPECT_EQ(used, steps_per_epoch * global);
+        EXPECT_GT(used, kSamples - global);
       }
     }
   }
 }
 
+// Each epoch has an order of its own: the second epoch does not replay the first.
+TEST(ShardSampler, EachEpochIsShuffledAnew) {
+  ShardSampler sampler(100, 2, 0, 10, 5, 7);
+  EXPECT_NE(sampler.BatchIndices(0), sampler.BatchIndices(5));
+  EXPECT_EQ(sampler.BatchIndices(5), ShardSampler(100, 2, 0, 10, 5, 7).BatchIndices(5));
+}
+
+// An epoch longer than the data set reads one whole order, then the next: every sample is used
+// once per pass within the epoch, by exactly one worker.
+TEST(ShardSampler, AnEpochLongerThanTheDataSetUsesEverySampleOncePerPass) {
+  constexpr int64_t kSamples = 30;
+  constexpr int kWorkers = 2;
+  constexpr int64_t kBatch = 5, kStepsPerEpoch = 9;  // 90 samples: three passes per epoch
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    std::map<int64_t, int> uses;
+    for (int rank = 0; rank < kWorkers; ++rank) {
+      ShardSampler sampler(kSamples, kWorkers, rank, kBatch, kStepsPerEpoch, 3);
+      for (int64_t step = epoch * kStepsPerEpoch; step < (epoch + 1) * kStepsPerEpoch; ++step) {
+        for (int64_t sample : sampler.BatchIndices(step)) ++uses[sample];
+      }
+    }
+    ASSERT_EQ(static_cast<int64_t>(uses.size()), kSamples);
+    for (const auto& [sample, count] : uses) EXPECT_EQ(count, 3) << "sample " << sample;
+  }
+}
+
 // N workers at batch B see, step by step, the samples one worker sees at batch N*B.
 TEST(ShardSampler, WorkersSplitTheSingleProcessGlobalBatch) {
-  ShardSampler single(500, 1, 0, 30, 9);
+  ShardSampler single(500, 1, 0, 30, 16, 9);
   std::vector<ShardSampler> workers;
-  for (int rank = 0; rank < 3; ++rank) workers.emplace_back(500, 3, rank, 10, 9);
+  for (int rank = 0; rank < 3; ++rank) workers.emplace_back(500, 3, rank, 10, 16, 9);
   for (int64_t step = 0; step < 40; ++step) {
     std::vector<int64_t> joined;
     for (auto& worker : workers) {
@@ -74,13 +101,12 @@ TEST(ShardSampler, WorkersSplitTheSingleProcessGlobalBatch) {
 }
 
 TEST(ShardSampler, BatchesArePureFunctionsOfTheStep) {
-  ShardSampler forward(200, 2, 1, 16, 3), random_access(200, 2, 1, 16, 3);
+  ShardSampler forward(200, 2, 1, 16, 6, 3), random_access(200, 2, 1, 16, 6, 3);
   std::vector<std::vector<int64_t>> in_order;
   for (int64_t step = 0; step < 30; ++step) in_order.push_back(forward.BatchIndices(step));
   for (int64_t step : {29, 3, 17, 0, 12}) {
     EXPECT_EQ(random_access.BatchIndices(step), in_order[step]);
   }
-  EXPECT_EQ(forward.StepsPerPass(), 200 / 32);
 }
 
 TEST(EvaluationShard, PartsAreDisjointAndCoverTheSet) {
