@@ -67,22 +67,31 @@ Status ProgressCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
   ++epochs_finished_;
   first_step_of_epoch_ = 0;
   const double eta = seconds_in_epochs_ / epochs_finished_ * (plan.epochs - logs.epoch - 1);
+  // An epoch resumed from a backup taken after its last step trains no step here: it has
+  // evaluation results but no training figures to show.
+  char training[128] = "no steps left after the resume";
+  if (logs.steps > 0) {
+    std::snprintf(training, sizeof(training), "loss %.4f - accuracy %.4f", logs.loss,
+                  logs.accuracy);
+  }
+  char throughput[64] = "";
+  if (logs.steps > 0) {
+    std::snprintf(throughput, sizeof(throughput), " - %.0f samples/s", logs.samples_per_second);
+  }
   if (bar_) {
-    std::fprintf(out_,
-                 "\r%6lld/%lld %s - %s - loss %.4f - accuracy %.4f - val_loss %.4f - "
-                 "val_accuracy %.4f - %.0f samples/s\n",
+    std::fprintf(out_, "\r%6lld/%lld %s - %s - %s - val_loss %.4f - val_accuracy %.4f%s\n",
                  static_cast<long long>(plan.steps_per_epoch),
                  static_cast<long long>(plan.steps_per_epoch),
                  Bar(plan.steps_per_epoch, plan.steps_per_epoch).c_str(),
-                 FormatDuration(logs.seconds).c_str(), logs.loss, logs.accuracy, logs.val_loss,
-                 logs.val_accuracy, logs.samples_per_second);
+                 FormatDuration(logs.seconds).c_str(), training, logs.val_loss, logs.val_accuracy,
+                 throughput);
   } else {
     std::fprintf(out_,
-                 "epoch %d/%d: %lld steps in %.1f s - loss %.4f - accuracy %.4f - val_loss %.4f - "
-                 "val_accuracy %.4f - %.0f samples/s - ETA %s\n",
+                 "epoch %d/%d: %lld steps in %.1f s - %s - val_loss %.4f - val_accuracy %.4f%s - "
+                 "ETA %s\n",
                  logs.epoch + 1, plan.epochs, static_cast<long long>(logs.steps), logs.seconds,
-                 logs.loss, logs.accuracy, logs.val_loss, logs.val_accuracy,
-                 logs.samples_per_second, FormatDuration(eta).c_str());
+                 training, logs.val_loss, logs.val_accuracy, throughput,
+                 FormatDuration(eta).c_str());
   }
   std::fflush(out_);
   return Status::OK();

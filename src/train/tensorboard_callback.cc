@@ -37,12 +37,16 @@ Status TensorBoardCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state
 
 Status TensorBoardCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
                                        const EpochLogs& logs) {
-  COHORT_RETURN_IF_ERROR(train_->WriteScalars(
-      logs.global_step,
-      {{"epoch_loss", static_cast<float>(logs.loss)},
-       {"epoch_accuracy", static_cast<float>(logs.accuracy)},
-       {"epoch_learning_rate", static_cast<float>(logs.learning_rate)},
-       {"epoch_samples_per_second", static_cast<float>(logs.samples_per_second)}}));
+  // An epoch resumed after its last step ran no training step in this process: the interrupted
+  // run's figures are not known here, and zeros would be a lie in the plot.
+  if (logs.steps > 0) {
+    COHORT_RETURN_IF_ERROR(train_->WriteScalars(
+        logs.global_step,
+        {{"epoch_loss", static_cast<float>(logs.loss)},
+         {"epoch_accuracy", static_cast<float>(logs.accuracy)},
+         {"epoch_learning_rate", static_cast<float>(logs.learning_rate)},
+         {"epoch_samples_per_second", static_cast<float>(logs.samples_per_second)}}));
+  }
   COHORT_RETURN_IF_ERROR(validation_->WriteScalars(
       logs.global_step, {{"epoch_loss", static_cast<float>(logs.val_loss)},
                          {"epoch_accuracy", static_cast<float>(logs.val_accuracy)}}));

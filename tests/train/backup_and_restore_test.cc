@@ -7,6 +7,7 @@
 #include "test_support.h"
 #include "train/checkpoint_state.h"
 #include "train/event.pb.h"
+#include "train/progress_callback.h"
 #include "train/tensorboard_callback.h"
 #include "train/tfrecord.h"
 
@@ -106,6 +107,49 @@ TEST_F(BackupAndRestoreTest, KeepsTheBackupWhenAskedTo) {
   auto latest = ReadLatestCheckpoint(dir_ + "/backup/chief");
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(latest->value_or(""), "ckpt-3");
+}
+
+// A step backup taken at an epoch's last step is a position before that epoch's end: the resumed
+// run trains no step of it, evaluates, and logs no made-up training figures for it.
+TEST_F(BackupAndRestoreTest, ResumeAfterAnEpochsLastStepReportsNoTrainingFigures) {
+  const std::vector<float> expected = Uninterrupted();
+  const BackupOptions backup{dir_ + "/backup", /*save_every_steps=*/3, true};
+  const TensorBoardOptions tensorboard{dir_ + "/logs", 0};
+  {
+    auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
+    BackupAndRestore callback(backup);
+    CrashAfterStep crash(6);  // after the backup at step 6, before epoch 1's end
+    ::testing::internal::CaptureStdout();
+    ASSERT_FALSE(trainer->Fit({&callback, &crash}).ok());
+    ::testing::internal::GetCapturedStdout();
+  }
+  auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
+  BackupAndRestore callback(backup);
+  TensorBoardCallback summaries(tensorboard);
+  ProgressCallback progress(stdout, /*bar=*/false);
+  ::testing::internal::CaptureStdout();
+  ASSERT_TRUE(trainer->Fit({&callback, &summaries, &progress}).ok());
+  const std::string output = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(output.find("resuming from epoch 1 step 6 (global step 6)"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("epoch 1/3: 0 steps in"), std::string::npos) << output;
+  EXPECT_NE(output.find("no steps left after the resume"), std::string::npos) << output;
+  EXPECT_EQ(trainer->ParameterVector(), expected);
+
+  // The training log has epoch figures for epochs 2 and 3 only (global steps 12 and 18).
+  std::vector<int64_t> epoch_loss_steps;
+  for (const auto& entry : fs::directory_iterator(dir_ + "/logs/train")) {
+    auto records = ReadTfRecordFile(entry.path().string());
+    ASSERT_TRUE(records.ok()) << records.status().ToString();
+    for (const std::string& record : *records) {
+      proto::Event event;
+      ASSERT_TRUE(event.ParseFromString(record));
+      for (const auto& value : event.summary().value()) {
+        if (value.tag() == "epoch_loss") epoch_loss_steps.push_back(event.step());
+      }
+    }
+  }
+  EXPECT_EQ(epoch_loss_steps, (std::vector<int64_t>{12, 18}));
 }
 
 // After a restart TensorBoard must drop what the interrupted run logged after its backup: the new

@@ -67,5 +67,30 @@ TEST(ProgressCallback, ABarOnATerminal) {
   EXPECT_EQ(text.back(), '\n');
 }
 
+// A run resumed from a backup taken after an epoch's last step trains no step in that epoch: its
+// line shows the evaluation, not training figures of zero.
+TEST(ProgressCallback, AnEpochResumedAfterItsLastStepShowsNoTrainingFigures) {
+  std::FILE* out = std::tmpfile();
+  ProgressCallback progress(out, false);
+  FitPlan plan;
+  plan.epochs = 2;
+  plan.steps_per_epoch = 4;
+  NoState state;
+  ASSERT_TRUE(progress.OnEpochBegin(plan, 0).ok());
+  EpochLogs epoch;
+  epoch.steps = 0;
+  epoch.seconds = 2;
+  epoch.val_loss = 0.25;
+  epoch.val_accuracy = 0.875;
+  ASSERT_TRUE(progress.OnEpochEnd(plan, state, epoch).ok());
+  std::rewind(out);
+  char buffer[512] = {};
+  std::fread(buffer, 1, sizeof(buffer) - 1, out);
+  std::fclose(out);
+  EXPECT_EQ(std::string(buffer),
+            "epoch 1/2: 0 steps in 2.0 s - no steps left after the resume - val_loss 0.2500 - "
+            "val_accuracy 0.8750 - ETA 2s\n");
+}
+
 }  // namespace
 }  // namespace cohort::train
