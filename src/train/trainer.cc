@@ -311,7 +311,7 @@ struct Trainer::Impl : public TrainingState {
     }
     {
       ShardSampler sampler(train->size(), plan.num_workers, plan.rank, plan.per_worker_batch,
-                           plan.seed);
+                           plan.steps_per_epoch, plan.seed);
       BatchPrefetcher prefetcher(*train, std::move(sampler), GlobalStep(), plan.total_steps(),
                                  kPrefetchDepth);
       model->train();
@@ -358,8 +358,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options
                              : std::max<int64_t>(1, train->size() / plan.global_batch());
 
   try {
-    // Same seed on every worker: the chief's weights are broadcast anyway, but identical starting
-    // points make a lost broadcast show up as a test failure rather than as slow convergence.
+    // Same seed on every worker, although the chief's weights are broadcast anyway: a worker that
+    // builds the same model draws the same random numbers, so the RNG states match too.
     torch::manual_seed(options.seed);
     const ModelShape shape{train->rows, train->cols, std::max(train->num_classes, 2)};
     auto model = MakeModel(options.model_name, shape);

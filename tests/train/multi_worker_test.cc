@@ -46,6 +46,30 @@ class TouchAfterStep : public Callback {
   int64_t step_;
 };
 
+// Saves the state a trainer starts from and stops it before its first step.
+class SaveInitialState : public Callback {
+ public:
+  explicit SaveInitialState(std::string path) : path_(std::move(path)) {}
+  Status OnTrainBegin(const FitPlan&, TrainingState& state) override {
+    COHORT_RETURN_IF_ERROR(state.Save(path_));
+    return Status::Internal("initial state saved");  // stops the run here
+  }
+
+ private:
+  std::string path_;
+};
+
+// Makes a worker start from other weights than the chief's (as if its backup or its random
+// initialisation differed): only the chief's broadcast can bring it back in line.
+class StartFromOtherWeights : public Callback {
+ public:
+  explicit StartFromOtherWeights(std::string path) : path_(std::move(path)) {}
+  Status RestoreState(const FitPlan&, TrainingState& state) override { return state.Load(path_); }
+
+ private:
+  std::string path_;
+};
+
 std::string Env(const char* name, const char* fallback = "") {
   const char* value = std::getenv(name);
   return value ? value : fallback;
@@ -77,7 +101,24 @@ std::string Env(const char* name, const char* fallback = "") {
   auto trainer = Trainer::Create(options, &data.train, &data.test, strategy->get());
   if (!trainer.ok()) fail(trainer.status());
   TouchAfterStep touch(out + ".training", 3);
-  if (Status status = (*trainer)->Fit({&touch}); !status.ok()) fail(status);
+  std::vector<Callback*> callbacks = {&touch};
+  // Every non-chief worker loads the initial state of a run with another seed before the chief's
+  // broadcast, so the equivalence below holds only if the broadcast reaches every worker.
+  const std::string other_state = out + ".other-seed.pt";
+  StartFromOtherWeights other_weights(other_state);
+  if (config->task.index != 0) {
+    TrainerOptions other_options = options;
+    other_options.seed = options.seed + 1000;
+    SingleProcessStrategy alone;
+    auto other = Trainer::Create(other_options, &data.train, &data.test, &alone);
+    if (!other.ok()) fail(other.status());
+    SaveInitialState save(other_state);
+    if (Status status = (*other)->Fit({&save}); status.code() != Status::Code::kInternal) {
+      fail(status);
+    }
+    callbacks.push_back(&other_weights);
+  }
+  if (Status status = (*trainer)->Fit(callbacks); !status.ok()) fail(status);
   const std::vector<float> parameters = (*trainer)->ParameterVector();
   std::ofstream file(out, std::ios::binary);
   file.write(reinterpret_cast<const char*>(parameters.data()),
