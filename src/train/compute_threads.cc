@@ -24,8 +24,7 @@ Status SetComputeThreads(int threads) {
   return Status::OK();
 }
 
-BlasLibrary DetectBlas() {
-  std::ifstream maps("/proc/self/maps");
+BlasLibrary BlasFromMaps(std::istream& maps) {
   std::string line;
   BlasLibrary found;
   while (std::getline(maps, line)) {
@@ -44,6 +43,11 @@ BlasLibrary DetectBlas() {
     break;
   }
   return found;
+}
+
+BlasLibrary DetectBlas() {
+  std::ifstream maps("/proc/self/maps");
+  return BlasFromMaps(maps);
 }
 
 std::string BlasWarning(const BlasLibrary& blas) {

@@ -6,6 +6,7 @@
 // alternative to OpenBLAS, and DetectBlas tells at run time which library was actually loaded.
 #pragma once
 
+#include <istream>
 #include <string>
 
 #include "base/status.h"
@@ -27,6 +28,9 @@ struct BlasLibrary {
 
 // Which libblas.so.3 this process has mapped, from /proc/self/maps.
 BlasLibrary DetectBlas();
+
+// The same, from text in /proc/<pid>/maps's format: the first libblas.so mapping decides.
+BlasLibrary BlasFromMaps(std::istream& maps);
 
 // A warning for people when the reference BLAS is in use, or "" when it is not.
 std::string BlasWarning(const BlasLibrary& blas);
