@@ -27,10 +27,12 @@ fs::path DefaultCohortHome() {
   return ".cohort";
 }
 
-Status WriteFileAtomically(const fs::path& path, const std::string& contents) {
+Status WriteFileAtomically(const fs::path& path, const std::string& contents, mode_t permissions) {
   fs::path temporary = path;
   temporary += ".tmp." + std::to_string(getpid());
-  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL: a leftover temporary file (of a killed writer with our pid) may have other permissions.
+  unlink(temporary.c_str());
+  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions);
   if (fd < 0)
     return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(errno));
   size_t written = 0;

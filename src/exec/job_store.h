@@ -14,6 +14,8 @@
 // old or the new file, never a torn one.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -28,8 +30,10 @@ namespace cohort::exec {
 // $COHORT_HOME, else ~/.cohort.
 std::filesystem::path DefaultCohortHome();
 
-// Writes `contents` to `path` atomically (temporary file, fsync, rename).
-Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents);
+// Writes `contents` to `path` atomically (temporary file, fsync, rename). The file is created
+// with `permissions` (less the umask), so a secret is never readable by others, not even briefly.
+Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents,
+                           mode_t permissions = 0644);
 StatusOr<std::string> ReadFile(const std::filesystem::path& path);
 
 struct JobKey {

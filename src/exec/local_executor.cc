@@ -80,8 +80,7 @@ Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& i
   }
   Status written = store.WriteEndpoints(key, by_replica);
   std::filesystem::path secret_path = store.JobDirectory(key) / "secret";
-  if (written.ok()) written = WriteFileAtomically(secret_path, NewSecret());
-  if (written.ok()) chmod(secret_path.c_str(), 0600);
+  if (written.ok()) written = WriteFileAtomically(secret_path, NewSecret(), 0600);
   // A job that cannot start is not left behind to be reported as one whose supervisor died.
   if (!written.ok()) store.DeleteJob(key);
   return written;

@@ -15,13 +15,16 @@
 
 namespace cohort::exec {
 
-Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string& detail) {
+Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string& supervisor,
+                          const std::string& aftermath) {
   StatusOr<job::JobStatus> status = store.ReadStatus(key);
   if (!status.ok()) return status.status();
   if (job::IsFinished(*status)) return Status::OK();
   Time now = Clock::now();
   std::string message = "TFJob " + key.ToString() + " has failed because its Cohort supervisor " +
-                        detail + " died before the job finished; its replicas were stopped.";
+                        (supervisor.empty() ? "" : supervisor + " ") +
+                        "died before the job finished" +
+                        (aftermath.empty() ? "" : "; " + aftermath) + ".";
   job::SetCondition(*status, job::kConditionFailed, "True", "TFJobFailed", message, now);
   status->completion_time = now;
   for (auto& [type, replica_status] : status->replica_statuses) {
@@ -71,7 +74,8 @@ namespace {
   }
   if (!dismissed) {
     for (pid_t group : groups) kill(-group, SIGKILL);
-    MarkSupervisorLost(store, key, "(pid " + std::to_string(supervisor) + ")");
+    MarkSupervisorLost(store, key, "(pid " + std::to_string(supervisor) + ")",
+                       "its watchdog killed the replicas' process groups");
   }
   _exit(0);
 }

@@ -19,11 +19,15 @@
 namespace cohort::exec {
 
 // Marks the job Failed (reason TFJobFailed, Warning event SupervisorLost) unless it already
-// finished. `detail` says what is known, e.g. "(pid 4242)".
-Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string& detail);
+// finished. `supervisor` says what is known of it, e.g. "(pid 4242)", or is empty; `aftermath`
+// ends the message with what was done about the replicas, and is empty when nothing was.
+Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string& supervisor,
+                          const std::string& aftermath = "");
 
 // If the job is unfinished and no supervisor holds its lock, marks it as above. Returns true when
-// it did.
+// it did. It stops nothing: the pids it could read may belong to other processes by now. The
+// replicas died with their supervisor (PR_SET_PDEATHSIG) and their process groups with its
+// watchdog, and the message claims neither.
 bool RecoverIfSupervisorLost(JobStore& store, const JobKey& key);
 
 // The supervisor's side of the watchdog: Start() forks it; Watch(pid) tells it about a replica's

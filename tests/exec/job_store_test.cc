@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "exec_test_support.h"
 
@@ -42,6 +43,22 @@ TEST(WriteFileAtomicallyTest, AFailedWriteLeavesTheOldFile) {
   StatusOr<std::string> contents = ReadFile(path);
   ASSERT_TRUE(contents.ok());
   EXPECT_EQ(*contents, "old\n");
+}
+
+// A secret is created with its final permissions, even where a killed writer left a temporary
+// file of the same name with wider ones.
+TEST(WriteFileAtomicallyTest, CreatesTheFileWithTheGivenPermissions) {
+  ScratchDirectory directory;
+  std::filesystem::path path = directory.path() / "secret";
+  std::filesystem::path temporary = path;
+  temporary += ".tmp." + std::to_string(getpid());
+  std::ofstream(temporary) << "left behind";
+  chmod(temporary.c_str(), 0644);
+  ASSERT_TRUE(WriteFileAtomically(path, "s3cret", 0600).ok());
+  struct stat info {};
+  ASSERT_EQ(stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(*ReadFile(path), "s3cret");
 }
 
 TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {

@@ -84,7 +84,10 @@ TEST(LocalExecutorTest, EveryJobGetsItsOwnSecret) {
     ASSERT_TRUE(std::regex_search(log, secret, std::regex("secret=([0-9a-f]*)\n"))) << log;
     secrets[i] = secret[1].str();
     EXPECT_EQ(secrets[i].size(), 64u) << log;  // 32 random bytes in hex
-    EXPECT_EQ(ReadWhole(store.JobDirectory({"default", name}) / "secret"), secrets[i]);
+    std::filesystem::path secret_file = store.JobDirectory({"default", name}) / "secret";
+    EXPECT_EQ(ReadWhole(secret_file), secrets[i]);
+    EXPECT_EQ(std::filesystem::status(secret_file).permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
   EXPECT_NE(secrets[0], secrets[1]);
 }

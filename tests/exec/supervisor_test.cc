@@ -45,6 +45,32 @@ TEST(SupervisorLockTest, APreparedJobIsNeverTakenForAnAbandonedOne) {
   EXPECT_TRUE(job::IsFailed(*status));
 }
 
+// A command that finds a job abandoned marks it Failed but stops nothing (the pids it could read
+// may be other processes' by now), so its message must not say that it did.
+TEST(SupervisorLossTest, RecoveryByACommandClaimsNothingAboutTheReplicas) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  JobKey key{"default", "abandoned"};
+  {
+    SupervisorLock lock;
+    ASSERT_TRUE(PrepareLocalJob(store, ShellJob("abandoned", 1, "true"), ImageMap(), &lock).ok());
+    ASSERT_TRUE(WriteFileAtomically(store.JobDirectory(key) / "supervisor.pid", "4242\n").ok());
+  }
+  ASSERT_TRUE(RecoverIfSupervisorLost(store, key));
+  StatusOr<job::JobStatus> status = store.ReadStatus(key);
+  ASSERT_TRUE(status.ok());
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(status->conditions.back().message,
+            "TFJob default/abandoned has failed because its Cohort supervisor (pid 4242) died "
+            "before the job finished.");
+  StatusOr<std::vector<job::Event>> events = store.ReadEvents(key);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->back().reason, "SupervisorLost");
+  EXPECT_THAT(events->back().message, Not(HasSubstr("stopped")));
+  EXPECT_FALSE(RecoverIfSupervisorLost(store, key));  // once
+}
+
 TEST(SupervisorLockTest, AnotherProcessAdoptsTheLockWithoutAGap) {
   ScratchDirectory home;
   std::filesystem::path directory = home.path() / "job";
