@@ -298,6 +298,16 @@ SteadyClock::time_point Connection::MaybeQueueHeartbeat(SteadyClock::time_point 
 
 Status Connection::CheckLiveness(SteadyClock::time_point now,
                                  std::chrono::nanoseconds timeout) const {
+  // Stopped at a data frame nobody has claimed yet, this side hears nothing more, because the
+  // peer's heartbeats queue behind that frame (and flow control may hold back the rest of it):
+  // the silence is this side's doing, so it says nothing about the peer. Skipping the check does
+  // not let a partitioned peer escape detection, for two reasons. No wait depends on the peer's
+  // next bytes while the stream is stopped: an operation posts a receive before it waits for
+  // data (and posting it clears the stop), and a peer that sent data for a later operation has
+  // already received everything this task sends it in the current one, since it finished that. And
+  // once a receive is posted the frame is read, which restarts the clock, so a peer that has
+  // fallen silent since is found within `timeout` of this task needing it; tasks that needed it
+  // earlier found it themselves and told this one.
   if (state_ != State::kOpen || BlockedOnUnclaimedData() || reading_stopped_) {
     return Status::OK();
   }

@@ -448,6 +448,81 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
   }
 }
 
+// A task that has not reached the operation a peer already sent data for stops reading that
+// peer, and with it the peer's heartbeats (see Connection::CheckLiveness). It must not blame the
+// peer for that silence, however long it lasts; and once it claims the data, a peer that has
+// fallen silent since is found within the peer timeout.
+TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
+  LocalCluster cluster(2);
+  const auto peer_timeout = 1s;
+  const auto idle = 1500ms;  // longer than the peer timeout
+  auto exchange = [](Transport& transport, uint64_t tag, int receives, bool send) {
+    Exchange exchange(transport, {1 - transport.rank()}, tag, "op " + std::to_string(tag),
+                      Deadline::After(20s));
+    COHORT_RETURN_IF_ERROR(exchange.status());
+    uint8_t out[8] = {}, in[2][8];
+    for (int i = 0; i < receives; ++i) exchange.Receive(1 - transport.rank(), in[i], 8);
+    if (send) exchange.Send(1 - transport.rank(), out, sizeof(out));
+    return exchange.Finish();
+  };
+  auto outcomes = RunProcesses(
+      2,
+      [&](int rank) {
+        TransportOptions options = Options(cluster, rank);
+        options.peer_timeout = peer_timeout;
+        options.heartbeat_interval = 250ms;
+        options.shutdown_timeout = 1s;
+        auto transport = Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        if (!transport.ok()) return 1;
+        Transport& net = **transport;
+        if (rank == 1) {
+          // Alive and ahead: operation 1's data is sent, then it waits in operation 2.
+          if (!exchange(net, 1, 0, true).ok() || !exchange(net, 2, 1, false).ok()) return 2;
+          // Ahead again, and then stopped by the parent.
+          if (!exchange(net, 3, 0, true).ok()) return 3;
+          Report("ready");
+          std::this_thread::sleep_for(30s);
+          return 4;
+        }
+        std::this_thread::sleep_for(idle);
+        if (!net.health().ok()) {
+          Report("blamed a live peer: " + net.health().ToString());
+          return 5;
+        }
+        if (!exchange(net, 1, 1, false).ok() || !exchange(net, 2, 0, true).ok()) return 6;
+        // Operation 3: the peer's one message waits here unread while the peer is stopped.
+        std::this_thread::sleep_for(idle);
+        double claimed_at = MonotonicSeconds();
+        Status status = exchange(net, 3, 2, false);
+        Report("claimed at " + std::to_string(claimed_at));
+        Report("failed at " + std::to_string(MonotonicSeconds()) + ": " + status.ToString());
+        return status.ok() ? 7 : 0;
+      },
+      60s,
+      [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
+        char buffer[64];
+        for (int i = 0; i < 4000; ++i) {
+          if (read(report_fds[1], buffer, sizeof(buffer)) > 0) break;
+          std::this_thread::sleep_for(5ms);
+        }
+        kill(pids[1], SIGSTOP);
+        std::this_thread::sleep_for(idle + peer_timeout + 1500ms);
+        kill(pids[1], SIGKILL);
+      });
+  ASSERT_EQ(outcomes[0].exit_code, 0) << Describe(outcomes);
+  const std::string& report = outcomes[0].report;
+  EXPECT_NE(
+      report.find("worker:1 (" + cluster.endpoint(1) + ") sent nothing, not even a heartbeat"),
+      std::string::npos)
+      << report;
+  size_t claimed = report.find("claimed at "), failed = report.find("failed at ");
+  ASSERT_NE(claimed, std::string::npos) << report;
+  ASSERT_NE(failed, std::string::npos) << report;
+  double waited = std::stod(report.substr(failed + 10)) - std::stod(report.substr(claimed + 11));
+  EXPECT_GT(waited, 0.9) << report;        // the peer timeout, counted from the claim
+  EXPECT_LT(waited, 1.0 + 2.0) << report;  // plus scheduling slack
+}
+
 // A peer that dies is detected at once (its sockets close) even by tasks that never talk to it
 // directly: the failure is spread to everyone, naming the dead task.
 TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
