@@ -19,9 +19,13 @@ using ::testing::Not;
 
 class CohortCliTest : public ::testing::Test {
  protected:
-  // Every replica that ever wrote a pid must be gone once a command has returned.
-  void ExpectNothingLeftRunning() {
-    for (const auto& [replica, pid] : sandbox_.ReplicaPids()) {
+  // Every replica that ever wrote a pid must be gone once a command has returned. `replicas` is
+  // how many distinct replicas (pid files) the test started, so that a test whose replicas never
+  // ran cannot pass for want of anything to check.
+  void ExpectNothingLeftRunning(size_t replicas) {
+    std::map<std::string, pid_t> pids = sandbox_.ReplicaPids();
+    EXPECT_EQ(pids.size(), replicas) << "replicas that started";
+    for (const auto& [replica, pid] : pids) {
       EXPECT_FALSE(ProcessAlive(pid)) << replica << " (pid " << pid << ") is still running";
     }
   }
@@ -80,7 +84,7 @@ TEST_F(CohortCliTest, WorkerKilledOnceUnderExitCodeIsRestartedAndJobSucceeds) {
   EXPECT_THAT(describe.output, ::testing::ContainsRegex("worker-1 +Succeeded +1 "));
   CommandResult logs = sandbox_.Cohort({"logs", "exit-code-retry", "--replica", "worker-1"});
   EXPECT_THAT(logs.output, HasSubstr("===== cohort: restart 1 of worker-1"));
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(3);
 }
 
 TEST_F(CohortCliTest, PermanentExitCodeFailsTheJobWithTheOperatorsMessage) {
@@ -97,7 +101,7 @@ TEST_F(CohortCliTest, PermanentExitCodeFailsTheJobWithTheOperatorsMessage) {
   EXPECT_EQ(status["conditions"].back()["type"], "Failed");
   EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
               HasSubstr("is failing because \"Worker\" replica(s) failed"));
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(3);
 }
 
 TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
@@ -109,7 +113,7 @@ TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
   nlohmann::json status = Status("backoff");
   EXPECT_EQ(status["conditions"].back()["message"],
             "Job backoff has failed because it has reached the specified backoff limit");
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(1);
 }
 
 TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {
@@ -124,7 +128,7 @@ TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {
             "Job deadline has failed because it was active longer than specified deadline");
   EXPECT_THAT(sandbox_.Cohort({"logs", "deadline", "--replica", "worker-0"}).output,
               HasSubstr("got SIGTERM"));
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(2);
 }
 
 TEST_F(CohortCliTest, BrokenManifestIsRejectedWithLineColumnAndFieldPath) {
@@ -190,7 +194,7 @@ TEST_F(CohortCliTest, SubmitGetDescribeLogsWaitDelete) {
   CommandResult remove = sandbox_.Cohort({"delete", "background"});
   EXPECT_EQ(remove.exit_code, 0) << remove.output;
   EXPECT_EQ(sandbox_.Cohort({"get", "background"}).exit_code, 3);
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(2);
 }
 
 // Every command that reads a job marks it Failed when its supervisor is gone; a job whose
@@ -225,7 +229,7 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
     kill(reader, SIGKILL);
     waitpid(reader, nullptr, 0);
   }
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(1);
 }
 
 TEST_F(CohortCliTest, DeleteStopsALiveJob) {
@@ -238,7 +242,7 @@ TEST_F(CohortCliTest, DeleteStopsALiveJob) {
   EXPECT_THAT(wait.output, HasSubstr("timed out after 1 s waiting for job default/long-running"));
   CommandResult remove = sandbox_.Cohort({"delete", "long-running"});
   EXPECT_EQ(remove.exit_code, 0) << remove.output;
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(2);
 }
 
 TEST_F(CohortCliTest, SuspendStopsTheReplicasAndResumeRunsTheJobToTheEnd) {
@@ -266,7 +270,7 @@ TEST_F(CohortCliTest, SuspendStopsTheReplicasAndResumeRunsTheJobToTheEnd) {
   CommandResult describe = sandbox_.Cohort({"describe", "pausable"});
   EXPECT_THAT(describe.output, ::testing::ContainsRegex("Suspended +False +TFJobResumed"));
   EXPECT_THAT(describe.output, HasSubstr("TFJob pausable is suspended."));
-  ExpectNothingLeftRunning();
+  ExpectNothingLeftRunning(2);
 }
 
 TEST_F(CohortCliTest, WorkingDirEnvironmentAndJobIdentityReachTheReplica) {

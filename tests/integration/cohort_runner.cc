@@ -82,9 +82,16 @@ fs::path CohortSandbox::WriteFile(const std::string& name, const std::string& co
   return path;
 }
 
-std::map<std::string, pid_t> CohortSandbox::ReplicaPids() const {
+std::map<std::string, pid_t> CohortSandbox::ReplicaPids() const { return PidFiles(".pid"); }
+
+std::map<std::string, pid_t> CohortSandbox::BackgroundChildPids() const {
+  return PidFiles(".child");
+}
+
+std::map<std::string, pid_t> CohortSandbox::PidFiles(const std::string& extension) const {
   std::map<std::string, pid_t> pids;
   for (const auto& entry : fs::directory_iterator(root_ / "pids")) {
+    if (entry.path().extension() != extension) continue;
     pids[entry.path().stem().string()] =
         static_cast<pid_t>(std::atoi(ReadText(entry.path()).c_str()));
   }

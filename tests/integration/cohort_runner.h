@@ -37,10 +37,14 @@ class CohortSandbox {
   // Writes a file under root() and returns its path.
   std::filesystem::path WriteFile(const std::string& name, const std::string& contents) const;
 
-  // Reads the pids that replica.sh wrote to PID_DIR (root()/pids).
+  // Reads the pids that replica.sh wrote to PID_DIR (root()/pids), by replica ("worker-1").
   std::map<std::string, pid_t> ReplicaPids() const;
+  // The same for the background children that replica.sh starts with BACKGROUND_CHILD_SECONDS.
+  std::map<std::string, pid_t> BackgroundChildPids() const;
 
  private:
+  std::map<std::string, pid_t> PidFiles(const std::string& extension) const;
+
   std::filesystem::path root_;
 };
 

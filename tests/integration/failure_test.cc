@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cohort_runner.h"
@@ -38,23 +39,62 @@ bool WaitUntilGone(pid_t pid, std::chrono::seconds timeout) {
   return false;
 }
 
+// The last condition of the job's status.json, read directly (no `cohort` command, since any of
+// them would mark the job Failed itself), once it is Failed; null if it is not within `timeout`.
+nlohmann::json WaitForFailedCondition(const std::filesystem::path& status_file,
+                                      std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    nlohmann::json status = nlohmann::json::parse(ReadText(status_file), nullptr, false);
+    if (status.is_object() && status.contains("conditions") && !status["conditions"].empty() &&
+        status["conditions"].back().value("type", "") == "Failed") {
+      return status["conditions"].back();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return nullptr;
+}
+
+// What only the watchdog does: when the supervisor is SIGKILLed it kills every replica's whole
+// process group (PR_SET_PDEATHSIG reaches only the replica process itself, not what it started)
+// and marks the job Failed at once, before any command looks at it.
 TEST(SupervisorFailureTest, KilledSupervisorLeavesAFailedJobAndNoReplicas) {
   CohortSandbox sandbox;
-  std::string manifest =
-      Manifest("orphan", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "120"}}) +
-                             ReplicaSpec("PS", 1, "Always", {{"SLEEP_SECONDS", "120"}}));
+  std::map<std::string, std::string> environment = {{"SLEEP_SECONDS", "120"},
+                                                    {"BACKGROUND_CHILD_SECONDS", "120"}};
+  std::string manifest = Manifest("orphan", ReplicaSpec("Worker", 2, "Never", environment) +
+                                                ReplicaSpec("PS", 1, "Always", environment));
   ASSERT_EQ(sandbox.Cohort({"submit", sandbox.WriteFile("job.yaml", manifest).string()}).exit_code,
             0);
   std::map<std::string, pid_t> replicas = WaitForReplicas(sandbox, 3);
+  ASSERT_EQ(replicas.size(), 3u);
+  std::map<std::string, pid_t> children = sandbox.BackgroundChildPids();
+  ASSERT_EQ(children.size(), 3u);
+  for (const auto& [replica, pid] : children) ASSERT_TRUE(ProcessAlive(pid)) << replica;
 
-  pid_t supervisor = std::atoi(
-      ReadText(sandbox.home() / "jobs" / "default" / "orphan" / "supervisor.pid").c_str());
+  std::filesystem::path job_directory = sandbox.home() / "jobs" / "default" / "orphan";
+  pid_t supervisor = std::atoi(ReadText(job_directory / "supervisor.pid").c_str());
   ASSERT_GT(supervisor, 0);
   ASSERT_EQ(kill(supervisor, SIGKILL), 0);
 
+  nlohmann::json failed =
+      WaitForFailedCondition(job_directory / "status.json", std::chrono::seconds(10));
+  ASSERT_TRUE(failed.is_object()) << "the watchdog did not mark the job Failed: "
+                                  << ReadText(job_directory / "status.json");
+  EXPECT_EQ(failed["reason"], "TFJobFailed");
+  EXPECT_EQ(failed["message"],
+            "TFJob default/orphan has failed because its Cohort supervisor (pid " +
+                std::to_string(supervisor) +
+                ") died before the job finished; its watchdog killed the "
+                "replicas' process groups.");
   for (const auto& [replica, pid] : replicas) {
     EXPECT_TRUE(WaitUntilGone(pid, std::chrono::seconds(10))) << replica << " survived";
   }
+  for (const auto& [replica, pid] : children) {
+    EXPECT_TRUE(WaitUntilGone(pid, std::chrono::seconds(10)))
+        << "the background child of " << replica << " survived";
+  }
+
   CommandResult wait = sandbox.Cohort({"wait", "orphan", "--timeout", "10"});
   EXPECT_EQ(wait.exit_code, 1) << wait.output;
   CommandResult describe = sandbox.Cohort({"describe", "orphan"});

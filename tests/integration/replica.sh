@@ -6,6 +6,8 @@
 #   FAIL_CODE        its exit code; "kill" = SIGKILL itself (exit code 137 as seen by a parent)
 #   FAIL_ONCE_DIR    if set, fail only the first time (a marker file there remembers)
 #   EXIT_CODE        the exit code of every other run (default 0)
+#   BACKGROUND_CHILD_SECONDS  if set, first start a background child (in the replica's process
+#                    group) that sleeps this long, its pid in $PID_DIR/<type>-<index>.child
 set -u
 me="${COHORT_REPLICA_TYPE}-${COHORT_REPLICA_INDEX}"
 echo "replica $me pid $$ starting"
@@ -14,6 +16,10 @@ echo "ARGS=$*"
 echo "PWD=$(pwd)"
 if [ -n "${PID_DIR:-}" ]; then echo $$ >"$PID_DIR/$me.pid"; fi
 trap 'echo "replica $me got SIGTERM"; exit 143' TERM
+if [ -n "${BACKGROUND_CHILD_SECONDS:-}" ]; then
+  sleep "$BACKGROUND_CHILD_SECONDS" &
+  if [ -n "${PID_DIR:-}" ]; then echo $! >"$PID_DIR/$me.child"; fi
+fi
 if [ "${FAIL_INDEX:-}" = "${COHORT_REPLICA_INDEX}" ]; then
   if [ -z "${FAIL_ONCE_DIR:-}" ] || [ ! -e "$FAIL_ONCE_DIR/$me.failed" ]; then
     if [ -n "${FAIL_ONCE_DIR:-}" ]; then touch "$FAIL_ONCE_DIR/$me.failed"; fi
