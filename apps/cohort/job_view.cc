@@ -122,7 +122,12 @@ std::string JobTable(const exec::JobStore& store, const std::vector<exec::JobKey
   std::vector<Row> rows;
   Row header = {"NAME", "STATE", "AGE"};
   if (show_namespace) header.insert(header.begin(), "NAMESPACE");
-  if (wide) header.insert(header.end(), {"ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "REPLICAS"});
+  // MESSAGE, last because it is long: the latest condition's message, which says why the job is
+  // in its STATE (why it failed, above all), as `kubectl get -o wide` adds the telling columns.
+  if (wide) {
+    header.insert(header.end(),
+                  {"ACTIVE", "SUCCEEDED", "FAILED", "RESTARTS", "REPLICAS", "MESSAGE"});
+  }
   rows.push_back(header);
   for (const exec::JobKey& key : keys) {
     StatusOr<job::JobStatus> status = store.ReadStatus(key);
@@ -145,9 +150,14 @@ std::string JobTable(const exec::JobStore& store, const std::vector<exec::JobKey
               (replicas.empty() ? "" : ",") + type + "=" + std::to_string(replica_spec.replicas);
         }
       }
+      std::string message = "<none>";
+      if (status.ok() && !status->conditions.empty() &&
+          !status->conditions.back().message.empty()) {
+        message = status->conditions.back().message;
+      }
       row.insert(row.end(),
                  {std::to_string(active), std::to_string(succeeded), std::to_string(failed),
-                  std::to_string(CountRestarts(ReadReplicaTable(store, key))), replicas});
+                  std::to_string(CountRestarts(ReadReplicaTable(store, key))), replicas, message});
     }
     rows.push_back(row);
   }

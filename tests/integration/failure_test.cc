@@ -102,6 +102,12 @@ TEST(SupervisorFailureTest, KilledSupervisorLeavesAFailedJobAndNoReplicas) {
                                          std::to_string(supervisor) + ") died"));
   EXPECT_THAT(describe.output, HasSubstr("SupervisorLost"));
   EXPECT_THAT(sandbox.Cohort({"get", "orphan"}).output, HasSubstr("Failed"));
+  // Why it ended is one `get -o wide` away.
+  CommandResult wide = sandbox.Cohort({"get", "orphan", "-o", "wide"});
+  EXPECT_THAT(wide.output, HasSubstr("MESSAGE"));
+  EXPECT_THAT(wide.output,
+              HasSubstr("has failed because its Cohort supervisor (pid " +
+                        std::to_string(supervisor) + ") died before the job finished"));
 }
 
 TEST(SupervisorFailureTest, InterruptStopsTheJobCleanly) {
