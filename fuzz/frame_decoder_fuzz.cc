@@ -1,7 +1,8 @@
-// Fuzzes everything that parses bytes from the network before a peer is trusted: the frame
-// decoder (fed in pieces whose sizes come from the input, so that every split point is tried),
-// the header check on its own, and the hello message of the handshake. Nothing may crash, hang
-// or read out of bounds, whatever the bytes.
+// Fuzzes the frame codecs on their own: FrameDecoder (fed in pieces whose sizes come from the
+// input, so that every split point is tried), the header check, and the hello message of the
+// handshake. Production does not use FrameDecoder: it parses frames in Connection::Pump and in
+// the handshake, which connection_fuzz.cc and handshake_fuzz.cc fuzz on a real socket. Nothing
+// may crash, hang or read out of bounds, whatever the bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
