@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -70,6 +71,8 @@ struct Flags {
   int threads = 0;  // 0: automatic
   double gradient_bucket_mb = 4;
   double startup_timeout_s = 300;
+  double peer_timeout_s = 30;
+  double sync_timeout_s = 30;
   bool evaluate = false;
   std::string model_path;
   // Parameter-server training (--model=wide_deep).
@@ -233,6 +236,11 @@ void EvaluateWideDeepModel(const std::string& model_path, const ModelManifest& m
               static_cast<long long>(result->examples), result->loss, result->auc);
 }
 
+// A flag given in seconds, as the clock types want it.
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 // An image classifier saved by MultiWorkerMirrored training, on the test split.
 void EvaluateImageModel(const std::string& model_path, const std::string& data_dir) {
   auto model = SavedModel::Load(model_path);
@@ -246,11 +254,21 @@ void EvaluateImageModel(const std::string& model_path, const std::string& data_d
               static_cast<long long>(result->samples), result->loss, result->accuracy);
 }
 
-int Evaluate(const Flags& flags, bool data_dir_given) {
-  const int threads = flags.threads > 0
-                          ? flags.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// Pins libtorch's and OpenBLAS's threads, and warns when the math would run on the reference BLAS.
+// Returns the BLAS in use.
+BlasLibrary SetUpCompute(int threads) {
   if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
+  const BlasLibrary blas = DetectBlas();
+  if (std::string warning = BlasWarning(blas); !warning.empty()) {
+    std::fprintf(stderr, "cohort-train: %s\n", warning.c_str());
+  }
+  return blas;
+}
+
+int Evaluate(const Flags& flags, bool data_dir_given) {
+  SetUpCompute(flags.threads > 0
+                   ? flags.threads
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   auto manifest = ReadManifest(flags.model_path);
   if (!manifest.ok()) Fail(manifest.status());
   // The data the model was trained on, unless --data_dir says otherwise.
@@ -276,6 +294,7 @@ int ServeVariables(const Flags& flags, const cluster::TfConfig& config) {
   options.secret = net::JobSecret::FromEnvironment();
   options.sync = flags.mode == "sync";
   options.sync_workers = cluster::WorkerTasks(config.cluster);
+  options.sync_timeout = Milliseconds(flags.sync_timeout_s);
   options.checkpoint_dir = flags.checkpoint_path;
   options.log = Print;
   auto server = ps::ParameterServer::Start(std::move(options));
@@ -285,7 +304,7 @@ int ServeVariables(const Flags& flags, const cluster::TfConfig& config) {
         ((*server)->restored_step() >= 0 ? "; restored the checkpoint of global step " +
                                                std::to_string((*server)->restored_step())
                                          : std::string("; no checkpoint to restore")));
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.ps_timeout_s * 1000));
+  const auto timeout = Milliseconds(flags.ps_timeout_s);
   Status finished = (*server)->Wait(net::Deadline::After(timeout));
   if (!finished.ok()) {
     Fail(Status::DeadlineExceeded((*server)->name() + ": the chief did not end the job within " +
@@ -296,6 +315,9 @@ int ServeVariables(const Flags& flags, const cluster::TfConfig& config) {
   Print("cohort-train: " + (*server)->name() + ": the chief ended the job");
   return kExitOk;
 }
+
+// Set by SIGTERM in the evaluator: the job has ended and the executor stops what still runs.
+volatile std::sig_atomic_t evaluator_stop_requested = 0;
 
 // Every replica of a parameter-server job but the ps tasks: the chief, workers and the evaluator
 // side-car, training (or evaluating) the wide & deep taxi model.
@@ -326,8 +348,12 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
     options.checkpoint_dir = flags.checkpoint_path;
     options.tensorboard_dir = flags.tensorboard_dir;
     options.model = model;
-    options.idle_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(flags.evaluator_timeout_s * 1000));
+    options.idle_timeout = Milliseconds(flags.evaluator_timeout_s);
+    options.run_identity = RunIdentity(net::JobSecret::FromEnvironment());
+    // The chief ends the job right after its final checkpoint, and the executor then stops the
+    // evaluator with SIGTERM (a grace period before SIGKILL): use it to evaluate that checkpoint.
+    std::signal(SIGTERM, [](int) { evaluator_stop_requested = 1; });
+    options.stop_requested = [] { return evaluator_stop_requested != 0; };
     options.print = Print;
     auto result = RunCheckpointEvaluator(options, eval, encoder);
     if (!result.ok()) Fail(result.status());
@@ -351,8 +377,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
   options.saved_model_dir = flags.saved_model_path;
   options.tensorboard_dir = flags.tensorboard_dir;
   options.data_dir = flags.data_dir;
-  options.retry_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(flags.ps_retry_timeout_s * 1000));
+  options.retry_timeout = Milliseconds(flags.ps_retry_timeout_s);
   options.print = Print;
   Print("cohort-train: " + config.task.ToString() + " of a parameter-server job (" +
         std::to_string(config.cluster.NumTasks("ps")) + " ps, " +
@@ -397,11 +422,7 @@ int Train(const Flags& flags) {
   }
   if (config->task.type == "ps") return ServeVariables(flags, *config);
   const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
-  if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
-  const BlasLibrary blas = DetectBlas();
-  if (std::string warning = BlasWarning(blas); !warning.empty()) {
-    std::fprintf(stderr, "cohort-train: %s\n", warning.c_str());
-  }
+  const BlasLibrary blas = SetUpCompute(threads);
   if (flags.model == kWideDeepModelName) return TrainWideDeep(flags, *config, threads);
 
   auto train = LoadImageDataset(flags.data_dir, Split::kTrain);
@@ -410,9 +431,11 @@ int Train(const Flags& flags) {
   if (!test.ok()) Fail(test.status());
 
   const char* job_name = std::getenv("COHORT_JOB_NAME");
-  auto strategy =
-      MakeStrategy(*config, job_name ? job_name : "",
-                   std::chrono::milliseconds(static_cast<int64_t>(flags.startup_timeout_s * 1000)));
+  WorkerConnectionOptions connection;
+  connection.job_name = job_name ? job_name : "";
+  connection.startup_timeout = Milliseconds(flags.startup_timeout_s);
+  connection.peer_timeout = Milliseconds(flags.peer_timeout_s);
+  auto strategy = MakeStrategy(*config, connection);
   if (!strategy.ok()) Fail(strategy.status());
 
   TrainerOptions options;
@@ -555,6 +578,16 @@ int Main(int argc, char** argv) {
       ->check(PositiveReal());
   app.add_option("--startup_timeout_s", flags.startup_timeout_s,
                  "how long to wait for every worker to join")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--peer_timeout_s", flags.peer_timeout_s,
+                 "MultiWorkerMirrored: how long a silent worker is given before it counts as dead "
+                 "and the others exit to be restarted (at least 3 s)")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--sync_timeout_s", flags.sync_timeout_s,
+                 "sync parameter-server training: how long a ps waits for the missing workers' "
+                 "gradients of a step, from the first one, before it applies what arrived")
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--mode", flags.mode,

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -16,14 +15,6 @@ namespace cohort::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The final step the chief announced, or -1 while training goes on.
-int64_t FinalStep(const std::string& checkpoint_dir) {
-  std::ifstream in(checkpoint_dir + "/" + kFinalCheckpointFile);
-  long long step = -1;
-  if (!(in >> step)) return -1;
-  return step;
-}
 
 }  // namespace
 
@@ -51,7 +42,9 @@ StatusOr<BinaryEvaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptio
   BinaryEvaluation last;
   auto idle_since = std::chrono::steady_clock::now();
   while (true) {
-    const int64_t final_step = FinalStep(options.checkpoint_dir);
+    // Read before the scan: a stop requested from here on still sees the newest checkpoint.
+    const bool stopping = options.stop_requested && options.stop_requested();
+    const int64_t final_step = FinalCheckpointStep(options.checkpoint_dir, options.run_identity);
     if (final_step >= 0 && last_evaluated >= final_step) return last;
     bool evaluated = false;
     for (const std::string& manifest : ps::ListManifests(options.checkpoint_dir)) {
@@ -89,6 +82,15 @@ StatusOr<BinaryEvaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptio
     if (evaluated) {
       idle_since = now;
       continue;
+    }
+    if (stopping) {
+      if (last_evaluated < 0) {
+        return Status::FailedPrecondition("evaluator: stopped before any whole checkpoint in " +
+                                          options.checkpoint_dir);
+      }
+      print("evaluator: stopping after global step " + std::to_string(last_evaluated) +
+            ", the newest whole checkpoint");
+      return last;
     }
     if (now - idle_since > options.idle_timeout) {
       return Status::DeadlineExceeded(

@@ -9,9 +9,12 @@
 // When several checkpoints arrived during one evaluation, only the newest is evaluated, as
 // TensorFlow's evaluator does: it follows training rather than queueing behind it.
 //
-// It exits after evaluating the final checkpoint (the step the chief writes into
+// It exits after evaluating the final checkpoint (the step the chief of this run writes into
 // kFinalCheckpointFile), and fails, saying what it waited for, when no new checkpoint arrives
-// within `idle_timeout`.
+// within `idle_timeout`. Asked to stop (`stop_requested`: the job has ended and its replicas get
+// SIGTERM), it finishes the evaluation under way and evaluates the newest whole checkpoint if it
+// has not yet, then returns: the chief may end the job before the evaluator has read its last
+// checkpoint, and that checkpoint is the one whose figures matter.
 #pragma once
 
 #include <chrono>
@@ -32,10 +35,13 @@ struct CheckpointEvaluatorOptions {
   WideDeepConfig model;
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(30)};
+  std::string run_identity;              // RunIdentity of this run's job secret
+  std::function<bool()> stop_requested;  // optional
   std::function<void(const std::string&)> print;
 };
 
-// Evaluates checkpoints until the final one; returns its evaluation.
+// Evaluates checkpoints until the final one (or until asked to stop); returns the last evaluation.
+// Asked to stop before any checkpoint was whole, it returns FailedPrecondition.
 StatusOr<BinaryEvaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& options,
                                                   std::span<const TaxiTrip> eval_trips,
                                                   const TaxiFeatureEncoder& encoder);

@@ -24,12 +24,13 @@ class CollectiveSum : public PendingSum {
 }  // namespace
 
 StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrategy::Connect(
-    const cluster::TfConfig& config, const std::string& job_name,
-    std::chrono::milliseconds startup_timeout) {
-  net::TransportOptions options;
-  options.job_name = job_name;
-  options.startup_timeout = startup_timeout;
-  auto transport = net::Transport::Connect(config.cluster, config.task, std::move(options));
+    const cluster::TfConfig& config, const WorkerConnectionOptions& options) {
+  net::TransportOptions transport_options;
+  transport_options.job_name = options.job_name;
+  transport_options.startup_timeout = options.startup_timeout;
+  transport_options.peer_timeout = options.peer_timeout;
+  auto transport =
+      net::Transport::Connect(config.cluster, config.task, std::move(transport_options));
   if (!transport.ok()) return transport.status().WithContext("connecting to the other workers");
   auto communicator = collective::Communicator::Create(
       std::shared_ptr<net::Transport>(std::move(transport).value()), {});
@@ -68,8 +69,7 @@ StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartSum(floa
 Status MultiWorkerMirroredStrategy::Barrier() { return communicator_->Barrier(); }
 
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const cluster::TfConfig& config,
-                                                 const std::string& job_name,
-                                                 std::chrono::milliseconds startup_timeout) {
+                                                 const WorkerConnectionOptions& options) {
   if (config.sparse) {
     return Status::InvalidArgument(
         "TF_CONFIG has a sparseCluster, which only parameter-server training uses; "
@@ -84,7 +84,7 @@ StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const cluster::TfConfig& config
   if (cluster::NumWorkers(config.cluster) == 1) {
     return std::unique_ptr<Strategy>(new SingleProcessStrategy());
   }
-  auto strategy = MultiWorkerMirroredStrategy::Connect(config, job_name, startup_timeout);
+  auto strategy = MultiWorkerMirroredStrategy::Connect(config, options);
   if (!strategy.ok()) return strategy.status();
   return std::unique_ptr<Strategy>(std::move(strategy).value());
 }

@@ -20,14 +20,23 @@
 
 namespace cohort::train {
 
+struct WorkerConnectionOptions {
+  // The job name, when known (COHORT_JOB_NAME), keeps tasks of different jobs that share ports
+  // from joining each other.
+  std::string job_name;
+  // How long to wait for every worker to join.
+  std::chrono::milliseconds startup_timeout{std::chrono::minutes(5)};
+  // How long a silent worker is given before it is declared dead and every pending collective
+  // fails naming it (net::TransportOptions::peer_timeout; at least 3 heartbeat intervals).
+  std::chrono::milliseconds peer_timeout{std::chrono::seconds(30)};
+};
+
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
-  // Connects to every other worker of `config.cluster` (waiting up to `startup_timeout` for all of
-  // them) and returns the strategy for `config.task`. The job name, when known
-  // (COHORT_JOB_NAME), keeps tasks of different jobs that share ports from joining each other.
+  // Connects to every other worker of `config.cluster` and returns the strategy for
+  // `config.task`.
   static StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> Connect(
-      const cluster::TfConfig& config, const std::string& job_name,
-      std::chrono::milliseconds startup_timeout);
+      const cluster::TfConfig& config, const WorkerConnectionOptions& options);
 
   std::string name() const override { return "multi-worker-mirrored"; }
   int num_workers() const override { return communicator_->size(); }
@@ -52,7 +61,6 @@ class MultiWorkerMirroredStrategy : public Strategy {
 // or has a single worker, MultiWorkerMirroredStrategy otherwise. A task that does not train in
 // all-reduce style (ps, evaluator) is an InvalidArgument naming its type.
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const cluster::TfConfig& config,
-                                                 const std::string& job_name,
-                                                 std::chrono::milliseconds startup_timeout);
+                                                 const WorkerConnectionOptions& options);
 
 }  // namespace cohort::train

@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <utility>
 
@@ -58,6 +60,27 @@ Status CopyCheckpoint(const std::string& source, const std::string& manifest_fil
 }
 
 }  // namespace
+
+std::string RunIdentity(const net::JobSecret& secret) {
+  if (!secret.authenticated()) return "";
+  const std::string digest = net::HmacSha256(secret.key(), "cohort final checkpoint run");
+  std::string hex;
+  for (size_t i = 0; i < 8; ++i) {
+    char byte[3];
+    std::snprintf(byte, sizeof(byte), "%02x", static_cast<unsigned char>(digest[i]));
+    hex += byte;
+  }
+  return hex;
+}
+
+int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity) {
+  std::ifstream in(checkpoint_dir + "/" + kFinalCheckpointFile);
+  long long step = -1;
+  std::string writer;
+  if (!(in >> step)) return -1;
+  in >> writer;  // absent in open mode
+  return writer == run_identity ? step : -1;
+}
 
 StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
     const ParameterServerTrainingOptions& options, std::span<const TaxiTrip> train_trips,
@@ -153,6 +176,12 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
       print("cohort-train: " + options.config.task.ToString() + " starts at global step " +
             std::to_string(global_step) + " of " + std::to_string(total_steps) + " (" +
             std::to_string(shard.size()) + " trips in its shard)");
+      if (global_step >= total_steps && !options.checkpoint_dir.empty()) {
+        // As TensorFlow does with a model_dir that already holds the last step.
+        print("cohort-train: training is already complete: the servers restored global step " +
+              std::to_string(global_step) + " from the checkpoints in " + options.checkpoint_dir +
+              " (remove that directory to train again)");
+      }
     }
     if (global_step >= total_steps) break;
     if (is_chief && !options.checkpoint_dir.empty() && options.checkpoint_every_steps > 0 &&
@@ -234,9 +263,9 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
     result.evaluation = *evaluation;
   }
   if (!options.checkpoint_dir.empty()) {
-    COHORT_RETURN_IF_ERROR(
-        ps::WriteFileAtomically(options.checkpoint_dir + "/" + kFinalCheckpointFile,
-                                std::to_string(result.global_step) + "\n"));
+    COHORT_RETURN_IF_ERROR(ps::WriteFileAtomically(
+        options.checkpoint_dir + "/" + kFinalCheckpointFile,
+        std::to_string(result.global_step) + " " + RunIdentity(options.secret) + "\n"));
   }
   if (!options.saved_model_dir.empty()) {
     if (final_dir != options.saved_model_dir) {

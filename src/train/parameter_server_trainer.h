@@ -37,8 +37,17 @@
 namespace cohort::train {
 
 // Written by the chief into the checkpoint directory after the final checkpoint's manifest: the
-// global step of the last checkpoint there will be. The evaluator exits once it has evaluated it.
+// global step of the last checkpoint there will be, and the run that wrote it. The evaluator exits
+// once it has evaluated that step.
 inline constexpr char kFinalCheckpointFile[] = "final_checkpoint";
+
+// Names one run of a job in kFinalCheckpointFile, so that an evaluator never takes the marker an
+// earlier run left in the same directory for the end of its own run. Derived from the job secret,
+// which every run gets anew, without revealing it; "" in open mode, where any marker counts.
+std::string RunIdentity(const net::JobSecret& secret);
+
+// The step in `checkpoint_dir`'s kFinalCheckpointFile if run `run_identity` wrote it, else -1.
+int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity);
 
 struct ParameterServerTrainingOptions {
   cluster::TfConfig config;

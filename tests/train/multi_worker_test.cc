@@ -88,7 +88,11 @@ std::string Env(const char* name, const char* fallback = "") {
   };
   auto config = cluster::TfConfigFromEnvironment();
   if (!config.ok()) fail(config.status());
-  auto strategy = MakeStrategy(*config, "train-test", std::chrono::seconds(60));
+  WorkerConnectionOptions connection;
+  connection.job_name = "train-test";
+  connection.startup_timeout = std::chrono::seconds(60);
+  connection.peer_timeout = std::chrono::seconds(10);
+  auto strategy = MakeStrategy(*config, connection);
   if (!strategy.ok()) fail(strategy.status());
   TrainerOptions options = testing::SmallRun();
   options.epochs = 1;
