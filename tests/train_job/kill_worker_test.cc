@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,7 +34,8 @@ class KillWorkerTest : public ::testing::Test {
          std::vector<std::string>{"--epochs=3", "--steps_per_epoch=100", "--per_worker_batch=64",
                                   "--seed=7", "--threads=1", "--backup_every_steps=25",
                                   "--checkpoint_path=" + (out / "backup").string(),
-                                  "--saved_model_path=" + (out / "model").string()}) {
+                                  "--saved_model_path=" + (out / "model").string(),
+                                  "--tensorboard_dir=" + (out / "logs").string()}) {
       args += "                - \"" + flag + "\"\n";
     }
     return sandbox_.WriteFile(
@@ -97,6 +99,36 @@ TEST_F(KillWorkerTest, JobSurvivesAKilledWorkerAndMatchesAnUninterruptedRun) {
   EXPECT_EQ(match[1], "1") << "killed during the first epoch";
   EXPECT_GE(std::stoi(match[2]), 50);
   EXPECT_NEAR(TestAccuracy("killed"), reference, 0.01);
+
+  // Only the chief's files are left: the other workers' temporary directories are gone, and so is
+  // the backup, as Keras removes it once training completes.
+  const fs::path out = sandbox_.root() / "killed";
+  for (const auto& entry : fs::recursive_directory_iterator(out)) {
+    EXPECT_EQ(entry.path().filename().string().rfind("workertemp_", 0), std::string::npos)
+        << entry.path();
+  }
+  EXPECT_FALSE(fs::exists(out / "backup"));
+  // TensorBoard: an event file for the training run and one after the restart, and the
+  // validation scalars.
+  int train_event_files = 0;
+  for (const auto& entry : fs::directory_iterator(out / "logs" / "train")) {
+    train_event_files += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  EXPECT_GE(train_event_files, 2);
+  EXPECT_FALSE(fs::is_empty(out / "logs" / "validation"));
+
+  // The saved model evaluates to the accuracy its manifest records.
+  const std::string command = kCohortTrain.string() + " --evaluate --threads=1 --model_path " +
+                              (out / "model").string() + " 2>&1";
+  std::string evaluation;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) evaluation.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << evaluation;
+  ASSERT_TRUE(std::regex_search(evaluation, match, std::regex("test accuracy ([0-9]+\\.[0-9]+)")))
+      << evaluation;
+  EXPECT_NEAR(std::stod(match[1]), TestAccuracy("killed"), 1e-4) << evaluation;
 }
 
 }  // namespace
