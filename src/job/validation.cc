@@ -216,6 +216,18 @@ constexpr IgnoredField kIgnoredPodFields[] = {
     {"serviceAccountName", "ignored by a local run: replicas get no Kubernetes service account"},
     {"serviceAccount", "ignored by a local run: replicas get no Kubernetes service account"},
     {"initContainers", "ignored by a local run: init containers are not run"},
+    {"securityContext",
+     "ignored by a local run: replicas run as the user who runs cohort, with no other user, group "
+     "or privileges"},
+    {"hostNetwork", "ignored by a local run: replicas always use this machine's network"},
+    {"schedulerName", "ignored by a local run: no scheduler places replicas"},
+    {"priorityClassName", "ignored by a local run: replicas are neither scheduled nor preempted"},
+    {"dnsPolicy", "ignored by a local run: replicas use this machine's DNS resolver"},
+    {"dnsConfig", "ignored by a local run: replicas use this machine's DNS resolver"},
+    {"hostAliases",
+     "ignored by a local run: /etc/hosts is not changed (replicas reach each other as localhost)"},
+    {"runtimeClassName", "ignored by a local run: replicas are processes, not containers"},
+    {"topologySpreadConstraints", "ignored by a local run: every replica runs on this machine"},
 };
 
 // Container fields the same, for the tensorflow container (the only one a local run starts).
@@ -225,6 +237,14 @@ constexpr IgnoredField kIgnoredContainerFields[] = {
      "ignored by a local run: variables from ConfigMaps and Secrets need the Kubernetes API"},
     {"volumeMounts",
      "ignored by a local run: nothing is mounted, so these paths must exist on this machine"},
+    {"livenessProbe",
+     "ignored by a local run: nothing probes the replica, so it is not restarted when unhealthy"},
+    {"readinessProbe", "ignored by a local run: nothing probes the replica"},
+    {"startupProbe", "ignored by a local run: nothing probes the replica"},
+    {"lifecycle", "ignored by a local run: postStart and preStop hooks are not run"},
+    {"securityContext",
+     "ignored by a local run: replicas run as the user who runs cohort, with no other user, group "
+     "or privileges"},
 };
 
 // Collects warnings, one per kind of field: the first place it is written gets the message and
@@ -294,7 +314,20 @@ void ReportContainer(const Container& container, const json& raw_container, cons
     for (const IgnoredField& field : kIgnoredContainerFields) {
       auto value = raw_container.find(field.name);
       if (value != raw_container.end() && !value->is_null()) {
-        report.Add(field.name, ChildPath(path, field.name), field.message);
+        // Kinds are per level: a pod's securityContext and a container's are separate warnings.
+        report.Add(std::string("container.") + field.name, ChildPath(path, field.name),
+                   field.message);
+      }
+    }
+    auto ports = raw_container.find("ports");
+    if (ports != raw_container.end() && ports->is_array()) {
+      for (size_t k = 0; k < ports->size(); ++k) {
+        const json& port = (*ports)[k];
+        if (port.is_object() && port.contains("hostPort") && !port["hostPort"].is_null()) {
+          report.Add("container.ports.hostPort", IndexPath(path + ".ports", k) + ".hostPort",
+                     "ignored by a local run: no host port is mapped; the replica listens on the "
+                     "local port in its TF_CONFIG");
+        }
       }
     }
   }
@@ -331,7 +364,8 @@ void ReportReplica(const std::string& type, const ReplicaSpec& replica, LocalRun
     for (const IgnoredField& field : kIgnoredPodFields) {
       auto value = raw_spec->find(field.name);
       if (value != raw_spec->end() && !value->is_null()) {
-        report.Add(field.name, ChildPath(spec_path, field.name), field.message);
+        report.Add(std::string("pod.") + field.name, ChildPath(spec_path, field.name),
+                   field.message);
       }
     }
   }

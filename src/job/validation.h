@@ -39,10 +39,13 @@ Status ValidateTFJob(const TFJob& job);
 //   job.yaml:21:15: spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources: ignored by
 //   a local run: requests and limits are not enforced (also in 1 other place)
 // Covers resources, volumes and volumeMounts, envFrom, nodeSelector, tolerations, affinity,
-// imagePullSecrets, serviceAccountName, initContainers, containers other than tensorflow, env
-// valueFrom, a template restartPolicy, runPolicy.schedulingPolicy, a managedBy naming an external
-// controller, and replica types other than the five. None of these fail validation: a manifest
-// written for Kubernetes runs locally as it is.
+// topologySpreadConstraints, imagePullSecrets, serviceAccountName, initContainers, liveness,
+// readiness and startup probes, lifecycle hooks, pod and container securityContext, hostNetwork,
+// ports[].hostPort, schedulerName, priorityClassName, runtimeClassName, dnsPolicy, dnsConfig,
+// hostAliases, containers other than tensorflow, env valueFrom, a template restartPolicy,
+// runPolicy.schedulingPolicy, a managedBy naming an external controller, and replica types other
+// than the five. None of these fail validation: a manifest written for Kubernetes runs locally as
+// it is.
 std::vector<std::string> LocalRunWarnings(const TFJob& job);
 
 }  // namespace cohort::job

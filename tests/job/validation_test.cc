@@ -347,5 +347,90 @@ TEST(LocalRunWarnings, InitContainersAndPullSecrets) {
                   "ignored by a local run: init containers are not run"));
 }
 
+// Probes, hooks, security and networking settings a kubelet would apply: each kind once, a pod's
+// securityContext apart from a container's.
+TEST(LocalRunWarnings, KubeletSchedulerAndNetworkFields) {
+  std::string text = Replace(kValid, "        spec:\n",
+                             "        spec:\n"
+                             "          securityContext: {runAsUser: 1000}\n"
+                             "          hostNetwork: true\n"
+                             "          schedulerName: volcano\n"
+                             "          priorityClassName: high\n"
+                             "          dnsPolicy: ClusterFirst\n"
+                             "          dnsConfig: {nameservers: [1.1.1.1]}\n"
+                             "          hostAliases: [{ip: 10.0.0.1, hostnames: [db]}]\n"
+                             "          runtimeClassName: gvisor\n"
+                             "          topologySpreadConstraints: [{maxSkew: 1}]\n");
+  text = Replace(text, "              image: tf:2.15\n",
+                 "              image: tf:2.15\n"
+                 "              livenessProbe: {exec: {command: [true]}}\n"
+                 "              readinessProbe: {tcpSocket: {port: 2222}}\n"
+                 "              startupProbe: {exec: {command: [true]}}\n"
+                 "              lifecycle: {preStop: {exec: {command: [true]}}}\n"
+                 "              securityContext: {privileged: true}\n"
+                 "              ports:\n"
+                 "                - {name: tfjob-port, containerPort: 2222, hostPort: 2222}\n");
+  const std::string pod = "spec.tfReplicaSpecs.Worker.template.spec.";
+  const std::string container = pod + "containers[0].";
+  EXPECT_THAT(
+      LocalRunWarnings(ParseAndDefault(text)),
+      ElementsAre(
+          "job.yaml:13:11: " + pod +
+              "securityContext: ignored by a local run: replicas run as the user who runs cohort, "
+              "with no other user, group or privileges",
+          "job.yaml:14:24: " + pod +
+              "hostNetwork: ignored by a local run: replicas always use this machine's network",
+          "job.yaml:15:26: " + pod +
+              "schedulerName: ignored by a local run: no scheduler places replicas",
+          "job.yaml:16:30: " + pod +
+              "priorityClassName: ignored by a local run: replicas are neither scheduled nor "
+              "preempted",
+          "job.yaml:17:22: " + pod +
+              "dnsPolicy: ignored by a local run: replicas use this machine's DNS resolver",
+          "job.yaml:18:11: " + pod +
+              "dnsConfig: ignored by a local run: replicas use this machine's DNS resolver",
+          "job.yaml:19:11: " + pod +
+              "hostAliases: ignored by a local run: /etc/hosts is not changed (replicas reach "
+              "each other as localhost)",
+          "job.yaml:20:29: " + pod +
+              "runtimeClassName: ignored by a local run: replicas are processes, not containers",
+          "job.yaml:21:11: " + pod +
+              "topologySpreadConstraints: ignored by a local run: every replica runs on this "
+              "machine",
+          "job.yaml:25:15: " + container +
+              "livenessProbe: ignored by a local run: nothing probes the replica, so it is not "
+              "restarted when unhealthy",
+          "job.yaml:26:15: " + container +
+              "readinessProbe: ignored by a local run: nothing probes the replica",
+          "job.yaml:27:15: " + container +
+              "startupProbe: ignored by a local run: nothing probes the replica",
+          "job.yaml:28:15: " + container +
+              "lifecycle: ignored by a local run: postStart and preStop hooks are not run",
+          "job.yaml:29:15: " + container +
+              "securityContext: ignored by a local run: replicas run as the user who runs "
+              "cohort, with no other user, group or privileges",
+          "job.yaml:31:69: " + container +
+              "ports[0].hostPort: ignored by a local run: no host port is mapped; the replica "
+              "listens on the local port in its TF_CONFIG"));
+}
+
+// Two replica types with the same probe: one warning, counting the other place.
+TEST(LocalRunWarnings, AProbeInEveryReplicaIsReportedOnce) {
+  std::string text = Replace(kValid, "              image: tf:2.15\n",
+                             "              image: tf:2.15\n"
+                             "              livenessProbe: {exec: {command: [true]}}\n"
+                             "    PS:\n"
+                             "      template:\n"
+                             "        spec:\n"
+                             "          containers:\n"
+                             "            - name: tensorflow\n"
+                             "              image: tf:2.15\n"
+                             "              livenessProbe: {exec: {command: [true]}}\n");
+  std::vector<std::string> warnings = LocalRunWarnings(ParseAndDefault(text));
+  ASSERT_EQ(warnings.size(), 1u) << ::testing::PrintToString(warnings);
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("livenessProbe: ignored by a local run"));
+  EXPECT_THAT(warnings[0], ::testing::HasSubstr("(also in 1 other place)"));
+}
+
 }  // namespace
 }  // namespace cohort::job
