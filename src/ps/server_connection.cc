@@ -58,8 +58,15 @@ void ServerConnection::AddSetupCall(Call call) {
   setup_calls_.push_back(std::move(call));
 }
 
+void ServerConnection::AddSetupCheck(Call call, const std::string& creator) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  setup_calls_.push_back(std::move(call));
+  setup_creator_ = creator;
+}
+
 Status ServerConnection::Connect(net::Deadline deadline) {
   socket_.Close();
+  waiting_for_creator_ = false;
   auto endpoint = net::ParseEndpoint(endpoint_);
   if (!endpoint.ok()) return Status::FailedPrecondition(name_ + ": " + endpoint.status().message());
   auto socket = net::ConnectTcp(*endpoint, deadline);
@@ -72,7 +79,8 @@ Status ServerConnection::Connect(net::Deadline deadline) {
   auto handshake = net::ConnectHandshake(socket->fd(), config, {"ps", ps_index_}, name_);
   if (!handshake.ok()) return handshake.status();
   socket_ = std::move(*socket);
-  push_from_memory_ = handshake->can_read_peer_memory && !memory_refused_;
+  push_from_memory_ =
+      settings_.same_host_pushes && handshake->can_read_peer_memory && !memory_refused_;
   if (setup_calls_.empty()) return Status::OK();
   std::vector<Call> setup = setup_calls_;
   Status exchanged = Exchange(setup, net::Deadline::After(settings_.request_timeout));
@@ -81,6 +89,12 @@ Status ServerConnection::Connect(net::Deadline deadline) {
     return exchanged;
   }
   for (const Call& call : setup) {
+    if (call.status.code() == Status::Code::kNotFound && !setup_creator_.empty()) {
+      // The server restarted without a checkpoint: the creator has yet to create it again.
+      socket_.Close();
+      waiting_for_creator_ = true;
+      return Status::Unavailable(call.status.message());
+    }
     // A create the server refuses now (another worker created the variable differently) will
     // not succeed on a retry either.
     if (!call.status.ok()) return Status::FailedPrecondition(call.status.message());
@@ -208,6 +222,7 @@ Status ServerConnection::Run(std::vector<Call>& calls) {
   std::chrono::milliseconds backoff = settings_.initial_backoff;
   Clock::time_point give_up = Clock::time_point::max();
   std::string last_error;
+  bool logged_waiting = false;
   while (true) {
     Status status = Status::OK();
     if (!socket_.valid()) status = Connect(net::Deadline::After(settings_.handshake_timeout));
@@ -228,7 +243,18 @@ Status ServerConnection::Run(std::vector<Call>& calls) {
       Log(name_ + " unreachable (" + last_error + "); retrying with backoff for up to " +
           net::FormatSeconds(settings_.retry_timeout));
     }
+    if (waiting_for_creator_ && !logged_waiting) {
+      logged_waiting = true;
+      Log(name_ + " came back without the model (" + last_error + "); waiting for " +
+          setup_creator_ + " to create it there again");
+    }
     if (now >= give_up) {
+      if (waiting_for_creator_) {
+        return Status::Unavailable(name_ + " came back without the model and " + setup_creator_ +
+                                   " did not create it there again within " +
+                                   net::FormatSeconds(settings_.retry_timeout) +
+                                   ", giving up: " + last_error);
+      }
       return Status::Unavailable(name_ + " unreachable for " +
                                  net::FormatSeconds(settings_.retry_timeout) +
                                  ", giving up: " + last_error);

@@ -10,9 +10,13 @@
 // connection, with exponential backoff between attempts, until `retry_timeout` has passed since
 // the first failure; then the batch fails with Unavailable naming the server, e.g.
 // "ps:1 (10.0.0.7:2222) unreachable for 60 s: connection refused". Each new connection first
-// replays the setup calls (the variable creates that concern this server), so a server that came
-// back without its variables gets them again, and one that restored a checkpoint keeps its
-// values (creates are idempotent). A retried push may therefore be applied twice when the server
+// replays the setup calls. The chief's are the variable creates that concern this server, so a
+// server that came back without its variables gets them again, and one that restored a
+// checkpoint keeps its values (creates are idempotent). A worker's are checks that the server
+// holds the chief's variables (AddSetupCheck): a server that came back without them answers
+// NotFound, and the worker retries as if the server were down, with the same backoff and bound,
+// until the chief has created them again; after the bound the call fails naming the chief. A
+// retried push may therefore be applied twice when the server
 // applied it but died before answering: at-least-once, as TensorFlow's closures are. A refusal
 // during the handshake (wrong secret, not a task of the job) is not retried: waiting cannot fix it.
 //
@@ -62,6 +66,10 @@ struct ConnectionSettings {
   std::chrono::milliseconds handshake_timeout{10000};
   std::chrono::milliseconds initial_backoff{20};
   std::chrono::milliseconds max_backoff{1000};
+  // Dense pushes to a server on this host go out as memory references when the handshake proves
+  // that the server can read this process. Off: always bytes over TCP, as between hosts (the
+  // benchmark measures both paths).
+  bool same_host_pushes = true;
   std::function<void(const std::string&)> log;
 };
 
@@ -74,6 +82,9 @@ class ServerConnection {
 
   // Calls to replay first on every new connection.
   void AddSetupCall(Call call);
+  // A call to replay that only asks whether the server holds something `creator` (e.g. "chief:0")
+  // creates; NotFound means wait for the creator, not fail.
+  void AddSetupCheck(Call call, const std::string& creator);
 
   // Runs `calls` as one batch (see the header). OK means every response arrived; each call's
   // own status says what the server answered. Thread-safe: batches run one at a time.
@@ -99,6 +110,8 @@ class ServerConnection {
   std::mutex mutex_;
   net::Socket socket_;
   std::vector<Call> setup_calls_;
+  std::string setup_creator_;  // who creates what the setup checks look for; "" without checks
+  bool waiting_for_creator_ = false;  // the last Connect found something the creator had to make
   uint64_t next_request_id_ = 1;
   std::vector<uint64_t> scratch_;  // response bytes that do not go to a caller's buffer
   bool push_from_memory_ = false;  // this connection's handshake proved the memory readable

@@ -111,5 +111,30 @@ TEST(ServerConnection, SendsTheBytesWhenTheServerCannotReadItsMemory) {
   EXPECT_NE(log[0].find("cannot read this task's memory"), std::string::npos) << log[0];
 }
 
+// With same-host pushes off, a push goes out as bytes from the start, as between hosts.
+TEST(ServerConnection, SendsBytesWhenSameHostPushesAreOff) {
+  ConnectionSettings settings;
+  settings.job_name = kJob;
+  settings.self = {"worker", 0};
+  settings.secret = net::JobSecret(kSecret);
+  settings.retry_timeout = 5s;
+  settings.same_host_pushes = false;
+  const float gradient[2] = {6, 7};
+  auto listener = net::ListenTcp("127.0.0.1", 0, 4);
+  ASSERT_TRUE(listener.ok());
+  const std::string endpoint = "127.0.0.1:" + std::to_string(*net::LocalPort(listener->fd()));
+  testing::Child server =
+      testing::Child::Spawn([&listener] { return ServeRefusingMemoryReads(*listener); });
+  {
+    ServerConnection connection(0, endpoint, settings);
+    std::vector<Call> batch = {DensePush(gradient, 2)};
+    ASSERT_TRUE(connection.Run(batch).ok());
+    EXPECT_TRUE(batch[0].status.ok()) << batch[0].status.ToString();
+  }
+  testing::ChildOutcome outcome = server.Await(30s);
+  ASSERT_EQ(outcome.exit_code, 0) << testing::Describe(outcome);
+  EXPECT_EQ(outcome.report, "operation push dense\nvalue 6\nvalue 7\n");
+}
+
 }  // namespace
 }  // namespace cohort::ps
