@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: unit and integration tests, then the
 # job-control tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the fuzz
-# targets briefly. Long scenarios carry the ctest label "long" and run with COHORT_LONG_TESTS=1.
+# targets briefly. Long scenarios carry the ctest label "long" and run only with COHORT_LONG_TESTS=1.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup.sh"
 cohort_install_packages

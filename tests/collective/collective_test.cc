@@ -2,8 +2,9 @@
 // exactly for integers and for min/max, within the rounding of the type for float sums.
 //
 // The default sweep keeps to a few seconds per test on two cores: 1 to 5, 8 and 16 ranks, the
-// largest counts with the fewest ranks. COHORT_LONG_TESTS=1 adds the long sweep: 4 to 16 ranks
-// with large buffers.
+// largest counts with the fewest ranks. The long sweep, 4 to 16 ranks with large buffers, is the
+// ctest test collective_long_sweep (label "long": `ctest -L long`, or COHORT_LONG_TESTS=1
+// ./run-tests.sh), which runs AllReduceLongTest with COHORT_COLLECTIVE_LONG_SWEEP=1.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,7 +30,7 @@ using cohort::testing::RunProcesses;
 using namespace std::chrono_literals;
 
 bool LongTests() {
-  const char* value = std::getenv("COHORT_LONG_TESTS");
+  const char* value = std::getenv("COHORT_COLLECTIVE_LONG_SWEEP");
   return value != nullptr && std::string(value) == "1";
 }
 
@@ -339,7 +340,7 @@ TEST(AllReduceDefaultsTest, EightRanksWithDefaultSegments) {
 }
 
 TEST(AllReduceLongTest, UpToSixteenRanksAndLargeBuffers) {
-  if (!LongTests()) GTEST_SKIP() << "set COHORT_LONG_TESTS=1";
+  if (!LongTests()) GTEST_SKIP() << "the long sweep runs as ctest -L long";
   for (int ranks : {4, 6, 7, 9, 12, 16}) {
     for (Path path : {Path::kTcp, Path::kSameHost}) {
       GroupSetup setup;
