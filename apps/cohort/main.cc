@@ -83,7 +83,12 @@ void TidyJobs(JobStore& store, const std::vector<JobKey>& keys) {
     if (!spec.ok()) continue;
     job::ReconcileResult result = job::Reconcile(*spec, *status, {}, Clock::now());
     for (const job::Action& action : result.actions) {
-      if (action.kind == job::Action::Kind::kDeleteJob) store.DeleteJob(key);
+      if (action.kind != job::Action::Kind::kDeleteJob) continue;
+      // As the executor does (reconciler.h): a failed deletion is recorded with the job.
+      if (Status deleted = store.DeleteJob(key); !deleted.ok()) {
+        store.AppendEvents(key, {job::Event{"Warning", "FailedDeleteJob",
+                                            "Error deleting: " + deleted.message(), Clock::now()}});
+      }
     }
   }
 }

@@ -241,7 +241,20 @@ StatusOr<job::JobStatus> LocalExecutor::Run() {
   }
   if (observer_.on_tick) observer_.on_tick();
   watchdog_.Dismiss();
-  if (deleting_) COHORT_RETURN_IF_ERROR(store_.DeleteJob(key_));
+  if (deleting_) {
+    Status deleted = store_.DeleteJob(key_);
+    Time now = Clock::now();
+    if (!deleted.ok()) {
+      Publish(status_,
+              {{"Warning", "FailedDeleteJob", "Error deleting: " + deleted.message(), now}});
+      return deleted;
+    }
+    // The job's event log went with its directory, so only the observer (`cohort run`) can show
+    // this one.
+    if (observer_.on_event) {
+      observer_.on_event({"Normal", "SuccessfulDeleteJob", "Deleted job: " + key_.name, now});
+    }
+  }
   return status_;
 }
 

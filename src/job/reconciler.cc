@@ -57,12 +57,13 @@ bool HasTrueCondition(const JobStatus& status, const std::string& type) {
   return condition != nullptr && condition->status == kTrue;
 }
 
-// The operator's filterOutCondition, with one difference: Running and Restarting exclude each
-// other by turning the other one False, where the operator drops it. The operator's way leaves no
-// trace of a restart in a finished job's conditions (Running replaces Restarting as soon as the
-// replica runs again); Cohort keeps "Restarting False" so that `describe` still shows it. The
-// last condition, the job's state, is the same either way. A finished job is neither running nor
-// restarting, so Succeeded and Failed turn both off.
+// The operator's filterOutCondition, with two differences (both listed in reconciler.h). First,
+// Running and Restarting exclude each other by turning the other one False, where the operator
+// drops it. The operator's way leaves no trace of a restart in a finished job's conditions
+// (Running replaces Restarting as soon as the replica runs again); Cohort keeps "Restarting False"
+// so that `describe` still shows it. Second, a finished job is neither running nor restarting, so
+// Succeeded and Failed turn both off (the operator flips only Running). The last condition, the
+// job's state, is the same either way.
 void RemoveConditionForReplacement(JobStatus& status, const std::string& type) {
   bool finishing = type == kConditionSucceeded || type == kConditionFailed;
   std::vector<JobCondition> kept;
@@ -579,7 +580,7 @@ void Reconciliation::CleanUp(const std::string& stop_everything_reason) {
   if (ttl && status().completion_time) {
     const Time expiry = *status().completion_time + std::chrono::seconds(*ttl);
     if (precise_now_ >= expiry) {
-      // Deleting the job stops everything; the executor records SuccessfulDeleteJob or
+      // Deleting the job stops everything; the executor reports SuccessfulDeleteJob or records
       // FailedDeleteJob, since only it knows whether the deletion worked.
       result_.actions = {Action{Action::Kind::kDeleteJob, "", 0, "ttlSecondsAfterFinished"}};
       return;

@@ -22,6 +22,9 @@
 //  - Each event is recorded once where the operator repeats it on every pass (ExitedWithCode per
 //    exit, TFJobSuspended when the job is suspended, TFJobFailed per failure).
 //  - With enableDynamicWorker, a Worker's ExitCode exit 1-127 does not fail the job either.
+//  - Succeeded and Failed turn Restarting False as well as Running (RemoveConditionForReplacement);
+//    the operator flips only Running and leaves a Restarting True in a finished job's conditions.
+//    A finished job is not restarting; its state, the last condition, is the same either way.
 #pragma once
 
 #include <optional>
@@ -64,9 +67,11 @@ struct Action {
     // starts it. The reconciler emits the Restarting event when it decides, exactly once.
     kRestart,
     kStop,  // SIGTERM, then SIGKILL after the grace period; the replica is then absent
-    // TTL expired: stop everything and remove the job. The reconciler records no event for it:
-    // the executor records SuccessfulDeleteJob "Deleted job: <name>" (or FailedDeleteJob), since
-    // only it knows whether the deletion worked.
+    // TTL expired: stop everything and remove the job. The reconciler records no event for it,
+    // since only the executor knows whether the deletion worked: the executor records Warning
+    // FailedDeleteJob "Error deleting: <why>" in the job's events, or reports Normal
+    // SuccessfulDeleteJob "Deleted job: <name>" to whoever watches it (`cohort run` prints it);
+    // that one cannot be kept, as the job's event log is deleted with the job.
     kDeleteJob,
   };
   Kind kind;

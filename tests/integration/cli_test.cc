@@ -232,6 +232,19 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
   ExpectNothingLeftRunning(1);
 }
 
+// ttlSecondsAfterFinished: 0 deletes the job as soon as it has finished, while `cohort run` still
+// supervises it; the deletion is reported as the operator reports it.
+TEST_F(CohortCliTest, TtlDeletesTheFinishedJobAndSaysSo) {
+  std::string manifest = Manifest("short-lived", ReplicaSpec("Worker", 1, "Never"),
+                                  "    ttlSecondsAfterFinished: 0\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("cohort: event Normal SuccessfulDeleteJob: Deleted job: short-lived"));
+  EXPECT_EQ(sandbox_.Cohort({"get", "short-lived"}).exit_code, 3);
+  ExpectNothingLeftRunning(1);
+}
+
 TEST_F(CohortCliTest, DeleteStopsALiveJob) {
   std::string manifest =
       Manifest("long-running", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "120"}}));
