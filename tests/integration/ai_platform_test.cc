@@ -81,9 +81,11 @@ TEST_F(AiPlatformCliTest, AnAiPlatformSpecRunsToSucceededWithMasterInTfConfig) {
       "  parameterServerType: n1-standard-4\n"
       "  parameterServerCount: 1\n"
       "  args: [--epochs=1]\n";
-  CommandResult run =
-      sandbox_.Cohort({"run", sandbox_.WriteFile("census.yaml", spec).string(), "--image",
-                       "cohort/census=" + kSource + "/tests/integration/replica.sh"});
+  // Every replica works 2 s, so that the master, whose exit ends the job and stops the others,
+  // cannot finish before the workers have printed their arguments.
+  CommandResult run = sandbox_.Cohort(
+      {"run", sandbox_.WriteFile("census.yaml", spec).string(), "--image",
+       "cohort/census=env SLEEP_SECONDS=2 " + kSource + "/tests/integration/replica.sh"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("[master-0] ARGS=--epochs=1"));
   EXPECT_THAT(run.output, HasSubstr("[worker-1] ARGS=--epochs=1"));
