@@ -14,12 +14,13 @@ echo "replica $me pid $$ starting"
 echo "TF_CONFIG=${TF_CONFIG:-}"
 echo "ARGS=$*"
 echo "PWD=$(pwd)"
-if [ -n "${PID_DIR:-}" ]; then echo $$ >"$PID_DIR/$me.pid"; fi
-trap 'echo "replica $me got SIGTERM"; exit 143' TERM
+# The child's pid is written before the replica's own, so a test that sees the one sees both.
 if [ -n "${BACKGROUND_CHILD_SECONDS:-}" ]; then
   sleep "$BACKGROUND_CHILD_SECONDS" &
   if [ -n "${PID_DIR:-}" ]; then echo $! >"$PID_DIR/$me.child"; fi
 fi
+if [ -n "${PID_DIR:-}" ]; then echo $$ >"$PID_DIR/$me.pid"; fi
+trap 'echo "replica $me got SIGTERM"; exit 143' TERM
 if [ "${FAIL_INDEX:-}" = "${COHORT_REPLICA_INDEX}" ]; then
   if [ -z "${FAIL_ONCE_DIR:-}" ] || [ ! -e "$FAIL_ONCE_DIR/$me.failed" ]; then
     if [ -n "${FAIL_ONCE_DIR:-}" ]; then touch "$FAIL_ONCE_DIR/$me.failed"; fi
