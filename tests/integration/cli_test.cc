@@ -91,9 +91,13 @@ TEST_F(CohortCliTest, PermanentExitCodeFailsTheJobWithTheOperatorsMessage) {
   std::string manifest =
       Manifest("exit-code-permanent",
                // Worker 0 works long enough that its success (which alone would succeed the job)
-               // cannot come before worker 1's failure.
+               // cannot come before worker 1's failure; worker 1 fails after a second, once every
+               // replica has started (ExpectNothingLeftRunning counts them).
                ReplicaSpec("Worker", 2, "ExitCode",
-                           {{"FAIL_INDEX", "1"}, {"FAIL_CODE", "1"}, {"SLEEP_SECONDS", "30"}}) +
+                           {{"FAIL_INDEX", "1"},
+                            {"FAIL_CODE", "1"},
+                            {"FAIL_DELAY_SECONDS", "1"},
+                            {"SLEEP_SECONDS", "30"}}) +
                    ReplicaSpec("PS", 1, "Never", {{"SLEEP_SECONDS", "60"}}));
   CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
   EXPECT_EQ(run.exit_code, 1) << run.output;
