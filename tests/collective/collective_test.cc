@@ -564,6 +564,21 @@ TEST(MismatchTest, DifferentCountsFailInsteadOfHanging) {
 
 // A rank killed in the middle of an all-reduce: every other rank fails within the detection
 // bound, naming the dead task, and none hangs.
+// The parent's side of a killed-rank test: waits (at most 20 s) for rank `victim` to report that
+// it is under way, then SIGKILLs it and records when.
+auto KillOnceReady(int victim, double* killed_at) {
+  return [victim, killed_at](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
+    char buffer[64];
+    for (int i = 0; i < 4000; ++i) {
+      if (read(report_fds[victim], buffer, sizeof(buffer)) > 0) break;
+      std::this_thread::sleep_for(5ms);
+    }
+    std::this_thread::sleep_for(20ms);
+    kill(pids[victim], SIGKILL);
+    *killed_at = MonotonicSeconds();
+  };
+}
+
 class KilledRankTest : public ::testing::TestWithParam<Path> {};
 
 TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
@@ -591,17 +606,7 @@ TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
         }
         return Status::Internal("never failed");
       },
-      60s,
-      [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
-        char buffer[64];
-        for (int i = 0; i < 4000; ++i) {
-          if (read(report_fds[3], buffer, sizeof(buffer)) > 0) break;
-          std::this_thread::sleep_for(5ms);
-        }
-        std::this_thread::sleep_for(20ms);
-        kill(pids[3], SIGKILL);
-        killed_at = MonotonicSeconds();
-      });
+      60s, KillOnceReady(3, &killed_at));
   for (int rank = 0; rank < 3; ++rank) {
     const std::string& report = outcomes[rank].report;
     ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);
@@ -663,17 +668,7 @@ TEST(KilledRankAsyncTest, EveryQueuedOperationFailsNamingIt) {
         }
         return Status::Internal("never failed");
       },
-      60s,
-      [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
-        char buffer[64];
-        for (int i = 0; i < 4000; ++i) {
-          if (read(report_fds[2], buffer, sizeof(buffer)) > 0) break;
-          std::this_thread::sleep_for(5ms);
-        }
-        std::this_thread::sleep_for(20ms);
-        kill(pids[2], SIGKILL);
-        killed_at = MonotonicSeconds();
-      });
+      60s, KillOnceReady(2, &killed_at));
   for (int rank = 0; rank < 2; ++rank) {
     const std::string& report = outcomes[rank].report;
     ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);

@@ -76,13 +76,18 @@ Call DensePush(const float* gradient, int64_t rows) {
   return call;
 }
 
-TEST(ServerConnection, SendsTheBytesWhenTheServerCannotReadItsMemory) {
-  std::vector<std::string> log;
+ConnectionSettings WorkerSettings() {
   ConnectionSettings settings;
   settings.job_name = kJob;
   settings.self = {"worker", 0};
   settings.secret = net::JobSecret(kSecret);
   settings.retry_timeout = 5s;
+  return settings;
+}
+
+TEST(ServerConnection, SendsTheBytesWhenTheServerCannotReadItsMemory) {
+  std::vector<std::string> log;
+  ConnectionSettings settings = WorkerSettings();
   settings.log = [&log](const std::string& line) { log.push_back(line); };
   const float first[2] = {1, 2};
   const float second[3] = {3, 4, 5};
@@ -113,11 +118,7 @@ TEST(ServerConnection, SendsTheBytesWhenTheServerCannotReadItsMemory) {
 
 // With same-host pushes off, a push goes out as bytes from the start, as between hosts.
 TEST(ServerConnection, SendsBytesWhenSameHostPushesAreOff) {
-  ConnectionSettings settings;
-  settings.job_name = kJob;
-  settings.self = {"worker", 0};
-  settings.secret = net::JobSecret(kSecret);
-  settings.retry_timeout = 5s;
+  ConnectionSettings settings = WorkerSettings();
   settings.same_host_pushes = false;
   const float gradient[2] = {6, 7};
   auto listener = net::ListenTcp("127.0.0.1", 0, 4);

@@ -16,7 +16,8 @@ class NoState : public TrainingState {
   TrainingPosition position() const override { return {}; }
 };
 
-std::string Printed(bool bar) {
+// What one epoch of `steps` steps prints (0: resumed after the epoch's last step).
+std::string Printed(bool bar, int64_t steps = 4) {
   std::FILE* out = std::tmpfile();
   ProgressCallback progress(out, bar);
   FitPlan plan;
@@ -25,7 +26,7 @@ std::string Printed(bool bar) {
   NoState state;
   EXPECT_TRUE(progress.OnTrainBegin(plan, state).ok());
   EXPECT_TRUE(progress.OnEpochBegin(plan, 0).ok());
-  for (int64_t step = 1; step <= 4; ++step) {
+  for (int64_t step = 1; step <= steps; ++step) {
     BatchLogs logs;
     logs.position = {0, step};
     logs.global_step = step;
@@ -36,7 +37,7 @@ std::string Printed(bool bar) {
   }
   EpochLogs epoch;
   epoch.epoch = 0;
-  epoch.steps = 4;
+  epoch.steps = steps;
   epoch.seconds = 10;
   epoch.loss = 0.5;
   epoch.accuracy = 0.75;
@@ -70,26 +71,9 @@ TEST(ProgressCallback, ABarOnATerminal) {
 // A run resumed from a backup taken after an epoch's last step trains no step in that epoch: its
 // line shows the evaluation, not training figures of zero.
 TEST(ProgressCallback, AnEpochResumedAfterItsLastStepShowsNoTrainingFigures) {
-  std::FILE* out = std::tmpfile();
-  ProgressCallback progress(out, false);
-  FitPlan plan;
-  plan.epochs = 2;
-  plan.steps_per_epoch = 4;
-  NoState state;
-  ASSERT_TRUE(progress.OnEpochBegin(plan, 0).ok());
-  EpochLogs epoch;
-  epoch.steps = 0;
-  epoch.seconds = 2;
-  epoch.val_loss = 0.25;
-  epoch.val_accuracy = 0.875;
-  ASSERT_TRUE(progress.OnEpochEnd(plan, state, epoch).ok());
-  std::rewind(out);
-  char buffer[512] = {};
-  std::fread(buffer, 1, sizeof(buffer) - 1, out);
-  std::fclose(out);
-  EXPECT_EQ(std::string(buffer),
-            "epoch 1/2: 0 steps in 2.0 s - no steps left after the resume - val_loss 0.2500 - "
-            "val_accuracy 0.8750 - ETA 2s\n");
+  EXPECT_EQ(Printed(false, 0),
+            "epoch 1/2: 0 steps in 10.0 s - no steps left after the resume - val_loss 0.2500 - "
+            "val_accuracy 0.8750 - ETA 10s\n");
 }
 
 }  // namespace
