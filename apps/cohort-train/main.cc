@@ -378,6 +378,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
   options.tensorboard_dir = flags.tensorboard_dir;
   options.data_dir = flags.data_dir;
   options.retry_timeout = Milliseconds(flags.ps_retry_timeout_s);
+  options.model_ready_timeout = Milliseconds(flags.startup_timeout_s);
   options.print = Print;
   Print("cohort-train: " + config.task.ToString() + " of a parameter-server job (" +
         std::to_string(config.cluster.NumTasks("ps")) + " ps, " +
@@ -577,7 +578,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--startup_timeout_s", flags.startup_timeout_s,
-                 "how long to wait for every worker to join")
+                 "how long to wait for every worker to join (parameter-server training: how "
+                 "long a worker waits for the chief to initialise the model)")
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--peer_timeout_s", flags.peer_timeout_s,

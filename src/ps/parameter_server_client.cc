@@ -1,6 +1,7 @@
 #include "ps/parameter_server_client.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "ps/checkpoint.h"
@@ -71,9 +72,20 @@ Status ParameterServerClient::RunAll(std::vector<std::vector<Call>>& batches) {
   return FirstRefusal(batches);
 }
 
-Status ParameterServerClient::CreateVariables(const std::vector<DenseVariable>& variables) {
+void ParameterServerClient::Log(const std::string& line) const {
+  if (options_.connection.log) {
+    options_.connection.log(line);
+  } else {
+    std::fprintf(stderr, "cohort %s: %s\n", options_.connection.self.ToString().c_str(),
+                 line.c_str());
+  }
+}
+
+StatusOr<VariablePlacement> ParameterServerClient::PlanVariables(
+    const std::vector<DenseVariable>& variables) const {
   if (!shapes_.empty()) {
-    return Status::FailedPrecondition("CreateVariables may be called once per client");
+    return Status::FailedPrecondition(
+        "CreateVariables or WaitForVariables may be called once per client");
   }
   std::vector<VariableShape> shapes;
   for (const DenseVariable& variable : variables) {
@@ -91,7 +103,11 @@ Status ParameterServerClient::CreateVariables(const std::vector<DenseVariable>& 
                                      "\": one row is larger than a chunk");
     }
   }
-  auto plan = VariablePlacement::Plan(shapes, num_ps(), options_.min_shard_bytes);
+  return VariablePlacement::Plan(shapes, num_ps(), options_.min_shard_bytes);
+}
+
+Status ParameterServerClient::CreateVariables(const std::vector<DenseVariable>& variables) {
+  auto plan = PlanVariables(variables);
   if (!plan.ok()) return plan.status();
   std::vector<std::vector<Call>> batches(num_ps());
   for (size_t v = 0; v < variables.size(); ++v) {
@@ -122,8 +138,78 @@ Status ParameterServerClient::CreateVariables(const std::vector<DenseVariable>& 
     }
   }
   placement_ = std::move(*plan);
-  for (const VariableShape& shape : shapes) shapes_[shape.name] = shape;
+  for (const DenseVariable& variable : variables) shapes_[variable.shape.name] = variable.shape;
   return RunAll(batches);
+}
+
+Status ParameterServerClient::WaitForVariables(const std::vector<DenseVariable>& variables,
+                                               const std::vector<EmbeddingTableSpec>& tables,
+                                               const cluster::TaskId& creator,
+                                               std::chrono::milliseconds timeout) {
+  auto plan = PlanVariables(variables);
+  if (!plan.ok()) return plan.status();
+  for (const EmbeddingTableSpec& spec : tables) {
+    COHORT_RETURN_IF_ERROR(ValidateEmbeddingTableSpec(spec));
+    if (table_widths_.count(spec.name)) {
+      return Status::FailedPrecondition("embedding table \"" + spec.name + "\" is listed twice");
+    }
+    table_widths_[spec.name] = spec.row_width;
+  }
+  // A pull of no rows is answered NotFound until the server holds the variable or table, and
+  // moves no values.
+  std::vector<std::vector<Call>> checks(num_ps());
+  for (const ShardPlacement& shard : plan->shards()) {
+    Call call;
+    call.operation = Operation::kPullDense;
+    call.fields = EncodeDenseRange({shard.variable, shard.first_row, 0, kNoSyncStep});
+    checks[shard.ps_index].push_back(std::move(call));
+  }
+  for (const EmbeddingTableSpec& spec : tables) {
+    for (int ps = 0; ps < num_ps(); ++ps) {
+      Call call;
+      call.operation = Operation::kPullRows;
+      call.fields = EncodeRowBatch({spec.name, 0, kNoSyncStep});
+      checks[ps].push_back(std::move(call));
+    }
+  }
+  placement_ = std::move(*plan);
+  for (const DenseVariable& variable : variables) shapes_[variable.shape.name] = variable.shape;
+
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  const std::string self = options_.connection.self.ToString();
+  const std::string waited_for = creator.ToString() + " to initialise the model's " +
+                                 std::to_string(variables.size()) + " variables and " +
+                                 std::to_string(tables.size()) + " embedding tables on all " +
+                                 std::to_string(num_ps()) + " ps";
+  std::chrono::milliseconds backoff = options_.connection.initial_backoff;
+  bool waiting = false;
+  while (true) {
+    std::vector<std::vector<Call>> batches = checks;
+    Status checked = RunAll(batches);
+    if (checked.ok()) break;
+    if (checked.code() != Status::Code::kNotFound) return checked;
+    const Clock::time_point now = Clock::now();
+    if (!waiting) {
+      waiting = true;
+      Log(self + " is waiting up to " + net::FormatSeconds(timeout) + " for " + waited_for + " (" +
+          checked.message() + ")");
+    }
+    if (now - started >= timeout) {
+      return Status::DeadlineExceeded(self + " waited " + net::FormatSeconds(timeout) + " for " +
+                                      waited_for +
+                                      "; the model is still not ready: " + checked.message() +
+                                      " (is " + creator.ToString() + " running?)");
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, started + timeout - now));
+    backoff = std::min(backoff * 2, options_.connection.max_backoff);
+  }
+  Log(self + ": the model is ready (" + creator.ToString() + " initialised it on all " +
+      std::to_string(num_ps()) + " ps; waited " + net::FormatSeconds(Clock::now() - started) + ")");
+  for (int ps = 0; ps < num_ps(); ++ps) {
+    for (Call& call : checks[ps]) servers_[ps]->AddSetupCheck(std::move(call), creator.ToString());
+  }
+  return Status::OK();
 }
 
 Status ParameterServerClient::CreateTable(const EmbeddingTableSpec& spec) {

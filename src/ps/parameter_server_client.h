@@ -1,11 +1,13 @@
 // ParameterServerClient: how a worker (or the chief) uses the parameter servers of its job.
 //
-// A worker creates the variables it trains (placement.h decides where each shard lives; creates
-// are idempotent, so every worker, and every rejoining worker, creates the same list), then loops:
-// pull the parameters, compute gradients on its shard of the data, push them. The next pull can
-// be started before the gradient is computed (StartPull, then Wait), so communication overlaps
-// computation. Large shards travel in chunks of at most `chunk_bytes`, pipelined on each server's
-// connection, and the servers are driven in parallel.
+// The chief creates the variables with their initial values (placement.h decides where each shard
+// lives; creates are idempotent, so a restarted chief creates the same list again); a worker,
+// which plans the same placement from the same shapes, waits until the chief's variables exist on
+// every server (WaitForVariables), as TensorFlow's workers wait for the model to be ready. Then
+// each loops: pull the parameters, compute gradients on its shard of the data, push them. The next
+// pull can be started before the gradient is computed (StartPull, then Wait), so communication
+// overlaps computation. Large shards travel in chunks of at most `chunk_bytes`, pipelined on each
+// server's connection, and the servers are driven in parallel.
 //
 // Modes, chosen by the job and matched by the servers:
 //   - async (default): pushes are applied on arrival. With `max_staleness` >= 0, FinishStep()
@@ -18,6 +20,7 @@
 // (server_connection.h).
 #pragma once
 
+#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
@@ -77,6 +80,17 @@ class ParameterServerClient {
   // Creates an embedding table on every server.
   Status CreateTable(const EmbeddingTableSpec& spec);
 
+  // Instead of the creates, for a task that only uses the variables: waits until `creator` (the
+  // chief) has created `variables` (their initial values are not used) and `tables` on every
+  // server, checking with one empty pull per shard and per table, with backoff, for at most
+  // `timeout`; then DeadlineExceeded naming the creator, how long it waited and what was missing.
+  // Logs one line when it starts waiting and one when the model is ready. Each later connection
+  // checks again, and waits (up to the retry timeout) for the creator to create them again on a
+  // server that restarted without a checkpoint (server_connection.h).
+  Status WaitForVariables(const std::vector<DenseVariable>& variables,
+                          const std::vector<EmbeddingTableSpec>& tables,
+                          const cluster::TaskId& creator, std::chrono::milliseconds timeout);
+
   // Whole dense variables by name: each buffer holds rows * row_width floats.
   Status Pull(const std::vector<std::pair<std::string, float*>>& outputs);
   Status Push(const std::vector<std::pair<std::string, const float*>>& gradients);
@@ -108,6 +122,9 @@ class ParameterServerClient {
   // The dense chunks of `variable`, as (shard, first_row, row_count).
   StatusOr<std::vector<std::pair<const ShardPlacement*, std::pair<int64_t, int64_t>>>> Chunks(
       const std::string& variable) const;
+  // Checks `variables` and plans them over the servers.
+  StatusOr<VariablePlacement> PlanVariables(const std::vector<DenseVariable>& variables) const;
+  void Log(const std::string& line) const;
   // After a sync push: the step to collect next.
   void NotePushOutcomes(const std::vector<std::vector<Call>>& batches);
 

@@ -16,9 +16,9 @@
 // holds the chief's variables (AddSetupCheck): a server that came back without them answers
 // NotFound, and the worker retries as if the server were down, with the same backoff and bound,
 // until the chief has created them again; after the bound the call fails naming the chief. A
-// retried push may therefore be applied twice when the server
-// applied it but died before answering: at-least-once, as TensorFlow's closures are. A refusal
-// during the handshake (wrong secret, not a task of the job) is not retried: waiting cannot fix it.
+// batch is retried whole, so a push may be applied twice when the server applied it but died
+// before answering: at-least-once, as TensorFlow's closures are. A refusal during the handshake
+// (wrong secret, not a task of the job) is not retried: waiting cannot fix it.
 //
 // Same host. When the handshake proves that the server runs on this host and that process memory
 // is readable between the two, a dense push goes out as a reference to the caller's gradient

@@ -127,9 +127,17 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   auto client = ps::ParameterServerClient::Connect(client_options);
   if (!client.ok()) return client.status();
   const std::vector<ps::DenseVariable> variables = model->DenseVariables();
-  COHORT_RETURN_IF_ERROR((*client)->CreateVariables(variables));
-  for (const ps::EmbeddingTableSpec& table : model->Tables()) {
-    COHORT_RETURN_IF_ERROR((*client)->CreateTable(table));
+  if (is_chief) {
+    COHORT_RETURN_IF_ERROR((*client)->CreateVariables(variables));
+    for (const ps::EmbeddingTableSpec& table : model->Tables()) {
+      COHORT_RETURN_IF_ERROR((*client)->CreateTable(table));
+    }
+  } else {
+    // As TensorFlow's workers: the chief initialises the model, the others wait until it is ready
+    // and then train from its values (their own initial values and seed do not matter).
+    COHORT_RETURN_IF_ERROR((*client)->WaitForVariables(variables, model->Tables(),
+                                                       cluster::ChiefTask(options.config.cluster),
+                                                       options.model_ready_timeout));
   }
   ServerParameters servers(client->get());
 

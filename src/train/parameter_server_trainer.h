@@ -11,8 +11,12 @@
 //      computation, so a step reads values at most one push old, as TensorFlow's workers do);
 //   5. forward and backward in libtorch; push dense gradients, per-row sparse gradients and one
 //      increment of global_step; FinishStep (sync step or bounded staleness).
-// A worker that is killed and restarted creates the same variables (a no-op on the servers) and
-// continues from about where the job is: its position in its shard is global_step / tasks.
+// Before the loop the chief (cluster::ChiefTask) creates the variables and tables with their
+// initial values, and every other training task waits, for at most `model_ready_timeout`, until
+// the chief's variables exist on every server (ParameterServerClient::WaitForVariables), so the
+// model starts from the chief's values whatever the workers' seeds. A worker that is killed and
+// restarted finds the model ready and continues from about where the job is: its position in its
+// shard is global_step / tasks.
 //
 // The chief also: saves a checkpoint every `checkpoint_every_steps` global steps and at the end
 // (each server writes its shard, then the manifest, ps/checkpoint.h), writes the training loss to
@@ -64,6 +68,8 @@ struct ParameterServerTrainingOptions {
   std::string tensorboard_dir;         // empty: no summaries
   std::string data_dir;                // recorded in the saved model
   std::chrono::milliseconds retry_timeout{60000};
+  // How long a worker waits for the chief to initialise the model.
+  std::chrono::milliseconds model_ready_timeout{300000};
   int64_t log_every_steps = 100;
   std::function<void(const std::string&)> print;
 };
