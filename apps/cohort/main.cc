@@ -208,6 +208,10 @@ int Submit(const std::string& file, const job::JobFileOptions& options,
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
     if (log >= 0) dup2(log, STDOUT_FILENO), dup2(log, STDERR_FILENO);
+    // Only the standard descriptors carry them on: the supervisor and its replicas inherit no
+    // stray copy.
+    if (null > STDERR_FILENO) close(null);
+    if (log > STDERR_FILENO) close(log);
     std::vector<char*> argv;
     for (std::string& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
@@ -223,6 +227,8 @@ int Submit(const std::string& file, const job::JobFileOptions& options,
   while (!std::filesystem::exists(directory / "supervisor.pid")) {
     int wait_status;
     if (waitpid(pid, &wait_status, WNOHANG) == pid) {
+      // A job can finish, and with ttlSecondsAfterFinished 0 be deleted, between two looks.
+      if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == kExitSucceeded) break;
       return Fail(kExitError, "the supervisor of " + key.ToString() + " exited at once; see " +
                                   (directory / "supervisor.log").string());
     }
@@ -359,14 +365,31 @@ int Delete(const std::string& name, const std::string& namespace_name, bool igno
   if (exec::SupervisorLock::IsHeld(directory)) {
     // The supervisor stops the replicas (SIGTERM, then SIGKILL after their grace period) and
     // exits; if it does not in time, killing it makes its watchdog kill them.
-    StatusOr<std::string> pid_text = exec::ReadFile(directory / "supervisor.pid");
-    pid_t supervisor = pid_text.ok() ? static_cast<pid_t>(std::atoi(pid_text->c_str())) : -1;
-    if (supervisor > 0) kill(supervisor, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+    // A supervisor still starting holds the lock before it has written its pid: read the pid
+    // until it is there.
+    auto read_pid = [&directory]() -> pid_t {
+      StatusOr<std::string> text = exec::ReadFile(directory / "supervisor.pid");
+      return text.ok() ? static_cast<pid_t>(std::atoi(text->c_str())) : -1;
+    };
+    pid_t supervisor = -1;
+    const auto started = std::chrono::steady_clock::now();
+    auto kill_at = started + std::chrono::seconds(45);
     while (exec::SupervisorLock::IsHeld(directory)) {
-      if (std::chrono::steady_clock::now() > deadline && supervisor > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (supervisor <= 0 && (supervisor = read_pid()) > 0) kill(supervisor, SIGTERM);
+      if (supervisor <= 0 && now > started + std::chrono::seconds(30)) {
+        return Fail(kExitError, "the supervisor of " + key.ToString() +
+                                    " holds the job but wrote no supervisor.pid in 30 s; see " +
+                                    (directory / "supervisor.log").string());
+      }
+      if (supervisor > 0 && now > kill_at) {
         kill(supervisor, SIGKILL);
-        deadline += std::chrono::seconds(5);
+        kill_at += std::chrono::seconds(5);
+      }
+      if (now > started + std::chrono::seconds(120)) {
+        return Fail(kExitError, "the supervisor of " + key.ToString() + " (pid " +
+                                    std::to_string(supervisor) +
+                                    ") still holds the job 120 s after it was told to stop");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
