@@ -14,10 +14,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -177,9 +179,11 @@ CLI::Validator IntegerAtLeast(long long minimum) {
       minimum == 1 ? "POSITIVE" : "INT>=" + std::to_string(minimum));
 }
 
-CLI::Validator PositiveReal() {
+// A real number for which `accept` holds; `expectation` says which, `name` is CLI11's type name.
+CLI::Validator Real(std::function<bool(double)> accept, const std::string& expectation,
+                    const std::string& name) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [=](std::string& text) -> std::string {
         size_t used = 0;
         double value = 0;
         try {
@@ -187,12 +191,21 @@ CLI::Validator PositiveReal() {
         } catch (...) {
           used = 0;
         }
-        if (used == 0 || used != text.size() || !(value > 0) || !std::isfinite(value)) {
-          return "expected a positive number, got \"" + text + "\"";
+        if (used == 0 || used != text.size() || !std::isfinite(value) || !accept(value)) {
+          return "expected " + expectation + ", got \"" + text + "\"";
         }
         return "";
       },
-      "POSITIVE");
+      name);
+}
+
+CLI::Validator PositiveReal() {
+  return Real([](double value) { return value > 0; }, "a positive number", "POSITIVE");
+}
+
+// The peer timeout must leave room for 3 heartbeats (net::TransportOptions, 1 s apart).
+CLI::Validator AtLeastThreeSeconds() {
+  return Real([](double value) { return value >= 3; }, "a number of seconds >= 3", "SECONDS>=3");
 }
 
 std::vector<std::string> WithWideDeep(std::vector<std::string> names) {
@@ -316,12 +329,24 @@ int ServeVariables(const Flags& flags, const cluster::TfConfig& config) {
   return kExitOk;
 }
 
-// Set by SIGTERM in the evaluator: the job has ended and the executor stops what still runs.
-volatile std::sig_atomic_t evaluator_stop_requested = 0;
+// Set by SIGTERM in the evaluator: the job has ended and the executor stops what still runs. A
+// lock-free atomic, so the handler may set it on whichever thread takes the signal.
+std::atomic<bool> evaluator_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 // Every replica of a parameter-server job but the ps tasks: the chief, workers and the evaluator
 // side-car, training (or evaluating) the wide & deep taxi model.
 int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threads) {
+  if (config.task.type == "evaluator") {
+    // The chief ends the job right after its final checkpoint, and the executor then stops the
+    // evaluator with SIGTERM (a grace period before SIGKILL): use it to evaluate that checkpoint.
+    // Installed first, so a SIGTERM while the data loads is taken too.
+    struct sigaction action = {};
+    action.sa_handler = [](int) { evaluator_stop_requested.store(true); };
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &action, nullptr);
+  }
   auto truth = EnsureTaxiDataset(flags.data_dir, TaxiDatasetOptions{});
   if (!truth.ok()) Fail(truth.status());
   const std::vector<TaxiTrip> train =
@@ -350,10 +375,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
     options.model = model;
     options.idle_timeout = Milliseconds(flags.evaluator_timeout_s);
     options.run_identity = RunIdentity(net::JobSecret::FromEnvironment());
-    // The chief ends the job right after its final checkpoint, and the executor then stops the
-    // evaluator with SIGTERM (a grace period before SIGKILL): use it to evaluate that checkpoint.
-    std::signal(SIGTERM, [](int) { evaluator_stop_requested = 1; });
-    options.stop_requested = [] { return evaluator_stop_requested != 0; };
+    options.stop_requested = [] { return evaluator_stop_requested.load(); };
     options.print = Print;
     auto result = RunCheckpointEvaluator(options, eval, encoder);
     if (!result.ok()) Fail(result.status());
@@ -586,7 +608,7 @@ int Main(int argc, char** argv) {
                  "MultiWorkerMirrored: how long a silent worker is given before it counts as dead "
                  "and the others exit to be restarted (at least 3 s)")
       ->capture_default_str()
-      ->check(PositiveReal());
+      ->check(AtLeastThreeSeconds());
   app.add_option("--sync_timeout_s", flags.sync_timeout_s,
                  "sync parameter-server training: how long a ps waits for the missing workers' "
                  "gradients of a step, from the first one, before it applies what arrived")

@@ -70,12 +70,10 @@ Status ProgressCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
   // An epoch resumed from a backup taken after its last step trains no step here: it has
   // evaluation results but no training figures to show.
   char training[128] = "no steps left after the resume";
+  char throughput[64] = "";
   if (logs.steps > 0) {
     std::snprintf(training, sizeof(training), "loss %.4f - accuracy %.4f", logs.loss,
                   logs.accuracy);
-  }
-  char throughput[64] = "";
-  if (logs.steps > 0) {
     std::snprintf(throughput, sizeof(throughput), " - %.0f samples/s", logs.samples_per_second);
   }
   if (bar_) {

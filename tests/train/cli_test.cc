@@ -63,6 +63,17 @@ TEST(CohortTrainCli, BadFlagsExitWithTwoAndSayWhy) {
   result = RunCohortTrain("--evaluate");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("--evaluate needs --model_path DIR"), std::string::npos);
+
+  result = RunCohortTrain("--peer_timeout_s=1");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--peer_timeout_s: expected a number of seconds >= 3, got \"1\""),
+            std::string::npos)
+      << result.output;
+  result = RunCohortTrain("--sync_timeout_s=0");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--sync_timeout_s: expected a positive number, got \"0\""),
+            std::string::npos)
+      << result.output;
 }
 
 TEST(CohortTrainCli, AMissingDataDirectoryIsAPermanentFailure) {
