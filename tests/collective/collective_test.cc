@@ -562,23 +562,19 @@ TEST(MismatchTest, DifferentCountsFailInsteadOfHanging) {
   }
 }
 
-// A rank killed in the middle of an all-reduce: every other rank fails within the detection
-// bound, naming the dead task, and none hangs.
 // The parent's side of a killed-rank test: waits (at most 20 s) for rank `victim` to report that
 // it is under way, then SIGKILLs it and records when.
 auto KillOnceReady(int victim, double* killed_at) {
   return [victim, killed_at](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
-    char buffer[64];
-    for (int i = 0; i < 4000; ++i) {
-      if (read(report_fds[victim], buffer, sizeof(buffer)) > 0) break;
-      std::this_thread::sleep_for(5ms);
-    }
+    cohort::testing::WaitForFirstReport(report_fds[victim]);
     std::this_thread::sleep_for(20ms);
     kill(pids[victim], SIGKILL);
     *killed_at = MonotonicSeconds();
   };
 }
 
+// A rank killed in the middle of an all-reduce: every other rank fails within the detection
+// bound, naming the dead task, and none hangs.
 class KilledRankTest : public ::testing::TestWithParam<Path> {};
 
 TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
@@ -638,15 +634,21 @@ TEST(KilledRankAsyncTest, EveryQueuedOperationFailsNamingIt) {
   auto outcomes = RunGroup(
       setup,
       [](Communicator& communicator, int rank) -> Status {
-        const size_t count = 2 << 20;  // 8 MiB: several operations are still queued at the kill
+        const size_t count = 2 << 20;  // 8 MiB
         std::vector<std::vector<float>> buffers(kQueued, std::vector<float>(count, 1.0f));
         for (int round = 0; round < 100000; ++round) {
+          if (round == 1 && rank == 2) {
+            // The victim joins no operation of this round: the others' whole queue is waiting
+            // for it when it is killed.
+            Report("ready");
+            std::this_thread::sleep_for(60s);
+            return Status::Internal("was not killed");
+          }
           std::vector<std::shared_ptr<PendingOperation>> pending;
           for (std::vector<float>& buffer : buffers) {
             pending.push_back(communicator.StartAllReduce(buffer.data(), count, DataType::kFloat32,
                                                           ReduceOp::kMax));
           }
-          if (round == 1 && rank == 2) Report("ready");
           int failures = 0;
           for (int i = 0; i < kQueued; ++i) {
             Status status = pending[i]->Wait(30s);
@@ -675,8 +677,8 @@ TEST(KilledRankAsyncTest, EveryQueuedOperationFailsNamingIt) {
     size_t at = report.find("failures ");
     ASSERT_NE(at, std::string::npos) << report;
     const int failures = std::stoi(report.substr(at + 9));
-    // The kill came while the round was queued: the running operation and those behind it fail.
-    EXPECT_GE(failures, 2) << report;
+    // The kill came while the whole round was queued: the first operation and all behind it fail.
+    EXPECT_EQ(failures, kQueued) << report;
     std::istringstream lines(report);
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind("failed ", 0) != 0) continue;

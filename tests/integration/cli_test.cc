@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -211,8 +212,14 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      // Dies with the test, and on its own after two minutes at most.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       std::filesystem::path output = sandbox_.root() / ("reader-" + std::to_string(reader));
-      while (true) waitpid(sandbox_.StartCohort({"get"}, output), nullptr, 0);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+      while (std::chrono::steady_clock::now() < deadline) {
+        waitpid(sandbox_.StartCohort({"get"}, output), nullptr, 0);
+      }
+      _exit(0);
     }
     readers.push_back(pid);
   }

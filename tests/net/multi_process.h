@@ -185,6 +185,17 @@ inline std::string Describe(const std::vector<ChildOutcome>& outcomes) {
   return text;
 }
 
+// In the parent (an on_started callback of RunProcesses): waits, at most 20 s, until the child
+// whose report pipe is `report_fd` reports something, e.g. that it is under way. The bytes read
+// are not kept in its report.
+inline void WaitForFirstReport(int report_fd) {
+  char buffer[64];
+  for (int i = 0; i < 4000; ++i) {
+    if (read(report_fd, buffer, sizeof(buffer)) > 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // Monotonic time in seconds, comparable between processes on one host.
 inline double MonotonicSeconds() {
   timespec now;

@@ -23,6 +23,7 @@ using cohort::testing::LocalCluster;
 using cohort::testing::MonotonicSeconds;
 using cohort::testing::Report;
 using cohort::testing::RunProcesses;
+using cohort::testing::WaitForFirstReport;
 using namespace std::chrono_literals;
 
 constexpr char kSecret[] = "correct horse battery staple";
@@ -426,11 +427,7 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
       60s,
       [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
         // Waits for rank 2 to be in the middle of the traffic, then freezes it.
-        char buffer[64];
-        for (int i = 0; i < 2000; ++i) {
-          if (read(report_fds[2], buffer, sizeof(buffer)) > 0) break;
-          std::this_thread::sleep_for(5ms);
-        }
+        WaitForFirstReport(report_fds[2]);
         kill(pids[2], SIGSTOP);
         stopped_at = MonotonicSeconds();
         std::this_thread::sleep_for(peer_timeout + 2s);
@@ -500,11 +497,7 @@ TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
       },
       60s,
       [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
-        char buffer[64];
-        for (int i = 0; i < 4000; ++i) {
-          if (read(report_fds[1], buffer, sizeof(buffer)) > 0) break;
-          std::this_thread::sleep_for(5ms);
-        }
+        WaitForFirstReport(report_fds[1]);
         kill(pids[1], SIGSTOP);
         std::this_thread::sleep_for(idle + peer_timeout + 1500ms);
         kill(pids[1], SIGKILL);

@@ -4,6 +4,7 @@
 // server restarts without a checkpoint, a worker waits for the chief to create the variables there
 // again instead of failing or creating them itself.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -178,9 +179,11 @@ TEST(ModelReady, AfterAServerRestartsEmptyTheWorkerWaitsForTheChiefToCreateAgain
   std::vector<Child> servers = StartServers(cluster, 1);
   int go[2];
   ASSERT_EQ(pipe(go), 0);
+  // Waits at most 60 s for the test's go-ahead.
   const auto wait_for_go = [&go] {
+    pollfd ready{go[0], POLLIN, 0};
     char byte;
-    return read(go[0], &byte, 1) == 1;
+    return poll(&ready, 1, 60000) == 1 && read(go[0], &byte, 1) == 1;
   };
   // The chief creates the model, then (when told) pulls, which replays its creates on the
   // restarted server, and at the end shuts the job down.

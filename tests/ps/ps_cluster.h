@@ -119,6 +119,21 @@ class Child {
     return child;
   }
 
+  Child() = default;
+  Child(Child&& other) noexcept { *this = std::move(other); }
+  Child& operator=(Child&& other) noexcept {
+    std::swap(pid_, other.pid_);
+    std::swap(report_fd_, other.report_fd_);
+    std::swap(done_, other.done_);
+    std::swap(outcome_, other.outcome_);
+    return *this;
+  }
+  // A child not awaited (a test that stopped at a failed ASSERT) is killed, never left running.
+  ~Child() {
+    if (pid_ > 0 && !done_) Kill();
+    if (report_fd_ >= 0) close(report_fd_);
+  }
+
   pid_t pid() const { return pid_; }
 
   // Everything the child reported so far (also kept for Await).
