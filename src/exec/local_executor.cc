@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "base/hex.h"
 #include "exec/free_ports.h"
 #include "exec/process.h"
 #include "job/cluster_builder.h"
@@ -39,14 +40,9 @@ void OnChildExit(int) { WakeUp(); }
 
 std::string NewSecret() {
   std::random_device random;  // getrandom(2) on Linux
-  static const char* hex = "0123456789abcdef";
-  std::string secret;
-  for (int i = 0; i < 32; ++i) {
-    unsigned byte = random() & 0xff;
-    secret += hex[byte >> 4];
-    secret += hex[byte & 0xf];
-  }
-  return secret;
+  std::string bytes(32, '\0');
+  for (char& byte : bytes) byte = static_cast<char>(random() & 0xff);
+  return HexEncode(bytes);
 }
 
 std::optional<Time> Earliest(std::optional<Time> a, std::optional<Time> b) {

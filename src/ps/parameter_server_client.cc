@@ -72,15 +72,6 @@ Status ParameterServerClient::RunAll(std::vector<std::vector<Call>>& batches) {
   return FirstRefusal(batches);
 }
 
-void ParameterServerClient::Log(const std::string& line) const {
-  if (options_.connection.log) {
-    options_.connection.log(line);
-  } else {
-    std::fprintf(stderr, "cohort %s: %s\n", options_.connection.self.ToString().c_str(),
-                 line.c_str());
-  }
-}
-
 StatusOr<VariablePlacement> ParameterServerClient::PlanVariables(
     const std::vector<DenseVariable>& variables) const {
   if (!shapes_.empty()) {
@@ -192,8 +183,8 @@ Status ParameterServerClient::WaitForVariables(const std::vector<DenseVariable>&
     const Clock::time_point now = Clock::now();
     if (!waiting) {
       waiting = true;
-      Log(self + " is waiting up to " + net::FormatSeconds(timeout) + " for " + waited_for + " (" +
-          checked.message() + ")");
+      options_.connection.Log(self + " is waiting up to " + net::FormatSeconds(timeout) + " for " +
+                              waited_for + " (" + checked.message() + ")");
     }
     if (now - started >= timeout) {
       return Status::DeadlineExceeded(self + " waited " + net::FormatSeconds(timeout) + " for " +
@@ -204,8 +195,9 @@ Status ParameterServerClient::WaitForVariables(const std::vector<DenseVariable>&
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, started + timeout - now));
     backoff = std::min(backoff * 2, options_.connection.max_backoff);
   }
-  Log(self + ": the model is ready (" + creator.ToString() + " initialised it on all " +
-      std::to_string(num_ps()) + " ps; waited " + net::FormatSeconds(Clock::now() - started) + ")");
+  options_.connection.Log(self + ": the model is ready (" + creator.ToString() +
+                          " initialised it on all " + std::to_string(num_ps()) + " ps; waited " +
+                          net::FormatSeconds(Clock::now() - started) + ")");
   for (int ps = 0; ps < num_ps(); ++ps) {
     for (Call& call : checks[ps]) servers_[ps]->AddSetupCheck(std::move(call), creator.ToString());
   }

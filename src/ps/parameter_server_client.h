@@ -124,7 +124,6 @@ class ParameterServerClient {
       const std::string& variable) const;
   // Checks `variables` and plans them over the servers.
   StatusOr<VariablePlacement> PlanVariables(const std::vector<DenseVariable>& variables) const;
-  void Log(const std::string& line) const;
   // After a sync push: the step to collect next.
   void NotePushOutcomes(const std::vector<std::vector<Call>>& batches);
 

@@ -45,11 +45,11 @@ ServerConnection::ServerConnection(int ps_index, std::string endpoint,
       name_("ps:" + std::to_string(ps_index) + " (" + endpoint_ + ")"),
       settings_(settings) {}
 
-void ServerConnection::Log(const std::string& line) const {
-  if (settings_.log) {
-    settings_.log(line);
+void ConnectionSettings::Log(const std::string& line) const {
+  if (log) {
+    log(line);
   } else {
-    std::fprintf(stderr, "cohort %s: %s\n", settings_.self.ToString().c_str(), line.c_str());
+    std::fprintf(stderr, "cohort %s: %s\n", self.ToString().c_str(), line.c_str());
   }
 }
 
@@ -206,7 +206,8 @@ Status ServerConnection::ResendRefusedFromMemory(std::vector<Call>& calls,
     }
   }
   if (refused.empty()) return Status::OK();
-  Log(name_ + " cannot read this task's memory; sending gradients over the connection instead");
+  settings_.Log(name_ +
+                " cannot read this task's memory; sending gradients over the connection instead");
   memory_refused_ = true;
   push_from_memory_ = false;
   std::vector<Call> resend;
@@ -229,7 +230,7 @@ Status ServerConnection::Run(std::vector<Call>& calls) {
     if (status.ok()) {
       status = Exchange(calls, net::Deadline::After(settings_.request_timeout));
       if (status.ok()) {
-        if (give_up != Clock::time_point::max()) Log("reconnected to " + name_);
+        if (give_up != Clock::time_point::max()) settings_.Log("reconnected to " + name_);
         return Status::OK();
       }
       if (status.code() == Status::Code::kInvalidArgument) return status;  // our own request
@@ -240,13 +241,13 @@ Status ServerConnection::Run(std::vector<Call>& calls) {
     const Clock::time_point now = Clock::now();
     if (give_up == Clock::time_point::max()) {
       give_up = now + settings_.retry_timeout;
-      Log(name_ + " unreachable (" + last_error + "); retrying with backoff for up to " +
-          net::FormatSeconds(settings_.retry_timeout));
+      settings_.Log(name_ + " unreachable (" + last_error + "); retrying with backoff for up to " +
+                    net::FormatSeconds(settings_.retry_timeout));
     }
     if (waiting_for_creator_ && !logged_waiting) {
       logged_waiting = true;
-      Log(name_ + " came back without the model (" + last_error + "); waiting for " +
-          setup_creator_ + " to create it there again");
+      settings_.Log(name_ + " came back without the model (" + last_error + "); waiting for " +
+                    setup_creator_ + " to create it there again");
     }
     if (now >= give_up) {
       if (waiting_for_creator_) {

@@ -70,7 +70,10 @@ struct ConnectionSettings {
   // that the server can read this process. Off: always bytes over TCP, as between hosts (the
   // benchmark measures both paths).
   bool same_host_pushes = true;
-  std::function<void(const std::string&)> log;
+  std::function<void(const std::string&)> log;  // stderr, prefixed with `self`, when unset
+
+  // Writes `line` to `log`.
+  void Log(const std::string& line) const;
 };
 
 class ServerConnection {
@@ -95,7 +98,6 @@ class ServerConnection {
   Status Connect(net::Deadline deadline);
   // Writes then reads one batch on the current socket. Requires mutex_.
   Status Exchange(std::vector<Call>& calls, net::Deadline deadline);
-  void Log(const std::string& line) const;
   // The pushes of `calls` sent from memory that the server could not read, sent again as bytes.
   // Requires mutex_.
   Status ResendRefusedFromMemory(std::vector<Call>& calls, const std::vector<bool>& from_memory,

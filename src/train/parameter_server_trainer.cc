@@ -8,6 +8,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/hex.h"
 #include "base/time.h"
 #include "ps/checkpoint.h"
 #include "ps/parameter_server_client.h"
@@ -64,13 +65,7 @@ Status CopyCheckpoint(const std::string& source, const std::string& manifest_fil
 std::string RunIdentity(const net::JobSecret& secret) {
   if (!secret.authenticated()) return "";
   const std::string digest = net::HmacSha256(secret.key(), "cohort final checkpoint run");
-  std::string hex;
-  for (size_t i = 0; i < 8; ++i) {
-    char byte[3];
-    std::snprintf(byte, sizeof(byte), "%02x", static_cast<unsigned char>(digest[i]));
-    hex += byte;
-  }
-  return hex;
+  return HexEncode(std::string_view(digest).substr(0, 8));
 }
 
 int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity) {
