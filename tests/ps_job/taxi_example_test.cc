@@ -2,7 +2,7 @@
 // `cohort run` with cohort-train, only their output directories moved into the test's sandbox.
 // Each must train every role to an eval AUC within 0.02 of the data set's ceiling (the AUC of the
 // true tip probability), and the evaluator side-car must evaluate the final checkpoint before it
-// exits. About 25 s per form on 2 cores.
+// exits. About 35 s per form on 2 cores.
 #include <gtest/gtest.h>
 
 #include <chrono>
