@@ -108,14 +108,24 @@ Status JobStore::CreateJob(const job::TFJob& job, SupervisorLock* lock) {
         "; delete it first with `cohort delete " + key.name +
         (key.namespace_name == "default" ? "" : " -n " + key.namespace_name) + "`");
   }
-  COHORT_RETURN_IF_ERROR(lock->Acquire(directory));
-  fs::create_directories(directory / "logs", error);
-  if (error)
-    return Status::IOError("cannot create " + (directory / "logs").string() + ": " +
-                           error.message());
-  nlohmann::json spec = job::ToJson(job);
-  spec["metadata"]["creationTimestamp"] = FormatTime(Clock::now());
-  return WriteFileAtomically(directory / "spec.json", spec.dump(2) + "\n");
+  // From here on a failure removes the directory again, so that it does not hold the name of a
+  // job that never became visible.
+  Status created = [&]() -> Status {
+    COHORT_RETURN_IF_ERROR(lock->Acquire(directory));
+    fs::create_directories(directory / "logs", error);
+    if (error) {
+      return Status::IOError("cannot create " + (directory / "logs").string() + ": " +
+                             error.message());
+    }
+    nlohmann::json spec = job::ToJson(job);
+    spec["metadata"]["creationTimestamp"] = FormatTime(Clock::now());
+    return WriteFileAtomically(directory / "spec.json", spec.dump(2) + "\n");
+  }();
+  if (!created.ok()) {
+    *lock = SupervisorLock();
+    fs::remove_all(directory, error);
+  }
+  return created;
 }
 
 Status JobStore::DeleteJob(const JobKey& key) {
