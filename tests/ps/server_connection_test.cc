@@ -76,6 +76,17 @@ Call DensePush(const float* gradient, int64_t rows) {
   return call;
 }
 
+// A process serving ServeRefusingMemoryReads, and its endpoint.
+std::pair<testing::Child, std::string> StartRefusingServer() {
+  auto listener = net::ListenTcp("127.0.0.1", 0, 4);
+  if (!listener.ok()) std::abort();
+  std::string endpoint = "127.0.0.1:" + std::to_string(*net::LocalPort(listener->fd()));
+  // The child keeps the listening socket; this process's copy closes on return.
+  testing::Child server =
+      testing::Child::Spawn([&listener] { return ServeRefusingMemoryReads(*listener); });
+  return {std::move(server), std::move(endpoint)};
+}
+
 ConnectionSettings WorkerSettings() {
   ConnectionSettings settings;
   settings.job_name = kJob;
@@ -91,11 +102,7 @@ TEST(ServerConnection, SendsTheBytesWhenTheServerCannotReadItsMemory) {
   settings.log = [&log](const std::string& line) { log.push_back(line); };
   const float first[2] = {1, 2};
   const float second[3] = {3, 4, 5};
-  auto listener = net::ListenTcp("127.0.0.1", 0, 4);
-  ASSERT_TRUE(listener.ok());
-  const std::string endpoint = "127.0.0.1:" + std::to_string(*net::LocalPort(listener->fd()));
-  testing::Child server =
-      testing::Child::Spawn([&listener] { return ServeRefusingMemoryReads(*listener); });
+  auto [server, endpoint] = StartRefusingServer();
   {
     ServerConnection connection(0, endpoint, settings);
     std::vector<Call> batch = {DensePush(first, 2)};
@@ -121,11 +128,7 @@ TEST(ServerConnection, SendsBytesWhenSameHostPushesAreOff) {
   ConnectionSettings settings = WorkerSettings();
   settings.same_host_pushes = false;
   const float gradient[2] = {6, 7};
-  auto listener = net::ListenTcp("127.0.0.1", 0, 4);
-  ASSERT_TRUE(listener.ok());
-  const std::string endpoint = "127.0.0.1:" + std::to_string(*net::LocalPort(listener->fd()));
-  testing::Child server =
-      testing::Child::Spawn([&listener] { return ServeRefusingMemoryReads(*listener); });
+  auto [server, endpoint] = StartRefusingServer();
   {
     ServerConnection connection(0, endpoint, settings);
     std::vector<Call> batch = {DensePush(gradient, 2)};
