@@ -83,6 +83,9 @@ Status DenseSlice::CheckRange(int64_t first_row, int64_t row_count) const {
 Status DenseSlice::Read(int64_t first_row, int64_t row_count, float* out) const {
   COHORT_RETURN_IF_ERROR(CheckRange(first_row, row_count));
   const size_t offset = static_cast<size_t>((first_row - spec_.first_row) * spec_.row_width);
+  // A read of no rows (a worker asking whether the variable exists yet) may come with no buffer,
+  // which memcpy must not be given even for 0 bytes.
+  if (row_count == 0) return Status::OK();
   std::lock_guard<std::mutex> lock(mutex_);
   std::memcpy(out, state_.parameters.data() + offset,
               static_cast<size_t>(row_count * spec_.row_width) * sizeof(float));

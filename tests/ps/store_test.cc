@@ -26,6 +26,15 @@ TEST(DenseSlice, ReadsAndUpdatesRowsInTheVariablesNumbering) {
   EXPECT_FALSE(DenseSlice::Create({"w", 0, 2, 2, kSgd}, {1, 2, 3}).ok());
 }
 
+// A read of no rows is how a worker asks whether the chief has created a variable: it comes with
+// no buffer and reads nothing (UndefinedBehaviorSanitizer checks the memcpy it must not make).
+TEST(DenseSlice, AReadOfNoRowsNeedsNoBuffer) {
+  auto slice = DenseSlice::Create({"w", 10, 3, 2, kSgd}, {0, 1, 2, 3, 4, 5});
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  EXPECT_TRUE((*slice)->Read(10, 0, nullptr).ok());
+  EXPECT_FALSE((*slice)->Read(20, 0, nullptr).ok());
+}
+
 TEST(DenseSlice, AdamCountsStepsPerRow) {
   OptimizerConfig adam{.kind = OptimizerKind::kAdam, .learning_rate = 0.1f};
   auto slice = DenseSlice::Create({"w", 0, 2, 1, adam}, {1, 1});
