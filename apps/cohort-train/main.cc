@@ -31,7 +31,7 @@
 #include "train/backup_and_restore.h"
 #include "train/checkpoint_evaluator.h"
 #include "train/compute_threads.h"
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 #include "train/mirrored_strategy.h"
 #include "train/model_checkpoint.h"
 #include "train/model_manifest.h"
