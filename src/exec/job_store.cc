@@ -168,6 +168,16 @@ StatusOr<job::TFJob> JobStore::ReadSpec(const JobKey& key) const {
   return job::TFJobFromJson(*spec);
 }
 
+StatusOr<nlohmann::json> JobStore::ReadSpecObject(const JobKey& key) const {
+  StatusOr<std::string> text = ReadFile(JobDirectory(key) / "spec.json");
+  if (!text.ok()) return Status::NotFound("job " + key.ToString() + " not found");
+  nlohmann::json object = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) {
+    return Status::IOError(key.ToString() + ": spec.json is not valid JSON");
+  }
+  return object;
+}
+
 Status JobStore::WriteStatus(const JobKey& key, const job::JobStatus& status) {
   return WriteFileAtomically(JobDirectory(key) / "status.json",
                              job::JobStatusToJson(status).dump(2) + "\n");
@@ -248,9 +258,62 @@ Status JobStore::SetSuspended(const JobKey& key, bool suspended) {
   return WriteFileAtomically(path, spec->dump(2) + "\n");
 }
 
-fs::file_time_type JobStore::SpecVersion(const JobKey& key) const {
+int64_t JobStore::SpecVersion(const JobKey& key) const {
   std::error_code error;
-  return fs::last_write_time(JobDirectory(key) / "spec.json", error);
+  fs::file_time_type written = fs::last_write_time(JobDirectory(key) / "spec.json", error);
+  return error ? 0 : static_cast<int64_t>(written.time_since_epoch().count());
+}
+
+Status JobStore::WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const ReplicaRow& row : rows) {
+    nlohmann::json entry = {
+        {"name", row.name}, {"phase", row.phase}, {"restarts", row.restarts}, {"port", row.port}};
+    if (row.pid > 0) entry["pid"] = row.pid;
+    if (row.exit_code) entry["exitCode"] = *row.exit_code;
+    if (row.started_at) entry["startedAt"] = FormatTime(*row.started_at);
+    if (row.finished_at) entry["finishedAt"] = FormatTime(*row.finished_at);
+    table.push_back(entry);
+  }
+  std::string text = table.dump(2) + "\n";
+  fs::path path = JobDirectory(key) / "replicas.json";
+  StatusOr<std::string> current = ReadFile(path);
+  if (current.ok() && *current == text) return Status::OK();
+  return WriteFileAtomically(path, text);
+}
+
+std::vector<ReplicaRow> JobStore::ReadReplicas(const JobKey& key) const {
+  std::vector<ReplicaRow> rows;
+  StatusOr<nlohmann::json> table = ReadJsonFile(JobDirectory(key) / "replicas.json");
+  if (!table.ok() || !table->is_array()) return rows;
+  for (const nlohmann::json& entry : *table) {
+    if (!entry.is_object()) continue;
+    ReplicaRow row;
+    row.name = entry.value("name", "");
+    row.phase = entry.value("phase", "");
+    row.restarts = entry.value("restarts", 0);
+    row.port = entry.value("port", 0);
+    row.pid = entry.value("pid", 0);
+    if (entry.contains("exitCode") && entry["exitCode"].is_number_integer()) {
+      row.exit_code = entry["exitCode"].get<int>();
+    }
+    row.started_at = ParseTime(entry.value("startedAt", ""));
+    row.finished_at = ParseTime(entry.value("finishedAt", ""));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string JobStore::LogLocation(const JobKey& key, const std::string& replica) const {
+  return LogPath(key, replica).string();
+}
+
+Status JobStore::WriteSecret(const JobKey& key, const std::string& secret) {
+  return WriteFileAtomically(JobDirectory(key) / "secret", secret, 0600);
+}
+
+StatusOr<std::string> JobStore::ReadSecret(const JobKey& key) const {
+  return ReadFile(JobDirectory(key) / "secret");
 }
 
 }  // namespace cohort::exec
