@@ -302,15 +302,14 @@ int TfConfig(const std::string& file, const job::JobFileOptions& options,
     // A live job's ports, else the ports a run would reserve now (a new run picks its own).
     LocalJobs jobs(exec::DefaultCohortHome());
     bool live = false;
-    StatusOr<std::map<std::string, int>> ports = jobs.ReplicaPorts(job, &live);
-    if (!ports.ok()) return Fail(kExitError, ports.status().message());
+    StatusOr<std::optional<std::string>> local =
+        jobs.LocalTfConfig(job, replica_type, index, &live);
+    if (!local.ok()) return Fail(kExitError, local.status().message());
     if (!live) {
       std::cerr << "cohort: job " << job.metadata.namespace_name << "/" << job.metadata.name
                 << " is not running; showing freshly chosen local ports\n";
     }
-    std::map<std::string, std::string> environment =
-        exec::ReplicaEnvironment(job, replica_type, index, *ports, "");
-    if (auto it = environment.find("TF_CONFIG"); it != environment.end()) tf_config = it->second;
+    tf_config = *local;
   }
   if (!tf_config) {
     std::cerr << "cohort: " << job.metadata.name

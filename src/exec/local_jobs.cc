@@ -314,14 +314,19 @@ void LocalJobs::ReadLogs(const JobKey& key, const std::string& replica, bool fol
   follower.Poll(on_line, /*flush_partial=*/true);
 }
 
-StatusOr<std::map<std::string, int>> LocalJobs::ReplicaPorts(const job::TFJob& job, bool* live) {
+StatusOr<std::optional<std::string>> LocalJobs::LocalTfConfig(const job::TFJob& job,
+                                                              const std::string& replica_type,
+                                                              int index, bool* live) {
   JobKey key{job.metadata.namespace_name, job.metadata.name};
-  if (StatusOr<std::map<std::string, int>> ports = store_.ReadEndpoints(key); ports.ok()) {
-    *live = true;
-    return ports;
-  }
-  *live = false;
-  return ReservePorts(job);
+  StatusOr<std::map<std::string, int>> ports = store_.ReadEndpoints(key);
+  *live = ports.ok();
+  if (!*live) ports = ReservePorts(job);
+  if (!ports.ok()) return ports.status();
+  std::map<std::string, std::string> environment =
+      ReplicaEnvironment(job, replica_type, index, *ports, "");
+  auto it = environment.find("TF_CONFIG");
+  if (it == environment.end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
 }
 
 }  // namespace cohort::exec

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,9 +105,12 @@ class LocalJobs {
                 const std::function<void(const std::string&, const std::string&)>& on_line,
                 const std::function<void()>& on_wait);
 
-  // The port of every replica of `job`, by short name ("worker-1"): a live job's, else the ones
-  // a run would be given now (`*live` says which).
-  StatusOr<std::map<std::string, int>> ReplicaPorts(const job::TFJob& job, bool* live);
+  // The TF_CONFIG that replica `replica_type`-`index` of `job` gets when run here (nullopt for a
+  // job of one replica, which gets none): with the ports of the live job of that name, else with
+  // ports chosen now as a run would choose them (`*live` says which).
+  StatusOr<std::optional<std::string>> LocalTfConfig(const job::TFJob& job,
+                                                     const std::string& replica_type, int index,
+                                                     bool* live);
 
  private:
   // Chooses a free port for each replica of `job`.
