@@ -76,5 +76,47 @@ TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
   EXPECT_EQ(store.ListJobs()[0].name, "twice");
 }
 
+// replicas.json, what `cohort describe` reads: fields of a replica that has not run or exited
+// are left out, and an unchanged table is not rewritten.
+TEST(JobStoreTest, TheReplicaTableRoundTripsThroughItsFile) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  job::TFJob job = ShellJob("table", 2, "exit 0");
+  SupervisorLock lock;
+  ASSERT_TRUE(store.CreateJob(job, &lock).ok());
+  JobKey key{"default", "table"};
+  Time started = *ParseTime("2026-01-01T00:00:00Z");
+  std::vector<ReplicaRow> rows = {
+      {"worker-0", "Running", 0, 4000, 4242, std::nullopt, started, std::nullopt},
+      {"worker-1", "Failed", 1, 4001, 0, 137, started, started + std::chrono::seconds(5)}};
+  ASSERT_TRUE(store.WriteReplicas(key, rows).ok());
+  EXPECT_EQ(ReadWhole(store.JobDirectory(key) / "replicas.json"),
+            R"([
+  {
+    "name": "worker-0",
+    "phase": "Running",
+    "pid": 4242,
+    "port": 4000,
+    "restarts": 0,
+    "startedAt": "2026-01-01T00:00:00Z"
+  },
+  {
+    "exitCode": 137,
+    "finishedAt": "2026-01-01T00:00:05Z",
+    "name": "worker-1",
+    "phase": "Failed",
+    "port": 4001,
+    "restarts": 1,
+    "startedAt": "2026-01-01T00:00:00Z"
+  }
+]
+)");
+  EXPECT_EQ(store.ReadReplicas(key), rows);
+  auto written = std::filesystem::last_write_time(store.JobDirectory(key) / "replicas.json");
+  ASSERT_TRUE(store.WriteReplicas(key, rows).ok());
+  EXPECT_EQ(std::filesystem::last_write_time(store.JobDirectory(key) / "replicas.json"), written);
+  EXPECT_TRUE(store.ReadReplicas({"default", "absent"}).empty());
+}
+
 }  // namespace
 }  // namespace cohort::exec
