@@ -138,6 +138,10 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
     }
     const ReplicaState& state = found->second;
     replica.pid = state.pid;
+    if (replica.running && (state.phase == job::ReplicaPhase::kPending ||
+                            state.phase == job::ReplicaPhase::kRunning)) {
+      replica.phase = state.phase;  // a pod's Pending turns Running
+    }
     if (state.phase == job::ReplicaPhase::kSucceeded || state.phase == job::ReplicaPhase::kFailed) {
       replica.running = false;
       replica.phase = state.phase;
@@ -220,7 +224,7 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
     replica.running = true;
     replica.stop_requested = false;
     replica.pid = started->pid;
-    replica.phase = job::ReplicaPhase::kRunning;
+    replica.phase = started->phase;
     replica.started_at = now;
     replica.finished_at.reset();
     events.push_back({"Normal", "SuccessfulCreatePod", "Created pod: " + pod, now});

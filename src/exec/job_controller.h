@@ -68,7 +68,7 @@ class JobController {
     std::optional<Time> started_at;
     std::optional<Time> finished_at;
     std::optional<Time> restart_at;  // pending restart after back-off
-    bool running = false;            // the backend runs it
+    bool running = false;            // the backend has it, started and not exited
     bool stop_requested = false;     // stopped while it ran: absent once gone
     int pid = 0;
   };

@@ -40,7 +40,9 @@ struct ReplicaId {
 // One replica as the backend sees it.
 struct ReplicaState {
   ReplicaId id;
-  job::ReplicaPhase phase = job::ReplicaPhase::kRunning;  // kRunning, kSucceeded or kFailed
+  // kRunning; kPending while it is being started (a pod being scheduled); kSucceeded or kFailed
+  // once it has exited.
+  job::ReplicaPhase phase = job::ReplicaPhase::kRunning;
   int exit_code = 0;  // when it has exited: as a shell reports it, 128 + N for signal N
   std::optional<Time> started_at;
   std::optional<Time> finished_at;

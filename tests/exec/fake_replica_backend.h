@@ -5,7 +5,8 @@
 // it runs until stopped. WaitForChange() moves the shared fake clock on to the deadline or the
 // next scripted exit, whichever is first, so a job of minutes runs in microseconds; `at_wait` lets
 // a test act at a given time (suspend the job, ask it to stop). A stopped replica is gone at the
-// next Observe(), as a process that honours SIGTERM would be.
+// next Observe(), as a process that honours SIGTERM would be (or, with ignore_graceful_stops,
+// once stopped with StopMode::kNow).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -48,6 +49,8 @@ class FakeReplicaBackend : public ReplicaBackend {
 
   // Start fails (as a command that is not found would) for these replicas.
   std::set<ReplicaId> refuse_to_start;
+  // Stopped replicas go on running until stopped with StopMode::kNow (SIGKILL).
+  bool ignore_graceful_stops = false;
   // Called with the time at the start of every wait.
   std::function<void(Time)> at_wait;
 
@@ -86,6 +89,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     if (it == replicas_.end()) return;
     if (running) {
       it->second.state.stopping = true;
+      it->second.killed = it->second.killed || mode == StopMode::kNow;
     } else {
       replicas_.erase(it);
     }
@@ -95,7 +99,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     std::vector<ReplicaState> states;
     for (auto it = replicas_.begin(); it != replicas_.end();) {
       Replica& replica = it->second;
-      if (replica.state.stopping) {  // it honoured SIGTERM
+      if (replica.state.stopping && (replica.killed || !ignore_graceful_stops)) {
         it = replicas_.erase(it);
         continue;
       }
@@ -135,6 +139,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     ReplicaState state;
     std::optional<Time> exit_at;
     int exit_code = 0;
+    bool killed = false;
   };
 
   Time* now_;

@@ -240,6 +240,33 @@ TEST_F(JobControllerTest, AStopRequestFailsTheJobAndStopsEveryReplica) {
   EXPECT_EQ(backend.starts().size(), 2u);  // nothing restarted after the stop
 }
 
+// A replica that ignores SIGTERM is killed at once when the user asks a second time.
+TEST_F(JobControllerTest, ASecondStopRequestKillsWithoutWaitingForTheGracePeriod) {
+  CreateJob(2, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return std::nullopt; });
+  backend.ignore_graceful_stops = true;
+  int requests = 0;
+  backend.at_wait = [&](Time now) {
+    if ((requests == 0 && now >= start_ + seconds(2)) ||
+        (requests == 1 && now >= start_ + seconds(4))) {
+      controller_->RequestStop(SIGTERM);
+      ++requests;
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_THAT(status->conditions.back().message, HasSubstr("was stopped by signal 15"));
+  std::set<ReplicaId> killed;
+  for (const auto& stop : backend.stops()) {
+    if (stop.mode == StopMode::kNow) {
+      EXPECT_GE(stop.at, start_ + seconds(4));
+      killed.insert(stop.id);
+    }
+  }
+  EXPECT_EQ(killed, (std::set<ReplicaId>{kWorker0, kWorker1}));
+  EXPECT_EQ(backend.running(), 0);
+}
+
 TEST_F(JobControllerTest, AFinishedJobIsNotRunAgain) {
   CreateJob(1, "Never");
   job::JobStatus finished;
