@@ -27,48 +27,10 @@ fs::path DefaultCohortHome() {
   return ".cohort";
 }
 
-Status WriteFileAtomically(const fs::path& path, const std::string& contents, mode_t permissions) {
-  fs::path temporary = path;
-  temporary += ".tmp." + std::to_string(getpid());
-  // O_EXCL: a leftover temporary file (of a killed writer with our pid) may have other permissions.
-  unlink(temporary.c_str());
-  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions);
-  if (fd < 0)
-    return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(errno));
-  size_t written = 0;
-  while (written < contents.size()) {
-    ssize_t n = write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      close(fd);
-      unlink(temporary.c_str());
-      return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(error));
-    }
-    written += static_cast<size_t>(n);
-  }
-  fsync(fd);
-  close(fd);
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    unlink(temporary.c_str());
-    return Status::IOError("cannot rename into " + path.string() + ": " + std::strerror(error));
-  }
-  return Status::OK();
-}
-
-StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read " + path.string());
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 namespace {
 
 StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path) {
-  StatusOr<std::string> text = ReadFile(path);
+  StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   nlohmann::json parsed = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return Status::InvalidArgument(path.string() + ": not valid JSON");
@@ -100,7 +62,7 @@ Status JobStore::CreateJob(const job::TFJob& job, SupervisorLock* lock) {
   // mkdir is atomic: of two concurrent submissions of the same name, exactly one wins.
   if (mkdir(directory.c_str(), 0755) != 0) {
     if (errno != EEXIST)
-      return Status::IOError("cannot create " + directory.string() + ": " + std::strerror(errno));
+      return Status::IOError("cannot create " + directory.string() + ": " + ErrnoMessage(errno));
     StatusOr<job::JobStatus> status = ReadStatus(key);
     std::string state = status.ok() ? job::JobState(*status) : "";
     return Status::AlreadyExists(
@@ -169,7 +131,7 @@ StatusOr<job::TFJob> JobStore::ReadSpec(const JobKey& key) const {
 }
 
 StatusOr<nlohmann::json> JobStore::ReadSpecObject(const JobKey& key) const {
-  StatusOr<std::string> text = ReadFile(JobDirectory(key) / "spec.json");
+  StatusOr<std::string> text = ReadWholeFile(JobDirectory(key) / "spec.json");
   if (!text.ok()) return Status::NotFound("job " + key.ToString() + " not found");
   nlohmann::json object = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) {
@@ -200,7 +162,7 @@ Status JobStore::AppendEvents(const JobKey& key, const std::vector<job::Event>& 
   // that a reader has already seen.
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::IOError("cannot append to " + path.string() + ": " + std::strerror(errno));
+    return Status::IOError("cannot append to " + path.string() + ": " + ErrnoMessage(errno));
   ssize_t written = write(fd, lines.data(), lines.size());
   close(fd);
   if (written != static_cast<ssize_t>(lines.size())) {
@@ -277,7 +239,7 @@ Status JobStore::WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>&
   }
   std::string text = table.dump(2) + "\n";
   fs::path path = JobDirectory(key) / "replicas.json";
-  StatusOr<std::string> current = ReadFile(path);
+  StatusOr<std::string> current = ReadWholeFile(path);
   if (current.ok() && *current == text) return Status::OK();
   return WriteFileAtomically(path, text);
 }
@@ -313,7 +275,7 @@ Status JobStore::WriteSecret(const JobKey& key, const std::string& secret) {
 }
 
 StatusOr<std::string> JobStore::ReadSecret(const JobKey& key) const {
-  return ReadFile(JobDirectory(key) / "secret");
+  return ReadWholeFile(JobDirectory(key) / "secret");
 }
 
 }  // namespace cohort::exec

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "base/file.h"
 #include "base/hex.h"
 #include "exec/free_ports.h"
 #include "exec/local_process_backend.h"
@@ -237,7 +238,7 @@ Status LocalJobs::Delete(const JobKey& key) {
     // A supervisor still starting holds the lock before it has written its pid: read the pid
     // until it is there.
     auto read_pid = [&directory]() -> pid_t {
-      StatusOr<std::string> text = ReadFile(directory / "supervisor.pid");
+      StatusOr<std::string> text = ReadWholeFile(directory / "supervisor.pid");
       return text.ok() ? static_cast<pid_t>(std::atoi(text->c_str())) : -1;
     };
     pid_t supervisor = -1;

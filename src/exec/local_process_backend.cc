@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/file.h"
 #include "exec/process.h"
 #include "exec/replica_environment.h"
 
@@ -44,7 +45,7 @@ StatusOr<std::unique_ptr<LocalProcessBackend>> LocalProcessBackend::Create(Optio
     return Status::FailedPrecondition("this process already has a LocalProcessBackend");
   }
   if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return Status::Unavailable(std::string("pipe: ") + std::strerror(errno));
+    return Status::Unavailable(std::string("pipe: ") + ErrnoMessage(errno));
   }
   struct sigaction action {};
   action.sa_handler = OnChildExit;
