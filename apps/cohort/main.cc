@@ -19,7 +19,6 @@
 #include "exec/image_map.h"
 #include "exec/job_controller.h"
 #include "exec/local_jobs.h"
-#include "exec/log_follower.h"
 #include "exec/replica_environment.h"
 #include "job/cluster_builder.h"
 #include "job/reconciler.h"
@@ -94,9 +93,8 @@ int Run(const std::string& file, const job::JobFileOptions& options,
   StatusOr<PreparedJob> prepared = PrepareJob(jobs, file, options, image_flags);
   if (!prepared.ok()) return Fail(ExitCodeFor(prepared.status()), prepared.status().message());
   JobKey key = prepared->created.key;
-  std::filesystem::path logs = jobs.store().JobDirectory(key) / "logs";
-  std::cout << "cohort: job " << key.ToString() << " created; logs in " << logs << std::endl;
-  exec::LogFollower follower(logs);
+  std::cout << "cohort: job " << key.ToString() << " created; logs in "
+            << jobs.store().JobDirectory(key) / "logs" << std::endl;
   auto print_line = [](const std::string& replica, const std::string& line) {
     std::cout << "[" << replica << "] " << line << "\n";
   };
@@ -105,13 +103,9 @@ int Run(const std::string& file, const job::JobFileOptions& options,
     PrintCondition(key, condition);
   };
   observer.on_event = PrintEvent;
-  observer.on_tick = [&] {
-    follower.Poll(print_line);
-    std::cout.flush();
-  };
+  observer.on_tick = [] { std::cout.flush(); };
   StatusOr<job::JobStatus> final_status =
-      jobs.Supervise(std::move(prepared->created), prepared->images, observer);
-  follower.Poll(print_line, /*flush_partial=*/true);
+      jobs.Supervise(std::move(prepared->created), prepared->images, observer, print_line);
   if (!final_status.ok()) return Fail(kExitError, final_status.status().message());
   std::cout << "cohort: job " << key.ToString() << " " << job::JobState(*final_status) << std::endl;
   return ExitCodeForJob(*final_status);

@@ -77,7 +77,8 @@ StatusOr<CreatedJob> LocalJobs::Create(const job::TFJob& job, const ImageMap& im
 }
 
 StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& images,
-                                              ControllerObserver observer) {
+                                              ControllerObserver observer,
+                                              const LogLineCallback& on_log_line) {
   const JobKey& key = job.key;
   // Taking the lock only now would leave the job visible without a holder since its creation,
   // and any command run in that moment would mark it Failed as abandoned.
@@ -100,6 +101,13 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
   StatusOr<std::unique_ptr<LocalProcessBackend>> backend =
       LocalProcessBackend::Create(std::move(options));
   if (!backend.ok()) return backend.status();
+  LogFollower follower(store_.JobDirectory(key) / "logs");
+  if (on_log_line) {
+    observer.on_tick = [&follower, &on_log_line, on_tick = std::move(observer.on_tick)] {
+      follower.Poll(on_log_line);
+      if (on_tick) on_tick();
+    };
+  }
   JobController controller(store_, **backend, key, std::move(observer));
   COHORT_RETURN_IF_ERROR(controller.Load());
 
@@ -117,6 +125,7 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
   watchdog.Dismiss();
   stopped_by_signals.store(nullptr);
   for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) signal(signal_number, SIG_DFL);
+  if (on_log_line) follower.Poll(on_log_line, /*flush_partial=*/true);
   return final_status;
 }
 

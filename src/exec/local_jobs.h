@@ -4,8 +4,8 @@
 //   LocalJobs jobs(DefaultCohortHome());
 //   StatusOr<ImageMap> images = jobs.LoadImages(image_flags);
 //   StatusOr<CreatedJob> created = jobs.Create(job, *images);
-//   jobs.Supervise(std::move(*created), *images, observer);   // `cohort run`: in this process
-//   jobs.Detach(std::move(*created), image_flags);            // `cohort submit`: in the background
+//   jobs.Supervise(std::move(*created), *images, observer, print_line);  // `cohort run`
+//   jobs.Detach(std::move(*created), image_flags);  // `cohort submit`: in the background
 //
 // A job lives in the JobStore under $COHORT_HOME (job_store.h). Its supervisor is the process
 // that runs its JobController over a LocalProcessBackend; it holds the job's supervisor lock
@@ -31,6 +31,9 @@
 
 namespace cohort::exec {
 
+// Called with a replica's short name ("worker-1") and one line of its log.
+using LogLineCallback = std::function<void(const std::string& replica, const std::string& line)>;
+
 // A job created in the store, waiting for its supervisor.
 struct CreatedJob {
   JobKey key;
@@ -54,10 +57,13 @@ class LocalJobs {
 
   // Supervises a created job in this process until it has finished and none of its replicas is
   // left; returns its final status. SIGINT, SIGTERM and SIGHUP stop the job meanwhile (marked
-  // Failed, replicas stopped; a second signal kills them at once). FailedPrecondition when the
-  // lock is not held or the job has already finished.
+  // Failed, replicas stopped; a second signal kills them at once). With `on_log_line`, every line
+  // the replicas write is passed on as it comes (`cohort run` prints them), before the
+  // observer's on_tick. FailedPrecondition when the lock is not held or the job has already
+  // finished.
   StatusOr<job::JobStatus> Supervise(CreatedJob job, const ImageMap& images,
-                                     ControllerObserver observer = {});
+                                     ControllerObserver observer = {},
+                                     const LogLineCallback& on_log_line = nullptr);
 
   // Starts the job's supervisor in the background: this program run again as `<program>
   // supervise JOB -n NAMESPACE --lock-fd FD [--image FLAG]...` (so it must be `cohort`), in its
@@ -102,8 +108,7 @@ class LocalJobs {
   // when `replica` is ""). With `follow`, goes on until the job's supervisor is gone, calling
   // `on_wait` before each pause.
   void ReadLogs(const JobKey& key, const std::string& replica, bool follow,
-                const std::function<void(const std::string&, const std::string&)>& on_line,
-                const std::function<void()>& on_wait);
+                const LogLineCallback& on_line, const std::function<void()>& on_wait);
 
   // The TF_CONFIG that replica `replica_type`-`index` of `job` gets when run here (nullopt for a
   // job of one replica, which gets none): with the ports of the live job of that name, else with
