@@ -76,14 +76,13 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
         << FormatTime(now) << " (previous exit code " << request.previous_exit_code << ") =====\n";
   }
   processes_.erase(id);  // an exited run is replaced
-  const job::Container* container =
-      job::TensorflowContainer(job.replica_specs.at(id.type).template_spec);
-  if (container == nullptr) return Status::InvalidArgument("no container named tensorflow");
-  StatusOr<std::vector<std::string>> argv = options_.images.CommandFor(*container, name);
+  StatusOr<const job::Container*> container = ReplicaContainer(job, id.type);
+  if (!container.ok()) return container.status();
+  StatusOr<std::vector<std::string>> argv = options_.images.CommandFor(**container, name);
   if (!argv.ok()) return argv.status();
   ProcessSpec spec{*argv,
                    ReplicaEnvironment(job, id.type, id.index, options_.ports, options_.secret),
-                   container->working_dir, log_path.string()};
+                   (*container)->working_dir, log_path.string()};
   StatusOr<pid_t> pid = StartProcess(spec);
   if (!pid.ok()) return pid.status();
   if (options_.on_process_started) options_.on_process_started(*pid);

@@ -13,6 +13,14 @@ std::string ShortReplicaName(const std::string& replica_type, int index) {
   return job::LowerCase(replica_type) + "-" + std::to_string(index);
 }
 
+StatusOr<const job::Container*> ReplicaContainer(const job::TFJob& job,
+                                                 const std::string& replica_type) {
+  const job::Container* container =
+      job::TensorflowContainer(job.replica_specs.at(replica_type).template_spec);
+  if (container == nullptr) return Status::InvalidArgument("no container named tensorflow");
+  return container;
+}
+
 std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
                                                       const std::string& replica_type, int index,
                                                       const std::map<std::string, int>& ports,
@@ -28,10 +36,9 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
                            "COHORT_REPLICA_INDEX", "COHORT_JOB_SECRET"}) {
     environment.erase(name);
   }
-  const job::Container* container =
-      job::TensorflowContainer(job.replica_specs.at(replica_type).template_spec);
-  if (container != nullptr) {
-    for (const job::EnvVar& variable : container->env) {
+  if (StatusOr<const job::Container*> container = ReplicaContainer(job, replica_type);
+      container.ok()) {
+    for (const job::EnvVar& variable : (*container)->env) {
       if (variable.value_from.is_null()) environment[variable.name] = variable.value;
     }
   }
