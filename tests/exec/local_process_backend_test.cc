@@ -78,11 +78,18 @@ TEST_F(LocalProcessBackendTest, AnExitIsObservedWithItsCode) {
 TEST_F(LocalProcessBackendTest, AStoppedReplicaIsAbsentOnceItHasExited) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
-  job::TFJob job =
-      ShellJob("stops", 1, "trap \"echo got TERM; exit 0\" TERM; while true; do sleep 0.05; done");
+  std::filesystem::path ready = scratch_.path() / "ready";
+  job::TFJob job = ShellJob("stops", 1,
+                            "trap \"echo got TERM; exit 0\" TERM; echo > " + ready.string() +
+                                "; while true; do sleep 0.05; done");
   StatusOr<ReplicaState> started = backend->Start({kWorker0, &job, 0, 0});
   ASSERT_TRUE(started.ok()) << started.status().ToString();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the shell set its trap
+  // The replica says when its trap is set.
+  auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (!std::filesystem::exists(ready) && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(std::filesystem::exists(ready));
   backend->Stop(kWorker0, StopMode::kGraceful);
   std::vector<ReplicaState> states = backend->Observe();
   if (!states.empty()) EXPECT_TRUE(states[0].stopping);
