@@ -4,7 +4,7 @@
 //   LocalJobs jobs(DefaultCohortHome());
 //   StatusOr<ImageMap> images = jobs.LoadImages(image_flags);
 //   StatusOr<CreatedJob> created = jobs.Create(job, *images);
-//   jobs.Supervise(std::move(*created), *images, observer, print_line);  // `cohort run`
+//   jobs.Supervise(std::move(*created), *images, observer, print_line);  // `cohort run`, or
 //   jobs.Detach(std::move(*created), image_flags);  // `cohort submit`: in the background
 //
 // A job lives in the JobStore under $COHORT_HOME (job_store.h). Its supervisor is the process
