@@ -20,7 +20,8 @@ Status MemoryJobStore::CreateJob(const job::TFJob& job, SupervisorLock* /*lock*/
   if (Find(key) != nullptr)
     return Status::AlreadyExists("job " + key.ToString() + " already exists");
   StoredJob stored;
-  stored.created_at = creation_time_ ? *creation_time_ : Clock::now();
+  // Whole seconds, as creationTimestamp keeps it.
+  stored.created_at = *ParseTime(FormatTime(creation_time_ ? *creation_time_ : Clock::now()));
   stored.spec_object = job::ToJson(job);
   stored.spec_object["metadata"]["creationTimestamp"] = FormatTime(stored.created_at);
   jobs_[key.ToString()] = std::move(stored);
