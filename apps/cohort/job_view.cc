@@ -144,7 +144,7 @@ std::string JobTable(const exec::JobStore& store, const std::vector<exec::JobKey
           failed += counts.failed;
         }
       }
-      if (StatusOr<job::TFJob> spec = store.ReadSpec(key); spec.ok()) {
+      if (StatusOr<job::Job> spec = store.ReadSpec(key); spec.ok()) {
         for (const auto& [type, replica_spec] : spec->replica_specs) {
           replicas +=
               (replicas.empty() ? "" : ",") + type + "=" + std::to_string(replica_spec.replicas);

@@ -79,7 +79,7 @@ void TidyJobs(JobStore& store, const std::vector<JobKey>& keys) {
     StatusOr<job::JobStatus> status = store.ReadStatus(key);
     if (!status.ok() || !job::IsFinished(*status)) continue;
     if (exec::SupervisorLock::IsHeld(store.JobDirectory(key))) continue;
-    StatusOr<job::TFJob> spec = store.ReadSpec(key);
+    StatusOr<job::Job> spec = store.ReadSpec(key);
     if (!spec.ok()) continue;
     job::ReconcileResult result = job::Reconcile(*spec, *status, {}, Clock::now());
     for (const job::Action& action : result.actions) {
@@ -414,7 +414,7 @@ int SetSuspended(const std::string& name, const std::string& namespace_name, boo
 // ---- validate / tfconfig / convert ----
 
 // "1 Chief, 2 PS, 3 Worker"
-std::string ReplicaSummary(const job::TFJob& job) {
+std::string ReplicaSummary(const job::Job& job) {
   std::string replicas;
   for (const auto& [type, spec] : job.replica_specs) {
     replicas += (replicas.empty() ? "" : ", ") + std::to_string(spec.replicas) + " " + type;
@@ -458,7 +458,7 @@ int TfConfig(const std::string& file, const job::JobFileOptions& options,
              const std::string& replica, bool kubernetes) {
   StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
   if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
-  const job::TFJob& job = loaded->job;
+  const job::Job& job = loaded->job;
   size_t dash = replica.rfind('-');
   std::string type_name = dash == std::string::npos ? "" : replica.substr(0, dash);
   int index = -1;

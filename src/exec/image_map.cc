@@ -63,9 +63,9 @@ StatusOr<std::vector<std::string>> ImageMap::CommandFor(const job::Container& co
   return argv;
 }
 
-Status ImageMap::CheckJob(const job::TFJob& job) const {
+Status ImageMap::CheckJob(const job::Job& job) const {
   for (const auto& [type, spec] : job.replica_specs) {
-    const job::Container* container = job::TensorflowContainer(spec.template_spec);
+    const job::Container* container = job.job_kind->MainContainer(spec.template_spec);
     if (container == nullptr) continue;  // validation reports it
     StatusOr<std::vector<std::string>> command =
         CommandFor(*container, job::ReplicaName(job.metadata.name, type, 0));

@@ -23,7 +23,7 @@
 
 #include "base/status.h"
 #include "exec/supervisor_lock.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::exec {
 
@@ -56,13 +56,13 @@ class JobStore {
   // Takes `lock` (the job's supervisor lock) before the spec is written, that is before any
   // command can see the job: a visible job without status whose lock is free is then one whose
   // creator or supervisor died, never one still being prepared (supervisor_lock.h).
-  Status CreateJob(const job::TFJob& job, SupervisorLock* lock);
+  Status CreateJob(const job::Job& job, SupervisorLock* lock);
   Status DeleteJob(const JobKey& key);
   bool Exists(const JobKey& key) const;
   // Every job, optionally of one namespace, sorted by namespace then name.
   std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const;
 
-  StatusOr<job::TFJob> ReadSpec(const JobKey& key) const;
+  StatusOr<job::Job> ReadSpec(const JobKey& key) const;
   Status WriteStatus(const JobKey& key, const job::JobStatus& status);
   StatusOr<job::JobStatus> ReadStatus(const JobKey& key) const;  // empty status if none yet
   Status AppendEvents(const JobKey& key, const std::vector<job::Event>& events);

@@ -16,7 +16,7 @@
 #include "base/hex.h"
 #include "exec/free_ports.h"
 #include "exec/process.h"
-#include "job/cluster_builder.h"
+#include "job/job_kind.h"
 #include "job/status_json.h"
 
 extern char** environ;
@@ -57,7 +57,7 @@ std::string ShortReplicaName(const std::string& replica_type, int index) {
   return job::LowerCase(replica_type) + "-" + std::to_string(index);
 }
 
-Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& images,
+Status PrepareLocalJob(JobStore& store, const job::Job& job, const ImageMap& images,
                        SupervisorLock* lock) {
   COHORT_RETURN_IF_ERROR(images.CheckJob(job));
   int total = 0;
@@ -82,7 +82,7 @@ Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& i
   return written;
 }
 
-std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
+std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
                                                       const std::string& replica_type, int index,
                                                       const std::map<std::string, int>& ports,
                                                       const std::string& secret) {
@@ -92,13 +92,16 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
     size_t equals = text.find('=');
     if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
   }
-  // A TF_CONFIG or job identity inherited from whoever started cohort must never leak in.
-  for (const char* name : {"TF_CONFIG", "COHORT_JOB_NAME", "COHORT_REPLICA_TYPE",
-                           "COHORT_REPLICA_INDEX", "COHORT_JOB_SECRET"}) {
+  // A cluster variable (TF_CONFIG) or job identity inherited from whoever started cohort must
+  // never leak in.
+  const job::JobKind& kind = *job.job_kind;
+  for (const std::string& name : kind.EnvironmentNames()) environment.erase(name);
+  for (const char* name :
+       {"COHORT_JOB_NAME", "COHORT_REPLICA_TYPE", "COHORT_REPLICA_INDEX", "COHORT_JOB_SECRET"}) {
     environment.erase(name);
   }
   const job::Container* container =
-      job::TensorflowContainer(job.replica_specs.at(replica_type).template_spec);
+      kind.MainContainer(job.replica_specs.at(replica_type).template_spec);
   if (container != nullptr) {
     for (const job::EnvVar& variable : container->env) {
       if (variable.value_from.is_null()) environment[variable.name] = variable.value;
@@ -108,9 +111,8 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
     auto it = ports.find(ShortReplicaName(type, task_index));
     return "localhost:" + std::to_string(it == ports.end() ? 0 : it->second);
   };
-  if (std::optional<std::string> tf_config =
-          job::TfConfigForReplica(job, replica_type, index, endpoint)) {
-    environment["TF_CONFIG"] = *tf_config;
+  for (const job::EnvVar& variable : kind.ReplicaEnvironment(job, replica_type, index, endpoint)) {
+    environment[variable.name] = variable.value;
   }
   environment["COHORT_JOB_NAME"] = job.metadata.name;
   environment["COHORT_REPLICA_TYPE"] = job::LowerCase(replica_type);
@@ -143,7 +145,7 @@ void LocalExecutor::RequestStop(int signal_number) {
 Status LocalExecutor::ReloadSpecIfChanged() {
   std::filesystem::file_time_type version = store_.SpecVersion(key_);
   if (version == spec_version_) return Status::OK();
-  StatusOr<job::TFJob> job = store_.ReadSpec(key_);
+  StatusOr<job::Job> job = store_.ReadSpec(key_);
   if (!job.ok()) return job.status();
   job_ = std::move(*job);
   spec_version_ = version;
@@ -202,13 +204,14 @@ StatusOr<job::JobStatus> LocalExecutor::Run() {
     if (stop_requests > 0 && !stop_handled) {
       stop_handled = true;
       std::string message =
-          "TFJob " + key_.ToString() + " was stopped by " +
+          job_.job_kind->name() + " " + key_.ToString() + " was stopped by " +
           (stop_signal == SIGINT ? "the user (Ctrl-C)" : "signal " + std::to_string(stop_signal)) +
           " before it finished.";
       job::JobStatus stopped = status_;
-      job::SetCondition(stopped, job::kConditionFailed, "True", "TFJobFailed", message, now);
+      const std::string reason = job_.job_kind->Reason(job::kConditionFailed);
+      job::SetCondition(stopped, job::kConditionFailed, "True", reason, message, now);
       if (!stopped.completion_time) stopped.completion_time = now;
-      Publish(stopped, {job::Event{"Warning", "TFJobFailed", message, now}});
+      Publish(stopped, {job::Event{"Warning", reason, message, now}});
     }
     if (stop_requests > 1) {  // asked twice: do not wait for the grace period
       for (auto& [key, replica] : replicas_) {
@@ -338,10 +341,10 @@ void LocalExecutor::StartReplica(Replica& replica, Time now, std::vector<job::Ev
         << FormatTime(now) << " (previous exit code " << replica.exit_code << ") =====\n";
   }
   const job::ReplicaSpec& spec = job_.replica_specs.at(replica.type);
-  const job::Container* container = job::TensorflowContainer(spec.template_spec);
+  const job::Container* container = job_.job_kind->MainContainer(spec.template_spec);
   Status status;
   if (container == nullptr) {
-    status = Status::InvalidArgument("no container named tensorflow");
+    status = Status::InvalidArgument("no container named " + job_.job_kind->facts().container_name);
   } else {
     StatusOr<std::vector<std::string>> argv = images_.CommandFor(*container, name);
     if (argv.ok()) {

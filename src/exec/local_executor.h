@@ -25,8 +25,9 @@
 #include "exec/job_store.h"
 #include "exec/supervisor_lock.h"
 #include "exec/supervisor_loss.h"
+#include "job/common_types.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
-#include "job/tfjob.h"
 
 namespace cohort::exec {
 
@@ -42,13 +43,13 @@ struct ExecutorObserver {
 // starts. Sets `*lock` to the job's supervisor lock, taken before the job became visible; the
 // caller passes it on to the job's LocalExecutor (across exec for a detached supervisor), so the
 // job never looks abandoned while it starts.
-Status PrepareLocalJob(JobStore& store, const job::TFJob& job, const ImageMap& images,
+Status PrepareLocalJob(JobStore& store, const job::Job& job, const ImageMap& images,
                        SupervisorLock* lock);
 
 // The environment of one replica: the supervisor's own, then the container's env, then TF_CONFIG
 // (when the job has more than one replica) and COHORT_JOB_NAME, COHORT_REPLICA_TYPE,
 // COHORT_REPLICA_INDEX and COHORT_JOB_SECRET.
-std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
+std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
                                                       const std::string& replica_type, int index,
                                                       const std::map<std::string, int>& ports,
                                                       const std::string& secret);
@@ -109,7 +110,7 @@ class LocalExecutor {
   JobKey key_;
   ImageMap images_;
   ExecutorObserver observer_;
-  job::TFJob job_;
+  job::Job job_;
   std::filesystem::file_time_type spec_version_{};
   std::map<std::string, int> ports_;
   std::string secret_;

@@ -64,7 +64,7 @@ TEST(WriteFileAtomicallyTest, CreatesTheFileWithTheGivenPermissions) {
 TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
   ScratchDirectory home;
   JobStore store(home.path());
-  job::TFJob job = ShellJob("twice", 1, "exit 0");
+  job::Job job = ShellJob("twice", 1, "exit 0");
   SupervisorLock first;
   ASSERT_TRUE(store.CreateJob(job, &first).ok());
   SupervisorLock second;
