@@ -432,13 +432,14 @@ int Validate(const std::vector<std::string>& files, const job::JobFileOptions& o
       continue;
     }
     PrintWarnings(*loaded);
-    std::string as_tfjob = loaded->format == job::JobFileFormat::kAiPlatform
-                               ? "valid AI Platform job spec, as TFJob "
-                               : "valid TFJob ";
-    std::cout << file << ": " << as_tfjob << loaded->job.metadata.namespace_name << "/"
+    const std::string& kind = loaded->job.kind;
+    std::string as_kind = loaded->format == job::JobFileFormat::kAiPlatform
+                              ? "valid AI Platform job spec, as " + kind + " "
+                              : "valid " + kind + " ";
+    std::cout << file << ": " << as_kind << loaded->job.metadata.namespace_name << "/"
               << loaded->job.metadata.name << " (" << ReplicaSummary(loaded->job) << ")\n";
     if (loaded->format == job::JobFileFormat::kAiPlatform) {
-      std::cout << "  (cohort convert " << file << " prints that TFJob)\n";
+      std::cout << "  (cohort convert " << file << " prints that " << kind << ")\n";
     }
   }
   return exit_code;
