@@ -74,6 +74,8 @@ struct KindFacts {
   std::string worker_type;
   // Condition and event reasons are this + what happened: "TFJob" + "Running".
   std::string reason_prefix;
+  // The source of its events as `kubectl describe` shows it ("tfjob-controller").
+  std::string controller_name;
   // The variable in which a replica finds its peers ("TF_CONFIG"), for messages.
   std::string cluster_variable;
   // The earlier versions of the group that a manifest may still carry ("v1alpha2, v1beta1 or
@@ -92,6 +94,8 @@ class JobKind {
   const KindFacts& facts() const { return facts_; }
   const std::string& name() const { return facts_.kind; }  // "TFJob"
   std::string api_version() const { return facts_.group + "/" + facts_.version; }
+  // "tfjob.kubeflow.org", as kubectl names the kind in "tfjob.kubeflow.org/mnist deleted".
+  std::string ResourceName() const { return LowerCase(facts_.kind) + "." + facts_.group; }
 
   // A new, empty job of this kind: job_kind, apiVersion and kind set.
   Job NewJob() const;

@@ -22,6 +22,7 @@ KindFacts TFJobFacts() {
   facts.chief_types = {kChief, kMaster};
   facts.worker_type = kWorker;
   facts.reason_prefix = "TFJob";
+  facts.controller_name = "tfjob-controller";
   facts.cluster_variable = "TF_CONFIG";
   facts.older_versions = "v1alpha2, v1beta1 or v1beta2";
   facts.spec_fields = {

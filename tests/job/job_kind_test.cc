@@ -70,6 +70,8 @@ TEST(TFJobKindTest, HasTheOperatorsNames) {
               ElementsAre("Chief", "Evaluator", "Master", "PS", "Worker"));
   EXPECT_THAT(kind.facts().chief_types, ElementsAre("Chief", "Master"));
   EXPECT_EQ(kind.Reason(kConditionRunning), "TFJobRunning");
+  EXPECT_EQ(kind.facts().controller_name, "tfjob-controller");
+  EXPECT_EQ(kind.ResourceName(), "tfjob.kubeflow.org");
   EXPECT_EQ(kind.CanonicalReplicaType("ps"), "PS");
   EXPECT_EQ(kind.CanonicalReplicaType("Sidecar"), "Sidecar");
 }

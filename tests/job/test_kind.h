@@ -70,6 +70,7 @@ class ShellJobKind : public JobKind {
     facts.chief_types = {kLeader};
     facts.worker_type = kNode;
     facts.reason_prefix = "Shell";
+    facts.controller_name = "shell-controller";
     facts.cluster_variable = "SHELL_PEERS";
     facts.spec_fields = {
         SpecField{kModeField, SpecField::Type::kString, "parallel", true},
