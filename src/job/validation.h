@@ -7,7 +7,8 @@
 // FieldMessage in spec_parser.h); a field that is missing is reported at its nearest enclosing
 // field that was written.
 //
-// The webhook's rules: metadata.name is a DNS-1035 label; spec.tfReplicaSpecs is required; every
+// The webhook's rules (Kubeflow: pkg/apis/kubeflow.org/v1/tensorflow_validation.go for TFJob):
+// metadata.name is a DNS-1035 label; spec.tfReplicaSpecs is required; every
 // replica has at least one container, every container an image, and one container is named
 // tensorflow; at most one Chief or Master; runPolicy's numbers are in range and managedBy names a
 // known controller. Cohort adds what the API server would reject when it creates the pods
