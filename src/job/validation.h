@@ -8,14 +8,14 @@
 // field that was written.
 //
 // The webhook's rules (Kubeflow: pkg/apis/kubeflow.org/v1/tensorflow_validation.go for TFJob):
-// metadata.name is a DNS-1035 label; spec.tfReplicaSpecs is required; every
-// replica has at least one container, every container an image, and one container is named
-// tensorflow; at most one Chief or Master; runPolicy's numbers are in range and managedBy names a
-// known controller. Cohort adds what the API server would reject when it creates the pods
-// (replicas >= 0, a valid namespace, container names present and unique, ports in range, env
-// names present) and the replica-type collisions that the operator's defaulting resolves silently
-// ("ps" and "PS" in one manifest). The kind's own spec fields are checked by its
-// ValidateSpecFields hook (TFJob: successPolicy "" or AllWorkers).
+// metadata.name is a DNS-1035 label; spec.tfReplicaSpecs is required; every replica has at least
+// one container, every container an image, and one container is named tensorflow; at most one Chief
+// or Master; runPolicy's numbers are in range and managedBy names a known controller. Cohort adds
+// what the API server would reject when it creates the pods (replicas >= 0, a valid namespace,
+// container names present and unique, ports in range, env names present) and the replica-type
+// collisions that the operator's defaulting resolves silently ("ps" and "PS" in one manifest). The
+// kind's own spec fields are checked by its ValidateSpecFields hook (TFJob: successPolicy "" or
+// AllWorkers).
 #pragma once
 
 #include <string>
