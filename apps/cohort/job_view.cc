@@ -97,7 +97,7 @@ int CountRestarts(const nlohmann::json& replicas) {
 }
 
 nlohmann::json ReadReplicaTable(const exec::JobStore& store, const exec::JobKey& key) {
-  StatusOr<std::string> text = exec::ReadFile(store.JobDirectory(key) / "replicas.json");
+  StatusOr<std::string> text = ReadWholeFile(store.JobDirectory(key) / "replicas.json");
   if (!text.ok()) return nlohmann::json::array();
   nlohmann::json table = nlohmann::json::parse(*text, nullptr, false);
   return table.is_array() ? table : nlohmann::json::array();
@@ -106,7 +106,7 @@ nlohmann::json ReadReplicaTable(const exec::JobStore& store, const exec::JobKey&
 }  // namespace
 
 StatusOr<nlohmann::json> JobObject(const exec::JobStore& store, const exec::JobKey& key) {
-  StatusOr<std::string> spec_text = exec::ReadFile(store.JobDirectory(key) / "spec.json");
+  StatusOr<std::string> spec_text = ReadWholeFile(store.JobDirectory(key) / "spec.json");
   if (!spec_text.ok()) return Status::NotFound("job " + key.ToString() + " not found");
   nlohmann::json object = nlohmann::json::parse(*spec_text, nullptr, false);
   if (object.is_discarded())

@@ -368,7 +368,7 @@ int Delete(const std::string& name, const std::string& namespace_name, bool igno
     // A supervisor still starting holds the lock before it has written its pid: read the pid
     // until it is there.
     auto read_pid = [&directory]() -> pid_t {
-      StatusOr<std::string> text = exec::ReadFile(directory / "supervisor.pid");
+      StatusOr<std::string> text = ReadWholeFile(directory / "supervisor.pid");
       return text.ok() ? static_cast<pid_t>(std::atoi(text->c_str())) : -1;
     };
     pid_t supervisor = -1;

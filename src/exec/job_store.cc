@@ -27,48 +27,10 @@ fs::path DefaultCohortHome() {
   return ".cohort";
 }
 
-Status WriteFileAtomically(const fs::path& path, const std::string& contents, mode_t permissions) {
-  fs::path temporary = path;
-  temporary += ".tmp." + std::to_string(getpid());
-  // O_EXCL: a leftover temporary file (of a killed writer with our pid) may have other permissions.
-  unlink(temporary.c_str());
-  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions);
-  if (fd < 0)
-    return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(errno));
-  size_t written = 0;
-  while (written < contents.size()) {
-    ssize_t n = write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      close(fd);
-      unlink(temporary.c_str());
-      return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(error));
-    }
-    written += static_cast<size_t>(n);
-  }
-  fsync(fd);
-  close(fd);
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    unlink(temporary.c_str());
-    return Status::IOError("cannot rename into " + path.string() + ": " + std::strerror(error));
-  }
-  return Status::OK();
-}
-
-StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read " + path.string());
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 namespace {
 
 StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path) {
-  StatusOr<std::string> text = ReadFile(path);
+  StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   nlohmann::json parsed = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return Status::InvalidArgument(path.string() + ": not valid JSON");

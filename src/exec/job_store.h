@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "exec/supervisor_lock.h"
 #include "job/common_types.h"
@@ -29,12 +30,6 @@ namespace cohort::exec {
 
 // $COHORT_HOME, else ~/.cohort.
 std::filesystem::path DefaultCohortHome();
-
-// Writes `contents` to `path` atomically (temporary file, fsync, rename). The file is created
-// with `permissions` (less the umask), so a secret is never readable by others, not even briefly.
-Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents,
-                           mode_t permissions = 0644);
-StatusOr<std::string> ReadFile(const std::filesystem::path& path);
 
 struct JobKey {
   std::string namespace_name = "default";

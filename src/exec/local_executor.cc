@@ -163,7 +163,7 @@ Status LocalExecutor::Setup() {
   StatusOr<std::map<std::string, int>> ports = store_.ReadEndpoints(key_);
   if (!ports.ok()) return ports.status();
   ports_ = std::move(*ports);
-  StatusOr<std::string> secret = ReadFile(store_.JobDirectory(key_) / "secret");
+  StatusOr<std::string> secret = ReadWholeFile(store_.JobDirectory(key_) / "secret");
   if (!secret.ok()) return secret.status();
   secret_ = *secret;
   StatusOr<job::JobStatus> status = store_.ReadStatus(key_);
@@ -455,7 +455,7 @@ Status LocalExecutor::WriteReplicaTable() {
   }
   std::string text = table.dump(2) + "\n";
   std::filesystem::path path = store_.JobDirectory(key_) / "replicas.json";
-  StatusOr<std::string> current = ReadFile(path);
+  StatusOr<std::string> current = ReadWholeFile(path);
   if (current.ok() && *current == text) return Status::OK();
   return WriteFileAtomically(path, text);
 }

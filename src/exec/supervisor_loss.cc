@@ -45,7 +45,7 @@ bool RecoverIfSupervisorLost(JobStore& store, const JobKey& key) {
   if (!status.ok() || job::IsFinished(*status)) return false;
   if (SupervisorLock::IsHeld(store.JobDirectory(key))) return false;
   std::string pid;
-  if (StatusOr<std::string> text = ReadFile(store.JobDirectory(key) / "supervisor.pid");
+  if (StatusOr<std::string> text = ReadWholeFile(store.JobDirectory(key) / "supervisor.pid");
       text.ok()) {
     pid = "(pid " + text->substr(0, text->find('\n')) + ")";
   }

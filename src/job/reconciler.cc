@@ -1,4 +1,7 @@
-// The job controller's decisions, following the Kubeflow training operator: ReconcileJobs in
+// The job controller's decisions, following the Kubeflow training operator as docs/behaviour.md
+// states it (§1.4 restart policies, §3.3 managedBy, §3.4 the reconcile pass, §3.5 success, §3.6
+// failure, §3.7 backoffLimit, §3.8 cleanup and TTL, §3.9 conditions, §3.10 suspend, §3.11
+// activeDeadlineSeconds, §4.1 events). The operator's code: ReconcileJobs in
 // pkg/controller.v1/common/job.go (the order of a pass, managedBy, suspend, backoffLimit,
 // activeDeadlineSeconds, cleanPodPolicy and TTL), ReconcilePods in pkg/controller.v1/common/pod.go
 // (what each restart policy does with an exit), UpdateJobStatus in
@@ -39,7 +42,7 @@ constexpr const char* kWarning = "Warning";
 constexpr const char* kResumed = "Resumed";
 constexpr const char* kReasonExitedWithCode = "ExitedWithCode";
 
-// The only runPolicy.managedBy value that means "this controller".
+// The only runPolicy.managedBy value that means "this controller" (§3.3).
 constexpr const char* kManagedByTrainingOperator = "kubeflow.org/training-operator";
 
 // ---- Conditions ----
@@ -82,10 +85,10 @@ void RemoveConditionForReplacement(JobStatus& status, const std::string& type) {
 // ---- Replicas ----
 
 // Death by signal N is reported as 128 + N; the operator retries those under ExitCode and treats
-// 1-127 as a bug in the program that a retry will not fix.
+// 1-127 as a bug in the program that a retry will not fix (§1.4).
 bool IsRetryableExitCode(int exit_code) { return exit_code >= 128; }
 
-// What a replica's restart policy makes of one exit.
+// What a replica's restart policy makes of one exit (§1.4).
 enum class ExitOutcome {
   kSucceeded,         // stays exited and counts as succeeded
   kRestart,           // started again
@@ -128,7 +131,7 @@ std::vector<std::string> ReplicaTypesInStatusOrder(const Job& job) {
 }
 
 // The kind's first chief type that the spec has (TFJob: Chief, else Master): it alone decides
-// success.
+// success (§3.5).
 std::optional<std::string> ChiefType(const Job& job) {
   for (const std::string& chief : job.job_kind->facts().chief_types) {
     if (job.replica_specs.count(chief) != 0) return chief;
@@ -137,7 +140,7 @@ std::optional<std::string> ChiefType(const Job& job) {
 }
 
 bool IsManagedExternally(const Job& job) {
-  // Even "" counts as another controller, as in the operator's own unit test.
+  // Even "" counts as another controller, as in the operator's own unit test (§3.3).
   return job.run_policy.managed_by.has_value() &&
          *job.run_policy.managed_by != kManagedByTrainingOperator;
 }
@@ -153,7 +156,7 @@ struct ReplicaPlan {
   std::vector<const ObservedReplica*> out_of_spec;         // type or index not in the spec
   std::vector<const ObservedReplica*> new_exits;           // first seen in this pass
   const ObservedReplica* worker_zero = nullptr;            // replica 0 of the kind's worker type
-  // Restarts already made by replicas whose policy may restart them.
+  // Restarts already made by replicas whose policy may restart them (§3.7).
   int restarts_made = 0;
   // A replica restarted earlier is still waiting for its back-off: the job is Restarting, not
   // Running, until it runs again.
@@ -349,10 +352,10 @@ void Reconciliation::StopAll(const std::string& reason) {
   for (const ObservedReplica& replica : observed_) Stop(replica, reason);
 }
 
-// A finished job only cleans up; its counters stay as they were when it finished.
+// §3.4 step 3: a finished job only cleans up; its counters stay as they were when it finished.
 void Reconciliation::ReconcileFinished() { CleanUp(); }
 
-// The operator re-emits TFJobSuspended on every pass while suspended; Cohort emits it once,
+// §3.10. The operator re-emits TFJobSuspended on every pass while suspended; Cohort emits it once,
 // when the Suspended condition is added, so that events.jsonl is not flooded.
 void Reconciliation::ReconcileSuspended() {
   StopAll("suspended");
@@ -375,7 +378,7 @@ void Reconciliation::AddCreatedCondition() {
                KindAndName() + " is created.", now_);
 }
 
-// Resuming restarts the clock of activeDeadlineSeconds.
+// §3.10: resuming restarts the clock of activeDeadlineSeconds.
 void Reconciliation::ResumeIfSuspended() {
   if (IsSuspended(status())) {
     const std::string message = KindAndName() + " is resumed.";
@@ -392,7 +395,7 @@ void Reconciliation::ReconcileActive() {
   RecordExits(plan);
   status().replica_statuses = plan.counts;
 
-  // The two limits stop every replica, whatever cleanPodPolicy says, since the job is
+  // §3.4 step 6: the two limits stop every replica, whatever cleanPodPolicy says, since the job is
   // not yet marked finished when they are deleted.
   if (!plan.restarts.empty() && ExceedsBackoffLimit(plan)) {
     CountUnrestartedExits(plan);
@@ -444,14 +447,14 @@ bool Reconciliation::ExceedsBackoffLimit(const ReplicaPlan& plan) const {
   return plan.restarts_made + restarts_needed > *limit;
 }
 
-// now - startTime >= activeDeadlineSeconds.
+// §3.11: now - startTime >= activeDeadlineSeconds.
 bool Reconciliation::PastActiveDeadline() const {
   const std::optional<int64_t>& deadline = job_.run_policy.active_deadline_seconds;
   if (!deadline || !status().start_time) return false;
   return precise_now_ - *status().start_time >= std::chrono::seconds(*deadline);
 }
 
-// Under ExitCode an exit code of 1-127 is permanent and fails the job at once, with a
+// §1.4: under ExitCode an exit code of 1-127 is permanent and fails the job at once, with a
 // Warning event and its own message. Cohort also spares dynamic workers here, as the generic rule
 // does, since their whole point is that a worker may fail without failing the job.
 void Reconciliation::FailOnExitCodeFailures(const ReplicaPlan& plan) {
@@ -462,7 +465,7 @@ void Reconciliation::FailOnExitCodeFailures(const ReplicaPlan& plan) {
   }
 }
 
-// Any replica that failed and will not be restarted fails the job, Evaluators and unknown
+// §3.6: any replica that failed and will not be restarted fails the job, Evaluators and unknown
 // types included, except those the kind tolerates (TFJob: Workers with enableDynamicWorker).
 void Reconciliation::FailOnReplicaFailures(const ReplicaPlan& plan) {
   for (const std::string& type : ReplicaTypesInStatusOrder(job_)) {
@@ -474,10 +477,10 @@ void Reconciliation::FailOnReplicaFailures(const ReplicaPlan& plan) {
   }
 }
 
-// The chief (TFJob: Chief or Master) decides when there is one, otherwise the Workers do. A spec
-// with neither never succeeds by itself, as in the operator (whose "no Worker spec means worker 0
-// completed" rule is only reached when a Worker spec exists); PS, Evaluators and unknown types
-// never decide.
+// §3.5. The chief (TFJob: Chief or Master) decides when there is one, otherwise the Workers do. A
+// spec with neither never succeeds by itself, as in the operator (whose "no Worker spec means
+// worker 0 completed" rule is only reached when a Worker spec exists); PS, Evaluators and unknown
+// types never decide.
 //
 // Cohort deviation: while a restart is pending (decided in this pass, or a restarted replica still
 // in its back-off), the job stays Restarting instead of going back to Running at once, so the
@@ -524,7 +527,7 @@ void Reconciliation::Succeed() {
   SetCondition(status(), kConditionSucceeded, kTrue, Reason(kConditionSucceeded), message, now_);
 }
 
-// Failed is terminal: the first reason found in a pass is the one the job keeps, and only
+// Failed is terminal (§3.9): the first reason found in a pass is the one the job keeps, and only
 // it gets an event.
 void Reconciliation::Fail(const char* event_type, const std::string& message) {
   if (IsFailed(status())) return;
@@ -575,11 +578,11 @@ void Reconciliation::FailForLimit(const std::string& message, const std::string&
   CleanUp(stop_reason);
 }
 
-// For a finished job: cleanPodPolicy, then the TTL. A non-empty `stop_everything_reason`
-// stops every replica instead, whatever cleanPodPolicy says.
+// §3.8 for a finished job: cleanPodPolicy, then the TTL. A non-empty `stop_everything_reason`
+// stops every replica instead, whatever cleanPodPolicy says (§3.4 step 6).
 void Reconciliation::CleanUp(const std::string& stop_everything_reason) {
   if (IsSucceeded(status())) {
-    // Replicas still active when the job succeeded count as succeeded.
+    // §3.4 step 3: replicas still active when the job succeeded count as succeeded.
     for (auto& [type, counts] : status().replica_statuses) {
       counts.succeeded += counts.active;
       counts.active = 0;
@@ -612,7 +615,7 @@ void Reconciliation::CleanUp(const std::string& stop_everything_reason) {
   }
 }
 
-// The operator arms a timer for the deadline that its work queue never fires; Cohort asks
+// The operator arms a timer for the deadline that its work queue never fires (§3.11); Cohort asks
 // to be called back when the deadline passes.
 void Reconciliation::RequeueForDeadline() {
   const std::optional<int64_t>& deadline = job_.run_policy.active_deadline_seconds;
@@ -650,7 +653,7 @@ ReconcileResult Reconcile(const Job& job, const JobStatus& previous,
   return Reconciliation(job, previous, observed, now).Run();
 }
 
-// The operator's setCondition.
+// The operator's setCondition (§3.9).
 void SetCondition(JobStatus& status, const std::string& type, const std::string& condition_status,
                   const std::string& reason, const std::string& message, Time now) {
   // Failed is terminal: nothing changes after it.

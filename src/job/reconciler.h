@@ -120,7 +120,7 @@ void SetCondition(JobStatus& status, const std::string& type, const std::string&
 std::string JobState(const JobStatus& status);
 bool IsSucceeded(const JobStatus& status);
 bool IsFailed(const JobStatus& status);
-// A Suspended condition with status True.
+// A Suspended condition with status True (docs/behaviour.md §3.10).
 bool IsSuspended(const JobStatus& status);
 inline bool IsFinished(const JobStatus& status) { return IsSucceeded(status) || IsFailed(status); }
 

@@ -13,6 +13,8 @@
 //  - spec.enableDynamicWorker: a failed Worker does not fail the job (and TF_CONFIG is sparse);
 //  - environment: TF_CONFIG (cluster_builder.h) in every replica of a distributed job, none when
 //    the job has exactly one replica of the five types.
+// docs/behaviour.md states each of these facts with its source: the API in §1, TF_CONFIG in §2,
+// success and failure in §3.5 and §3.6.
 #pragma once
 
 #include <string>

@@ -29,7 +29,7 @@ Job MakeJob(const std::string& name, const std::string& namespace_name,
   return job;
 }
 
-// tfjob.md §2.3: job mnist in namespace kubeflow with 1 chief, 2 ps and 2 workers.
+// docs/behaviour.md §2.3: job mnist in namespace kubeflow with 1 chief, 2 ps and 2 workers.
 Job Mnist() {
   return MakeJob(
       "mnist", "kubeflow",
