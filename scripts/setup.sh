@@ -8,9 +8,9 @@ export COHORT_ROOT
 
 # Debian packages the build, the tests and the benchmarks need.
 COHORT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libasio-dev
-  libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  build-essential cmake ninja-build pkg-config git ccache
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libssl-dev zlib1g-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
@@ -61,14 +61,21 @@ cohort_install_missing_packages() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# cohort_build DIR [cmake args...]: configure once, then build incrementally.
+# cohort_build DIR [cmake args...]: configure once, then build everything incrementally.
+# With COHORT_BUILD_TARGETS set (space-separated), only those targets and what they need are built.
 cohort_build() {
   local build_dir="$1"
   shift
-  local jobs
-  jobs="$(nproc)"
+  # ccache makes a rebuild in a fresh clone (CI's) cheap; paths are hashed relative to the clone.
+  export CCACHE_BASEDIR="$COHORT_ROOT"
   if [ ! -f "$build_dir/build.ninja" ]; then
-    cmake -S "$COHORT_ROOT" -B "$build_dir" -G Ninja "$@" >/dev/null
+    cmake -S "$COHORT_ROOT" -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" \
+      >/dev/null
   fi
-  cmake --build "$build_dir" -j "$jobs"
+  local targets=()
+  if [ -n "${COHORT_BUILD_TARGETS:-}" ]; then
+    read -r -a targets <<<"$COHORT_BUILD_TARGETS"
+    targets=(--target "${targets[@]}")
+  fi
+  cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 }

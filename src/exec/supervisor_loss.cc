@@ -10,7 +10,9 @@
 #include <cstring>
 #include <set>
 
+#include "base/file.h"
 #include "exec/supervisor_lock.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 
 namespace cohort::exec {
@@ -21,11 +23,15 @@ Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string&
   if (!status.ok()) return status.status();
   if (job::IsFinished(*status)) return Status::OK();
   Time now = Clock::now();
-  std::string message = "TFJob " + key.ToString() + " has failed because its Cohort supervisor " +
-                        (supervisor.empty() ? "" : supervisor + " ") +
-                        "died before the job finished" +
-                        (aftermath.empty() ? "" : "; " + aftermath) + ".";
-  job::SetCondition(*status, job::kConditionFailed, "True", "TFJobFailed", message, now);
+  StatusOr<job::Job> spec = store.ReadSpec(key);
+  const job::JobKind& kind =
+      spec.ok() ? *spec->job_kind : *job::KindRegistry::Default().kinds().front();
+  std::string message =
+      kind.name() + " " + key.ToString() + " has failed because its Cohort supervisor " +
+      (supervisor.empty() ? "" : supervisor + " ") + "died before the job finished" +
+      (aftermath.empty() ? "" : "; " + aftermath) + ".";
+  job::SetCondition(*status, job::kConditionFailed, "True", kind.Reason(job::kConditionFailed),
+                    message, now);
   status->completion_time = now;
   for (auto& [type, replica_status] : status->replica_statuses) {
     replica_status.failed += replica_status.active;
@@ -40,7 +46,7 @@ bool RecoverIfSupervisorLost(JobStore& store, const JobKey& key) {
   if (!status.ok() || job::IsFinished(*status)) return false;
   if (SupervisorLock::IsHeld(store.JobDirectory(key))) return false;
   std::string pid;
-  if (StatusOr<std::string> text = ReadFile(store.JobDirectory(key) / "supervisor.pid");
+  if (StatusOr<std::string> text = ReadWholeFile(store.JobDirectory(key) / "supervisor.pid");
       text.ok()) {
     pid = "(pid " + text->substr(0, text->find('\n')) + ")";
   }
@@ -85,10 +91,10 @@ namespace {
 Status Watchdog::Start(JobStore store, JobKey key, int close_in_child) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
-    return Status::Unavailable(std::string("pipe: ") + std::strerror(errno));
+    return Status::Unavailable(std::string("pipe: ") + ErrnoMessage(errno));
   pid_t supervisor = getpid();
   pid_t pid = fork();
-  if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return Status::Unavailable(std::string("fork: ") + ErrnoMessage(errno));
   if (pid == 0) {
     close(fds[1]);
     if (close_in_child >= 0) close(close_in_child);

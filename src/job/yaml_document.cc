@@ -16,6 +16,9 @@
 #include <sstream>
 #include <utility>
 
+#include "base/file.h"
+#include "job/job_kind.h"
+
 namespace cohort::job {
 namespace {
 
@@ -325,9 +328,9 @@ std::optional<int64_t> ParseInteger(const std::string& text, size_t begin, int b
 StatusOr<std::vector<YamlDocument>> ReadYamlDocuments(const std::string& text,
                                                       const std::string& file_name) {
   if (text.size() > kMaxYamlBytes) {
-    return Status::InvalidArgument(file_name + ": the file is larger than " +
-                                   std::to_string(kMaxYamlBytes / (1024 * 1024)) +
-                                   " MiB; a TFJob manifest is a few kilobytes");
+    return Status::InvalidArgument(
+        file_name + ": the file is larger than " + std::to_string(kMaxYamlBytes / (1024 * 1024)) +
+        " MiB; a " + KindRegistry::Default().Names(" or ") + " manifest is a few kilobytes");
   }
   std::istringstream stream(text);
   DocumentBuilder builder(file_name);
@@ -383,18 +386,14 @@ StatusOr<std::string> ReadYamlFile(const std::string& path) {
   if (fs::is_directory(path, error)) {
     return Status::InvalidArgument(path + ": is a directory, not a job spec");
   }
-  uintmax_t size = fs::file_size(path, error);
-  if (!error && size > kMaxYamlBytes) {
+  // The bound holds for pipes and devices too: the read stops there.
+  StatusOr<std::string> contents = ReadWholeFile(path, kMaxYamlBytes);
+  if (contents.status().code() == Status::Code::kInvalidArgument) {
     return Status::InvalidArgument(path + ": the file is larger than " +
                                    std::to_string(kMaxYamlBytes / (1024 * 1024)) +
                                    " MiB; a job spec is a few kilobytes");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return Status::IOError(path + ": cannot read: " + std::strerror(errno));
-  return contents.str();
+  return contents;
 }
 
 std::string DescribeValue(const nlohmann::json& value) {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/file.h"
 #include "base/time.h"
-#include "train/atomic_file.h"
 #include "train/data/batch_prefetcher.h"
 #include "train/data/shard_sampler.h"
 #include "train/evaluation.h"
@@ -120,11 +120,11 @@ struct Trainer::Impl : public TrainingState {
   }
 
   Status Save(const std::string& path) override {
-    return ReplaceFileAtomically(path, [&](const std::string& temp) {
+    return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
       try {
         torch::serialize::OutputArchive archive;
         WriteArchive(archive);
-        archive.save_to(temp);
+        archive.save_to(temp.string());
       } catch (const c10::Error& error) {
         return TorchError("cannot save the training state to " + path, error);
       }
@@ -143,11 +143,11 @@ struct Trainer::Impl : public TrainingState {
   }
 
   Status SaveWeights(const std::string& path) override {
-    return ReplaceFileAtomically(path, [&](const std::string& temp) {
+    return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
       try {
         torch::serialize::OutputArchive archive;
         model->module().save(archive);
-        archive.save_to(temp);
+        archive.save_to(temp.string());
       } catch (const c10::Error& error) {
         return TorchError("cannot save weights to " + path, error);
       }
