@@ -22,7 +22,9 @@ struct EvaluationSums {
   double samples = 0;
 
   // Every figure in a fixed order (loss, samples, then the metrics by name), for summing across
-  // workers; FromVector reads such a list back into sums with the same metric names.
+  // workers; FromVector reads such a list back into sums with the same metric names. The lists
+  // line up because every worker's model reports the same names and every worker evaluates at
+  // least one sample (Trainer::Create checks the test source has a sample per worker).
   std::vector<double> ToVector() const;
   void FromVector(const std::vector<double>& values);
 

@@ -206,12 +206,13 @@ struct Trainer::Impl : public TrainingState {
 
   StatusOr<EvaluationResult> Evaluate() {
     const auto [begin, end] = EvaluationShard(test->size(), plan.num_workers, plan.rank);
-    StatusOr<EvaluationSums> sums = Status::Internal("not evaluated");
-    try {
-      sums = EvaluateRange(*model, *test, begin, end, options.eval_batch);
-    } catch (const c10::Error& error) {
-      return TorchError("evaluation failed", error);
-    }
+    StatusOr<EvaluationSums> sums = [&]() -> StatusOr<EvaluationSums> {
+      try {
+        return EvaluateRange(*model, *test, begin, end, options.eval_batch);
+      } catch (const c10::Error& error) {
+        return TorchError("evaluation failed", error);
+      }
+    }();
     if (!sums.ok()) return sums.status();
     std::vector<double> totals = sums->ToVector();
     COHORT_RETURN_IF_ERROR(strategy->SumAcrossWorkers(&totals).WithContext("evaluation"));
