@@ -22,6 +22,10 @@ SavedModel::~SavedModel() = default;
 StatusOr<std::unique_ptr<SavedModel>> SavedModel::Load(const std::string& dir) {
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
+  if (manifest->input_shape.size() != 3) {
+    return Status::InvalidArgument(dir + ": " + manifest->model +
+                                   " is not an image model (its manifest has no input_shape)");
+  }
   const ModelShape shape{manifest->input_shape[1], manifest->input_shape[2],
                          static_cast<int64_t>(manifest->classes.size())};
   auto module = MakeModel(manifest->model, shape);
