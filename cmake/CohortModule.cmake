@@ -1,11 +1,16 @@
-# cohort_module(NAME DEPS...): a static library from every .cc in src/NAME, with src/ as include
-# root, so that headers are included as "job/tfjob.h". One library per layer keeps dependencies
-# pointing one way: a layer can only include what it links.
+# cohort_module(NAME [DIR PATH] DEPS...): a static library cohort_NAME from every .cc in src/PATH
+# (PATH defaults to NAME; a layer's sub-library names its folder, e.g. DIR train/data), with src/ as
+# include root, so that headers are included as "job/tfjob.h" or "train/data/idx_file.h". One
+# library per layer keeps dependencies pointing one way: a layer can only include what it links.
 function(cohort_module name)
-  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR" "")
+  if(NOT arg_DIR)
+    set(arg_DIR ${name})
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${arg_DIR}/*.cc)
   add_library(cohort_${name} STATIC ${sources})
   target_include_directories(cohort_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(cohort_${name} PUBLIC ${ARGN})
+  target_link_libraries(cohort_${name} PUBLIC ${arg_UNPARSED_ARGUMENTS})
 endfunction()
 
 # cohort_test(NAME DEPS...): one gtest binary from every *_test.cc in tests/NAME, registered

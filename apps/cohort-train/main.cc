@@ -26,7 +26,7 @@
 #include "net/auth.h"
 #include "train/backup_and_restore.h"
 #include "train/compute_threads.h"
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 #include "train/mirrored_strategy.h"
 #include "train/model_checkpoint.h"
 #include "train/model_manifest.h"

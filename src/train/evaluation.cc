@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "train/batch_prefetcher.h"
+#include "train/data/batch_prefetcher.h"
 
 namespace cohort::train {
 

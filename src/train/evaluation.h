@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 
 namespace cohort::train {
 

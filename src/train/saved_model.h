@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 #include "train/model_manifest.h"
 
 namespace cohort::train {

@@ -12,13 +12,13 @@
 
 #include "base/time.h"
 #include "train/atomic_file.h"
-#include "train/batch_prefetcher.h"
+#include "train/data/batch_prefetcher.h"
+#include "train/data/shard_sampler.h"
 #include "train/evaluation.h"
 #include "train/fused_adam.h"
 #include "train/gradient_buckets.h"
 #include "train/model_manifest.h"
 #include "train/models.h"
-#include "train/shard_sampler.h"
 #include "train/worker_dirs.h"
 
 namespace cohort::train {

@@ -26,7 +26,7 @@
 
 #include "base/status.h"
 #include "train/callback.h"
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 #include "train/saved_model.h"
 #include "train/strategy.h"
 

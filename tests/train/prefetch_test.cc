@@ -3,8 +3,8 @@
 #include <thread>
 
 #include "synthetic_data.h"
-#include "train/batch_prefetcher.h"
-#include "train/bounded_queue.h"
+#include "train/data/batch_prefetcher.h"
+#include "train/data/bounded_queue.h"
 
 namespace cohort::train {
 namespace {

@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "ps/checkpoint.h"
-#include "train/event_file_writer.h"
 #include "train/parameter_server/parameter_server_trainer.h"
 #include "train/parameter_server/parameter_sources.h"
+#include "train/summary/event_file_writer.h"
 
 namespace cohort::train {
 namespace {

@@ -12,9 +12,9 @@
 #include "base/time.h"
 #include "ps/checkpoint.h"
 #include "ps/parameter_server_client.h"
-#include "train/event_file_writer.h"
 #include "train/model_manifest.h"
 #include "train/parameter_server/parameter_sources.h"
+#include "train/summary/event_file_writer.h"
 
 namespace cohort::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/shuffle.h"
+#include "train/data/shuffle.h"
 
 #include <numeric>
 #include <random>

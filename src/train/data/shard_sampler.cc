@@ -1,8 +1,8 @@
-#include "train/shard_sampler.h"
+#include "train/data/shard_sampler.h"
 
 #include <algorithm>
 
-#include "train/shuffle.h"
+#include "train/data/shuffle.h"
 
 namespace cohort::train {
 

@@ -1,4 +1,4 @@
-#include "train/idx_file.h"
+#include "train/data/idx_file.h"
 
 #include <zlib.h>
 

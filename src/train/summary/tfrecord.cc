@@ -1,4 +1,4 @@
-#include "train/tfrecord.h"
+#include "train/summary/tfrecord.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <iterator>
 #include <memory>
 
-#include "train/crc32c.h"
+#include "train/summary/crc32c.h"
 
 namespace cohort::train {
 namespace {

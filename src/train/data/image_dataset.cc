@@ -1,9 +1,9 @@
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "train/idx_file.h"
+#include "train/data/idx_file.h"
 
 namespace cohort::train {
 namespace {

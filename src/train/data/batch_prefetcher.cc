@@ -1,4 +1,4 @@
-#include "train/batch_prefetcher.h"
+#include "train/data/batch_prefetcher.h"
 
 namespace cohort::train {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "train/tfrecord.h"
+#include "train/summary/tfrecord.h"
 
 namespace cohort::train {
 

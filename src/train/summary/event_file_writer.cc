@@ -1,4 +1,4 @@
-#include "train/event_file_writer.h"
+#include "train/summary/event_file_writer.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "train/event.pb.h"
+#include "train/summary/event.pb.h"
 
 namespace cohort::train {
 namespace {

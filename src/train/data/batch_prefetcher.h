@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "train/bounded_queue.h"
-#include "train/image_dataset.h"
-#include "train/shard_sampler.h"
+#include "train/data/bounded_queue.h"
+#include "train/data/image_dataset.h"
+#include "train/data/shard_sampler.h"
 
 namespace cohort::train {
 

@@ -1,4 +1,4 @@
-#include "train/crc32c.h"
+#include "train/summary/crc32c.h"
 
 #include <array>
 
