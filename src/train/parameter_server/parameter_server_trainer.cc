@@ -83,7 +83,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   const auto print = [&](const std::string& line) {
     if (options.print) options.print(line);
   };
-  const std::string prefix = options.program_name + ": ";
+  const std::string prefix = options.program_name.empty() ? "" : options.program_name + ": ";
   const std::vector<cluster::TaskId> trainers = cluster::WorkerTasks(options.config.cluster);
   const std::optional<int> rank = cluster::WorkerRank(options.config.cluster, options.config.task);
   if (!rank) {
@@ -97,9 +97,10 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   std::vector<int64_t> shard;
   for (int64_t i = *rank; i < train.size(); i += num_trainers) shard.push_back(i);
   if (static_cast<int64_t>(shard.size()) < options.per_worker_batch) {
-    return Status::InvalidArgument(
-        "training task " + std::to_string(*rank) + " has " + std::to_string(shard.size()) +
-        " examples, fewer than one batch of " + std::to_string(options.per_worker_batch));
+    return Status::InvalidArgument("training task " + std::to_string(*rank) + " has " +
+                                   std::to_string(shard.size()) + " " + options.example_noun +
+                                   ", fewer than one batch of " +
+                                   std::to_string(options.per_worker_batch));
   }
   const int64_t batches_per_pass = static_cast<int64_t>(shard.size()) / options.per_worker_batch;
   // One global step per push in async mode (TensorFlow's global_step); one per aggregated step in
@@ -212,8 +213,22 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
           "the model's step gave " + std::to_string(dense_gradients.size()) +
           " dense gradients for " + std::to_string(variables.size() - 1) + " dense variables"));
     }
+    // A user's model must not make a push read past its gradients.
     for (size_t i = 0; i < dense_gradients.size(); ++i) {
+      if (dense_gradients[i].size() != current.values[i].size()) {
+        return fail(Status::Internal("the model's gradient of " + variables[i].shape.name +
+                                     " has " + std::to_string(dense_gradients[i].size()) +
+                                     " values, not " + std::to_string(current.values[i].size())));
+      }
       pushes[i] = {variables[i].shape.name, dense_gradients[i].data()};
+    }
+    for (const TableLookup& lookup : lookups.tables) {
+      if (lookup.gradient.size() != lookup.ids.size() * static_cast<size_t>(lookup.row_width)) {
+        return fail(Status::Internal("the model's gradient of table " + lookup.table + " has " +
+                                     std::to_string(lookup.gradient.size()) + " values for " +
+                                     std::to_string(lookup.ids.size()) + " rows of width " +
+                                     std::to_string(lookup.row_width)));
+      }
     }
     pushes.back() = {kGlobalStepVariable, &step_increment};
     Status status = (*client)->Push(pushes);

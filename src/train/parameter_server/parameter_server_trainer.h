@@ -60,8 +60,8 @@ struct ParameterServerTrainingOptions {
   cluster::TfConfig config;
   std::string job_name;
   net::JobSecret secret;
-  std::string program_name = "cohort-train";  // begins the trainer's own lines
-  std::string example_noun = "examples";      // what its lines call the examples ("trips")
+  std::string program_name;               // begins the trainer's own lines (none when empty)
+  std::string example_noun = "examples";  // what its lines call the examples ("trips")
   int epochs = 3;
   int64_t per_worker_batch = 256;
   bool sync = false;
