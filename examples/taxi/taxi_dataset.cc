@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "base/file.h"
 #include "taxi/taxi_csv.h"
 #include "taxi/taxi_generator.h"
 #include "taxi/taxi_tip_rule.h"
-#include "train/atomic_file.h"
 #include "train/parameter_server/binary_auc.h"
 
 namespace cohort::taxi {
@@ -139,18 +139,16 @@ StatusOr<TaxiGroundTruth> WriteTaxiDataset(const std::string& dir,
   {
     const auto train = GenerateTaxiTrips(options.seed, TaxiSplit::kTrain, options.train_trips);
     truth.train_big_tipper_rate = BigTipperRate(train);
-    COHORT_RETURN_IF_ERROR(
-        train::WriteFileAtomically(dir + "/" + kTaxiTrainFile, FormatTaxiCsv(train)));
+    COHORT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kTaxiTrainFile, FormatTaxiCsv(train)));
   }
   const auto eval = GenerateTaxiTrips(options.seed, TaxiSplit::kEval, options.eval_trips);
   truth.eval_big_tipper_rate = BigTipperRate(eval);
   auto ceiling = TaxiCeilingAuc(eval);
   if (!ceiling.ok()) return ceiling.status().WithContext("taxi eval split");
   truth.ceiling_auc = *ceiling;
+  COHORT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kTaxiEvalFile, FormatTaxiCsv(eval)));
   COHORT_RETURN_IF_ERROR(
-      train::WriteFileAtomically(dir + "/" + kTaxiEvalFile, FormatTaxiCsv(eval)));
-  COHORT_RETURN_IF_ERROR(
-      train::WriteFileAtomically(dir + "/" + kTaxiGroundTruthFile, GroundTruthJson(truth)));
+      WriteFileAtomically(dir + "/" + kTaxiGroundTruthFile, GroundTruthJson(truth)));
   return truth;
 }
 

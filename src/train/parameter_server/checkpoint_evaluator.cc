@@ -74,7 +74,7 @@ StatusOr<Evaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& op
       metrics["checkpoint"] = manifest;
       metrics["history"] = history;
       COHORT_RETURN_IF_ERROR(
-          ps::WriteFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
+          WriteFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
       break;
     }
     const auto now = std::chrono::steady_clock::now();
