@@ -127,7 +127,7 @@ std::string DescribeTipRule() {
          "clamp(ln(fare per mile / 4), 0, 1.5) + 0.4 [Friday/Saturday 21-2 h] + 0.3 [December] "
          "- 0.2 [January, February]; missing company: -0.2 and -0.6 on card-like payments; "
          "missing pickup area: -0.5 and no area x period term. U are fixed hashes in [-1, 1] "
-         "(see src/train/taxi_tip_rule.h); the label is a Bernoulli draw from P.";
+         "(see examples/taxi/taxi_tip_rule.h); the label is a Bernoulli draw from P.";
 }
 
 }  // namespace cohort::taxi
