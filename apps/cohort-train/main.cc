@@ -26,7 +26,9 @@
 #include "net/auth.h"
 #include "train/backup_and_restore.h"
 #include "train/compute_threads.h"
+#include "train/data/image_batch_source.h"
 #include "train/data/image_dataset.h"
+#include "train/image_classifier.h"
 #include "train/mirrored_strategy.h"
 #include "train/model_checkpoint.h"
 #include "train/model_manifest.h"
@@ -224,7 +226,7 @@ void EvaluateImageModel(const std::string& model_path, const std::string& data_d
   if (!result.ok()) Fail(result.status());
   std::printf("model %s (%s) on %s: %lld test samples\ntest loss %.4f\ntest accuracy %.4f\n",
               model_path.c_str(), (*model)->manifest().model.c_str(), data_dir.c_str(),
-              static_cast<long long>(result->samples), result->loss, result->accuracy);
+              static_cast<long long>(result->samples), result->loss, result->metrics["accuracy"]);
 }
 
 // Pins libtorch's and OpenBLAS's threads, and warns when the math would run on the reference BLAS.
@@ -283,7 +285,6 @@ int Train(const Flags& flags) {
   if (!strategy.ok()) Fail(strategy.status());
 
   TrainerOptions options;
-  options.model_name = flags.model;
   options.epochs = flags.epochs;
   options.steps_per_epoch = flags.steps_per_epoch;
   options.per_worker_batch = flags.per_worker_batch;
@@ -292,7 +293,10 @@ int Train(const Flags& flags) {
       flags.learning_rate > 0 ? flags.learning_rate : (flags.optimizer == "adam" ? 0.001 : 0.01);
   options.seed = flags.seed;
   options.bucket_bytes = static_cast<size_t>(flags.gradient_bucket_mb * (1 << 20));
-  auto trainer = Trainer::Create(options, &*train, &*test, strategy->get());
+  const ImageBatchSource train_source(&*train), test_source(&*test);
+  const ModelFactory make_model = ImageClassifier::Factory(
+      flags.model, *train, *test, ClassNamesFor(flags.data_dir, std::max(train->num_classes, 2)));
+  auto trainer = Trainer::Create(options, make_model, &train_source, &test_source, strategy->get());
   if (!trainer.ok()) Fail(trainer.status());
   const FitPlan& plan = (*trainer)->plan();
 
@@ -323,16 +327,17 @@ int Train(const Flags& flags) {
   if (Status status = (*trainer)->Fit(callback_pointers); !status.ok()) Fail(status);
   auto result = (*trainer)->Evaluate();
   if (!result.ok()) Fail(result.status());
+  const double test_accuracy = result->metrics["accuracy"];
   if (!flags.saved_model_path.empty()) {
     Status saved = (*trainer)->SaveModel(
-        flags.saved_model_path, {{"test_accuracy", result->accuracy}, {"test_loss", result->loss}},
+        flags.saved_model_path, {{"test_accuracy", test_accuracy}, {"test_loss", result->loss}},
         flags.data_dir);
     if (!saved.ok()) Fail(saved);
   }
   // Nobody leaves before the chief's model is on disk.
   if (Status status = (*strategy)->Barrier(); !status.ok()) Fail(status);
 
-  std::printf("test accuracy %.4f\n", result->accuracy);
+  std::printf("test accuracy %.4f\n", test_accuracy);
   if (plan.is_chief) {
     if (!flags.saved_model_path.empty()) {
       std::printf("saved model: %s (evaluate: cohort-train --evaluate --model_path %s)\n",
