@@ -62,6 +62,18 @@ CLI::Validator AtLeastThreeSeconds() {
   return Real([](double value) { return value >= 3; }, "a number of seconds >= 3", "SECONDS>=3");
 }
 
+// Whether the command line asks for --model=wide_deep, in either spelling.
+bool AsksForMovedWideDeep(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == std::string("--model=") + kMovedWideDeepModel) return true;
+    if (arg == "--model" && i + 1 < argc && argv[i + 1] == std::string(kMovedWideDeepModel)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::string>& model_names,
@@ -76,14 +88,8 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       "= per_worker_batch x workers); gradients are averaged by all-reduce while backward runs; "
       "the chief (chief:0, else worker:0) writes backups, summaries and the saved model, other "
       "workers write to <dir>/workertemp_<index> and remove it.\n"
-      "Parameter-server training (--model=wide_deep, a cluster with ps tasks): ps tasks serve "
-      "the variables until the chief ends the job; the chief and workers pull the parameters and "
-      "rows their batch needs, push gradients (--mode async|sync, --max_staleness); the chief "
-      "checkpoints every --checkpoint_every_steps into --checkpoint_path, evaluates the final "
-      "model on the taxi eval split (prints \"auc 0.XXXX\") and saves it; an evaluator task "
-      "evaluates each checkpoint (TensorBoard under <tensorboard_dir>/eval, "
-      "<checkpoint_path>/eval/metrics.json) and exits after the final one. The taxi data set is "
-      "generated once into --data_dir.\n"
+      "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
+      "taxi-train (examples/taxi).\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
       "COHORT_JOB_NAME (optional).\n"
       "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 138 a "
@@ -139,8 +145,7 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--startup_timeout_s", flags.startup_timeout_s,
-                 "how long to wait for every worker to join (parameter-server training: how "
-                 "long a worker waits for the chief to initialise the model)")
+                 "how long to wait for every worker to join")
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--peer_timeout_s", flags.peer_timeout_s,
@@ -148,53 +153,15 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
                  "and the others exit to be restarted (at least 3 s)")
       ->capture_default_str()
       ->check(AtLeastThreeSeconds());
-  app.add_option("--sync_timeout_s", flags.sync_timeout_s,
-                 "sync parameter-server training: how long a ps waits for the missing workers' "
-                 "gradients of a step, from the first one, before it applies what arrived")
-      ->capture_default_str()
-      ->check(PositiveReal());
-  app.add_option("--mode", flags.mode,
-                 "parameter-server training: async (each push applied on arrival) or sync (one "
-                 "averaged gradient per step from every training task)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"async", "sync"}));
-  app.add_option("--bad_rows", flags.bad_rows,
-                 "a malformed row of the taxi CSV files (--model=wide_deep): fail (name it and "
-                 "stop) or skip (leave it out, count it, name the first few)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fail", "skip"}));
-  app.add_option("--max_staleness", flags.max_staleness,
-                 "async parameter-server training: keep each worker at most N steps ahead of the "
-                 "slowest (-1: unbounded)")
-      ->capture_default_str()
-      ->check(IntegerAtLeast(-1));
-  app.add_option("--checkpoint_every_steps", flags.checkpoint_every_steps,
-                 "parameter-server training: the chief checkpoints every N global steps into "
-                 "--checkpoint_path (0: only at the end)")
-      ->capture_default_str()
-      ->check(IntegerAtLeast(0));
-  app.add_option("--wide_learning_rate", flags.wide_learning_rate,
-                 "wide_deep: FTRL learning rate of the linear part (--learning_rate sets the "
-                 "DNN's Adagrad rate, default 0.05)")
-      ->capture_default_str()
-      ->check(PositiveReal());
-  app.add_option("--ps_retry_timeout_s", flags.ps_retry_timeout_s,
-                 "how long a worker retries an unreachable ps before failing, naming it")
-      ->capture_default_str()
-      ->check(PositiveReal());
-  app.add_option("--ps_timeout_s", flags.ps_timeout_s,
-                 "how long a ps serves before giving up on the chief ending the job")
-      ->capture_default_str()
-      ->check(PositiveReal());
-  app.add_option("--evaluator_timeout_s", flags.evaluator_timeout_s,
-                 "how long the evaluator waits for a new checkpoint before failing")
-      ->capture_default_str()
-      ->check(PositiveReal());
   app.add_flag("--evaluate", flags.evaluate,
-               "evaluate the saved model at --model_path instead of training: an image model on "
-               "the test split, wide_deep on the eval split of its data set");
+               "evaluate the saved model at --model_path on the test split instead of training");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
 
+  // Before parsing, so that the taxi model's own flags are not refused as unknown first.
+  if (AsksForMovedWideDeep(argc, argv)) {
+    PrintError(std::string("--model=") + kMovedWideDeepModel + ": " + kMovedToTaxiTrain);
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

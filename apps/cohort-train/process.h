@@ -1,5 +1,5 @@
-// The process side of cohort-train, shared by its image and parameter-server halves: exit codes,
-// output lines, failing, and setting up the compute threads.
+// The process side of cohort-train: exit codes, output lines, failing, and setting up the compute
+// threads.
 //
 // Exit status: 0 trained (or evaluated); 1 a permanent failure (bad data, TF_CONFIG, files);
 // 2 bad flags; 138 a failure a restart can cure (a peer died or stopped answering), so that a

@@ -133,7 +133,8 @@ pid_t FindTrainerProcess(const std::string& job, const std::string& type, int in
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::error_code error;
-    if (fs::read_symlink(entry.path() / "exe", error).filename() != "cohort-train") continue;
+    const fs::path program = fs::read_symlink(entry.path() / "exe", error).filename();
+    if (program != "cohort-train" && program != "taxi-train") continue;
     std::string environment = ReadText(entry.path() / "environ");
     std::replace(environment.begin(), environment.end(), '\0', '\n');
     environment = "\n" + environment;

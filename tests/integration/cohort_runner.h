@@ -58,8 +58,9 @@ int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout);
 // True while any process with this pid exists (and is not a zombie).
 bool ProcessAlive(pid_t pid);
 
-// The pid of the cohort-train process that runs replica `type`-`index` of job `job`, found by
-// the environment its supervisor gave it; -1 if none runs.
+// The pid of the trainer process (cohort-train, or the taxi example's taxi-train) that runs
+// replica `type`-`index` of job `job`, found by the environment its supervisor gave it; -1 if none
+// runs.
 pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index);
 
 // A TFJob manifest running tests/integration/replica.sh. `replicas` is the YAML under

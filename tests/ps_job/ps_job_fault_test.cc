@@ -1,4 +1,4 @@
-// Faults of a parameter-server job end to end: the wide & deep taxi job of cohort-train (chief,
+// Faults of a parameter-server job end to end: the wide & deep taxi job of taxi-train (chief,
 // two ps, two workers) under the real `cohort` supervisor, with one process SIGKILLed while it
 // trains:
 //   - a killed worker is restarted (OnFailure), creates its variables again (a no-op on the
@@ -27,7 +27,7 @@ using cohort::testing::ReadText;
 using cohort::testing::WaitForChildOrStop;
 using std::chrono::seconds;
 
-const fs::path kCohortTrain = fs::path(COHORT_BINARY_DIR) / "apps/cohort-train/cohort-train";
+const fs::path kTaxiTrain = fs::path(COHORT_BINARY_DIR) / "examples/taxi/taxi-train";
 
 // The data set is the same for every test; generating it once saves seconds per job.
 const fs::path& DataDir() {
@@ -74,7 +74,7 @@ class ParameterServerJobTest : public ::testing::Test {
   // Starts `cohort run` of the job with output to `log`.
   pid_t StartJob(const fs::path& manifest, const fs::path& log) {
     return sandbox_.StartCohort(
-        {"run", manifest.string(), "--image", "cohort/taxi-train=" + kCohortTrain.string()}, log);
+        {"run", manifest.string(), "--image", "cohort/taxi-train=" + kTaxiTrain.string()}, log);
   }
 
   // Waits (at most 300 s) for the chief's first periodic checkpoint: training is under way.

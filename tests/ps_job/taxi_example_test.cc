@@ -1,5 +1,5 @@
 // The taxi example as a user runs it: examples/taxi/tfjob.yaml and its AI Platform form, each under
-// `cohort run` with cohort-train, only their output directories moved into the test's sandbox.
+// `cohort run` with taxi-train, only their output directories moved into the test's sandbox.
 // Each must train every role to an eval AUC within 0.02 of the data set's ceiling (the AUC of the
 // true tip probability), and the evaluator side-car must evaluate the final checkpoint before it
 // exits. About 35 s per form on 2 cores.
@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 using cohort::testing::ReadText;
 using std::chrono::seconds;
 
-const fs::path kCohortTrain = fs::path(COHORT_BINARY_DIR) / "apps/cohort-train/cohort-train";
+const fs::path kTaxiTrain = fs::path(COHORT_BINARY_DIR) / "examples/taxi/taxi-train";
 const fs::path kExamples = fs::path(COHORT_SOURCE_DIR) / "examples/taxi";
 
 // The generated data set, shared with the fault tests (the same generator and seed as the
@@ -39,12 +39,12 @@ class TaxiExampleTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(TaxiExampleTest, ReachesTheAucGoalWithEveryRoleDoingItsPart) {
-  ASSERT_TRUE(fs::exists(kCohortTrain)) << kCohortTrain;
+  ASSERT_TRUE(fs::exists(kTaxiTrain)) << kTaxiTrain;
   const fs::path out = sandbox_.root() / "taxi";
   const fs::path manifest = sandbox_.WriteFile(GetParam(), Relocated(kExamples / GetParam(), out));
   const fs::path log = sandbox_.root() / "job.log";
   const pid_t cohort = sandbox_.StartCohort(
-      {"run", manifest.string(), "--image", "cohort/taxi-train=" + kCohortTrain.string()}, log);
+      {"run", manifest.string(), "--image", "cohort/taxi-train=" + kTaxiTrain.string()}, log);
   ASSERT_EQ(cohort::testing::WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
   EXPECT_NE(output.find("job default/taxi Succeeded"), std::string::npos) << output;
@@ -65,7 +65,7 @@ TEST_P(TaxiExampleTest, ReachesTheAucGoalWithEveryRoleDoingItsPart) {
                                                         {"worker-0", "worker:0 starts at"},
                                                         {"worker-1", "worker:1 starts at"},
                                                         {"worker-2", "worker:2 starts at"}}) {
-    EXPECT_NE(output.find("[" + replica + "] cohort-train: " + task), std::string::npos)
+    EXPECT_NE(output.find("[" + replica + "] taxi-train: " + task), std::string::npos)
         << replica << "\n"
         << output;
   }
