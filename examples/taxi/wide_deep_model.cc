@@ -235,12 +235,12 @@ StatusOr<std::vector<double>> WideDeepModel::Predict(const TaxiFeatureBatch& bat
   }
 }
 
-StatusOr<train::StepResult> WideDeepModel::ComputeGradients(
+StatusOr<train::GradientStepResult> WideDeepModel::ComputeGradients(
     const train::EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
     BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const {
   auto loss = ComputeGradients(FeaturesOf(batch), dense, lookups, dense_gradients);
   if (!loss.ok()) return loss.status();
-  return train::StepResult{.loss = *loss, .metrics = {}};
+  return train::GradientStepResult{.loss = *loss, .metrics = {}};
 }
 
 StatusOr<train::BatchEvaluation> WideDeepModel::Evaluate(

@@ -83,7 +83,7 @@ class WideDeepModel : public train::ParameterServerModel {
                                     BatchLookups& lookups,
                                     std::vector<std::vector<float>>* dense_gradients) const;
   // The same for a TaxiBatch: the loss and no other metric.
-  StatusOr<train::StepResult> ComputeGradients(
+  StatusOr<train::GradientStepResult> ComputeGradients(
       const train::EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
       BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const override;
 

@@ -97,7 +97,7 @@ class ToyLogisticRegression : public ParameterServerModel {
     DeduplicateIds(ids, &lookups.tables[0]);
     return lookups;
   }
-  StatusOr<StepResult> ComputeGradients(
+  StatusOr<GradientStepResult> ComputeGradients(
       const EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
       BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const override {
     const std::vector<ToyExample>& examples = Examples(batch);
@@ -105,7 +105,7 @@ class ToyLogisticRegression : public ParameterServerModel {
     weights.gradient.assign(weights.ids.size(), 0.0f);
     dense_gradients->assign(1, std::vector<float>(1, 0.0f));
     const double n = static_cast<double>(examples.size());
-    StepResult result;
+    GradientStepResult result;
     double correct = 0;
     for (size_t i = 0; i < examples.size(); ++i) {
       const double p = Probability(examples[i], i, dense, weights);

@@ -86,7 +86,7 @@ class ExampleSource {
 };
 
 // What one training step reports besides its gradients.
-struct StepResult {
+struct GradientStepResult {
   double loss = 0;  // mean over the batch
   // Named means over the batch (e.g. {"accuracy", 0.9}); logged and summarised after the loss.
   std::vector<std::pair<std::string, double>> metrics;
@@ -127,7 +127,7 @@ class ParameterServerModel {
   // Forward and backward over `batch`: fills each lookup's `gradient` and `dense_gradients` (one
   // buffer per dense variable, in DenseVariables() order). `dense` holds the dense values in the
   // same order, each lookup its pulled rows.
-  virtual StatusOr<StepResult> ComputeGradients(
+  virtual StatusOr<GradientStepResult> ComputeGradients(
       const EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
       BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const = 0;
 
