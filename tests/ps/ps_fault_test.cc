@@ -8,6 +8,7 @@
 
 #include "ps/checkpoint.h"
 #include "ps_cluster.h"
+#include "testing/scratch_directory.h"
 #include "training_worker.h"
 
 namespace cohort::ps {
@@ -22,11 +23,6 @@ using testing::PsCluster;
 using testing::Report;
 using testing::ServeUntilShutdown;
 
-std::string TemporaryDirectory() {
-  char pattern[] = "/tmp/cohort-ps-test-XXXXXX";
-  return mkdtemp(pattern);
-}
-
 int ChiefChecksAndShutsDown(const PsCluster& cluster) {
   auto client = ConnectAndCreate(testing::TrainingOptions(cluster, {"chief", 0}));
   if (!client.ok()) return 1;
@@ -36,7 +32,8 @@ int ChiefChecksAndShutsDown(const PsCluster& cluster) {
 }
 
 TEST(ParameterServerFaults, KilledServerRestartsFromTheLatestCheckpoint) {
-  const std::string directory = TemporaryDirectory();
+  cohort::testing::ScratchDirectory scratch("cohort-ps-fault");
+  const std::string directory = scratch.path().string();
   PsCluster cluster(2, 1);
   std::vector<Child> servers;
   for (int index = 0; index < 2; ++index) {
@@ -76,7 +73,6 @@ TEST(ParameterServerFaults, KilledServerRestartsFromTheLatestCheckpoint) {
   EXPECT_EQ(back.exit_code, 0) << Describe(back);
   EXPECT_NE(back.report.find("serving; restored step 40"), std::string::npos) << back.report;
   EXPECT_EQ(servers[0].Await(30s).exit_code, 0);
-  std::filesystem::remove_all(directory);
 }
 
 TEST(ParameterServerFaults, ServerThatStaysDownFailsTheWorkerNamingIt) {
