@@ -14,7 +14,7 @@
 #include <random>
 #include <sstream>
 
-#include "../net/multi_process.h"
+#include "testing/multi_process.h"
 #include "collective/communicator.h"
 #include "collective/data_type.h"
 #include "element_value.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "multi_process.h"
+#include "testing/multi_process.h"
 #include "net/exchange.h"
 #include "net/handshake.h"
 #include "testing/files.h"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "../net/multi_process.h"
+#include "testing/multi_process.h"
 #include "cluster/cluster_spec.h"
 #include "net/socket.h"
 #include "ps/parameter_server.h"

@@ -60,7 +60,7 @@ int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout);
 // the environment its supervisor gave it; -1 if none runs.
 pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index);
 
-// A TFJob manifest running tests/integration/replica.sh. `replicas` is the YAML under
+// A TFJob manifest running tests/e2e/replica.sh. `replicas` is the YAML under
 // tfReplicaSpecs; `run_policy` the YAML under runPolicy and `spec_fields` more YAML under spec
 // (either may be empty).
 std::string Manifest(const std::string& name, const std::string& replicas,

@@ -88,7 +88,7 @@ TEST_F(AiPlatformCliTest, AnAiPlatformSpecRunsToSucceededWithMasterInTfConfig) {
   CommandResult run =
       sandbox_.Cohort({"run", sandbox_.WriteFile("census.yaml", spec).string(), "--image",
                        "cohort/census=env PID_DIR=" + pid_dir + " WAIT_FOR_REPLICAS=4 " + kSource +
-                           "/tests/integration/replica.sh"});
+                           "/tests/e2e/replica.sh"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("[master-0] ARGS=--epochs=1"));
   EXPECT_THAT(run.output, HasSubstr("[worker-1] ARGS=--epochs=1"));

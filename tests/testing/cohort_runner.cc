@@ -18,7 +18,7 @@ namespace {
 
 fs::path CohortBinary() { return fs::path(COHORT_BINARY_DIR) / "apps" / "cohort" / "cohort"; }
 fs::path ReplicaScript() {
-  return fs::path(COHORT_SOURCE_DIR) / "tests" / "integration" / "replica.sh";
+  return fs::path(COHORT_SOURCE_DIR) / "tests" / "e2e" / "replica.sh";
 }
 
 pid_t Spawn(const fs::path& home, const fs::path& working_directory,
