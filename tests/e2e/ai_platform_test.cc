@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 
 namespace cohort::testing {
 namespace {

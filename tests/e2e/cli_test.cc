@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 #include "testing/wait.h"
 
 namespace cohort::testing {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 #include "testing/wait.h"
 
 namespace cohort::testing {

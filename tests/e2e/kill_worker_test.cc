@@ -14,7 +14,7 @@
 #include <regex>
 #include <thread>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <regex>
 #include <thread>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 #include "testing/scratch_directory.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 #include "testing/scratch_directory.h"
 
 namespace {

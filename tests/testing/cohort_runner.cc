@@ -1,4 +1,4 @@
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path CohortBinary() { return fs::path(COHORT_BINARY_DIR) / "apps" / "cohort" / "cohort"; }
-fs::path ReplicaScript() {
-  return fs::path(COHORT_SOURCE_DIR) / "tests" / "e2e" / "replica.sh";
-}
+fs::path ReplicaScript() { return fs::path(COHORT_SOURCE_DIR) / "tests" / "e2e" / "replica.sh"; }
 
 pid_t Spawn(const fs::path& home, const fs::path& working_directory,
             const std::vector<std::string>& arguments, const fs::path& output_file) {
