@@ -25,9 +25,10 @@ const fs::path kExamples = fs::path(COHORT_SOURCE_DIR) / "examples/taxi";
 
 // The generated data set (the same generator and seed as the example's), once per test process
 // in a directory of its own, removed at exit: generating it takes seconds, and a data set an
-// earlier run left could be of another generator version.
+// earlier run left could be of another generator version. (Its name must not start with
+// /tmp/cohort-taxi, which Relocated replaces.)
 const fs::path& DataDir() {
-  static const cohort::testing::ScratchDirectory dir("cohort-taxi-example-data");
+  static const cohort::testing::ScratchDirectory dir("cohort-example-data");
   return dir.path();
 }
 
