@@ -3,9 +3,9 @@
 // The kernels are written once as plain loops over fixed-size blocks, which compilers vectorise,
 // and compiled three times: for AVX-512, for AVX2 (with F16C for float16 conversions) and for
 // baseline x86-64. The widest one the CPU supports is picked once, at the first call; ReduceWith
-// runs a named one, so that tests can check every kernel the host executes. Reduction
-// runs on data that has just arrived from the network and is still in cache, so its speed is the
-// speed of the cache, and vector width matters.
+// runs a named one, so that tests can check every kernel the host executes. Reduction runs on
+// data that has just arrived from the network and is still in cache, so its speed is the speed of
+// the cache, and vector width matters.
 #pragma once
 
 #include <cstddef>
