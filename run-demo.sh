@@ -5,7 +5,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup.sh"
 cohort_install_packages
-cohort_build "$COHORT_ROOT/build"
+# Only the two programs the demo runs: the tests and benchmarks are built by ./run-tests.sh.
+COHORT_BUILD_TARGETS="cohort cohort-train" cohort_build "$COHORT_ROOT/build"
 
 export PATH="$COHORT_ROOT/build/apps/cohort:$COHORT_ROOT/build/apps/cohort-train:$PATH"
 export COHORT_HOME="${COHORT_HOME:-$COHORT_ROOT/.cohort-home}"

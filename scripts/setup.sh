@@ -9,8 +9,8 @@ export COHORT_ROOT
 # Debian packages the build, the tests and the benchmarks need.
 COHORT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libasio-dev
-  libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libssl-dev zlib1g-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
@@ -61,14 +61,18 @@ cohort_install_missing_packages() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# cohort_build DIR [cmake args...]: configure once, then build incrementally.
+# cohort_build DIR [cmake args...]: configure once, then build everything incrementally.
+# With COHORT_BUILD_TARGETS set (space-separated), only those targets and what they need are built.
 cohort_build() {
   local build_dir="$1"
   shift
-  local jobs
-  jobs="$(nproc)"
   if [ ! -f "$build_dir/build.ninja" ]; then
     cmake -S "$COHORT_ROOT" -B "$build_dir" -G Ninja "$@" >/dev/null
   fi
-  cmake --build "$build_dir" -j "$jobs"
+  local targets=()
+  if [ -n "${COHORT_BUILD_TARGETS:-}" ]; then
+    read -r -a targets <<<"$COHORT_BUILD_TARGETS"
+    targets=(--target "${targets[@]}")
+  fi
+  cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 }

@@ -8,39 +8,28 @@
 //
 // FILE is a TFJob manifest or a Google AI Platform training job spec (job/job_file.h).
 //
-// Every command reads and writes the job's state under $COHORT_HOME (exec/job_store.h); there is
-// no daemon.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <yaml-cpp/yaml.h>
-
+// This file only wires commands to flags and prints: every command is carried out by
+// exec::LocalJobs (exec/local_jobs.h) on the job state under $COHORT_HOME (exec/job_store.h),
+// and printed with the read model (view/job_view.h). There is no daemon.
 #include <CLI/CLI.hpp>
-#include <chrono>
-#include <csignal>
 #include <iostream>
-#include <thread>
 
 #include "apps/cohort/exit_codes.h"
 #include "apps/cohort/job_file.h"
-#include "apps/cohort/job_view.h"
-#include "exec/free_ports.h"
 #include "exec/image_map.h"
-#include "exec/job_store.h"
-#include "exec/local_executor.h"
-#include "exec/log_follower.h"
-#include "exec/supervisor_lock.h"
-#include "exec/supervisor_loss.h"
+#include "exec/job_controller.h"
+#include "exec/local_jobs.h"
+#include "exec/replica_environment.h"
 #include "job/cluster_builder.h"
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
+#include "view/job_view.h"
 
 namespace cohort::cli {
 namespace {
 
 using exec::JobKey;
-using exec::JobStore;
+using exec::LocalJobs;
 
 int Fail(int exit_code, const std::string& message) {
   std::cerr << "cohort: " << message << "\n";
@@ -62,37 +51,6 @@ int ExitCodeForJob(const job::JobStatus& status) {
   return job::IsSucceeded(status) ? kExitSucceeded : kExitJobFailed;
 }
 
-StatusOr<exec::ImageMap> BuildImageMap(const JobStore& store,
-                                       const std::vector<std::string>& flags) {
-  exec::ImageMap images;
-  for (const std::string& flag : flags) COHORT_RETURN_IF_ERROR(images.AddFlag(flag));
-  COHORT_RETURN_IF_ERROR(images.LoadFile(store.home() / "images"));
-  return images;
-}
-
-// Jobs whose TTL has run out are deleted by whichever command looks first: there is no daemon to
-// do it on time, and the reconciler decides when (it returns a kDeleteJob action). Jobs whose
-// supervisor died are marked Failed the same way.
-void TidyJobs(JobStore& store, const std::vector<JobKey>& keys) {
-  for (const JobKey& key : keys) {
-    exec::RecoverIfSupervisorLost(store, key);
-    StatusOr<job::JobStatus> status = store.ReadStatus(key);
-    if (!status.ok() || !job::IsFinished(*status)) continue;
-    if (exec::SupervisorLock::IsHeld(store.JobDirectory(key))) continue;
-    StatusOr<job::TFJob> spec = store.ReadSpec(key);
-    if (!spec.ok()) continue;
-    job::ReconcileResult result = job::Reconcile(*spec, *status, {}, Clock::now());
-    for (const job::Action& action : result.actions) {
-      if (action.kind != job::Action::Kind::kDeleteJob) continue;
-      // As the executor does (reconciler.h): a failed deletion is recorded with the job.
-      if (Status deleted = store.DeleteJob(key); !deleted.ok()) {
-        store.AppendEvents(key, {job::Event{"Warning", "FailedDeleteJob",
-                                            "Error deleting: " + deleted.message(), Clock::now()}});
-      }
-    }
-  }
-}
-
 void PrintWarnings(const LoadedJob& loaded) {
   for (const std::string& warning : loaded.warnings)
     std::cerr << "cohort: warning: " << warning << "\n";
@@ -111,52 +69,43 @@ void PrintEvent(const job::Event& event) {
             << std::endl;
 }
 
-// What `run` and `submit` share: read the manifest, map images, create the job on disk.
+// What `run` and `submit` share: read the manifest, map images, create the job.
 struct PreparedJob {
-  JobKey key;
+  exec::CreatedJob created;
   exec::ImageMap images;
-  exec::SupervisorLock lock;  // held since before the job was visible; for its supervisor
 };
-StatusOr<PreparedJob> PrepareJob(JobStore& store, const std::string& file,
+StatusOr<PreparedJob> PrepareJob(LocalJobs& jobs, const std::string& file,
                                  const job::JobFileOptions& options,
                                  const std::vector<std::string>& image_flags) {
   StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
   if (!loaded.ok()) return loaded.status();
   PrintWarnings(*loaded);
-  StatusOr<exec::ImageMap> images = BuildImageMap(store, image_flags);
+  StatusOr<exec::ImageMap> images = jobs.LoadImages(image_flags);
   if (!images.ok()) return images.status();
-  exec::SupervisorLock lock;
-  COHORT_RETURN_IF_ERROR(exec::PrepareLocalJob(store, loaded->job, *images, &lock));
-  return PreparedJob{{loaded->job.metadata.namespace_name, loaded->job.metadata.name},
-                     std::move(*images),
-                     std::move(lock)};
+  StatusOr<exec::CreatedJob> created = jobs.Create(loaded->job, *images);
+  if (!created.ok()) return created.status();
+  return PreparedJob{std::move(*created), std::move(*images)};
 }
 
 int Run(const std::string& file, const job::JobFileOptions& options,
         const std::vector<std::string>& image_flags) {
-  JobStore store(exec::DefaultCohortHome());
-  StatusOr<PreparedJob> prepared = PrepareJob(store, file, options, image_flags);
+  LocalJobs jobs(exec::DefaultCohortHome());
+  StatusOr<PreparedJob> prepared = PrepareJob(jobs, file, options, image_flags);
   if (!prepared.ok()) return Fail(ExitCodeFor(prepared.status()), prepared.status().message());
-  JobKey key = prepared->key;
+  JobKey key = prepared->created.key;
   std::cout << "cohort: job " << key.ToString() << " created; logs in "
-            << store.JobDirectory(key) / "logs" << std::endl;
-  exec::LogFollower follower(store.JobDirectory(key) / "logs");
+            << jobs.store().JobDirectory(key) / "logs" << std::endl;
   auto print_line = [](const std::string& replica, const std::string& line) {
     std::cout << "[" << replica << "] " << line << "\n";
   };
-  exec::ExecutorObserver observer;
+  exec::ControllerObserver observer;
   observer.on_condition = [&](const job::JobCondition& condition) {
     PrintCondition(key, condition);
   };
   observer.on_event = PrintEvent;
-  observer.on_tick = [&] {
-    follower.Poll(print_line);
-    std::cout.flush();
-  };
-  exec::LocalExecutor executor(store, key, std::move(prepared->lock), std::move(prepared->images),
-                               observer);
-  StatusOr<job::JobStatus> final_status = executor.Run();
-  follower.Poll(print_line, /*flush_partial=*/true);
+  observer.on_tick = [] { std::cout.flush(); };
+  StatusOr<job::JobStatus> final_status =
+      jobs.Supervise(std::move(prepared->created), prepared->images, observer, print_line);
   if (!final_status.ok()) return Fail(kExitError, final_status.status().message());
   std::cout << "cohort: job " << key.ToString() << " " << job::JobState(*final_status) << std::endl;
   return ExitCodeForJob(*final_status);
@@ -166,78 +115,24 @@ int Run(const std::string& file, const job::JobFileOptions& options,
 
 // `lock_fd` is the job's supervisor lock, inherited from `cohort submit` across exec.
 int Supervise(const JobKey& key, const std::vector<std::string>& image_flags, int lock_fd) {
-  JobStore store(exec::DefaultCohortHome());
-  exec::SupervisorLock lock;
-  if (Status adopted = lock.Adopt(lock_fd, store.JobDirectory(key)); !adopted.ok()) {
-    return Fail(kExitError, adopted.message());
-  }
-  StatusOr<exec::ImageMap> images = BuildImageMap(store, image_flags);
+  LocalJobs jobs(exec::DefaultCohortHome());
+  StatusOr<exec::CreatedJob> adopted = jobs.Adopt(key, lock_fd);
+  if (!adopted.ok()) return Fail(kExitError, adopted.status().message());
+  StatusOr<exec::ImageMap> images = jobs.LoadImages(image_flags);
   if (!images.ok()) return Fail(kExitInvalidInput, images.status().message());
-  exec::LocalExecutor executor(store, key, std::move(lock), std::move(*images));
-  StatusOr<job::JobStatus> final_status = executor.Run();
+  StatusOr<job::JobStatus> final_status = jobs.Supervise(std::move(*adopted), *images);
   if (!final_status.ok()) return Fail(kExitError, final_status.status().message());
   return ExitCodeForJob(*final_status);
 }
 
 int Submit(const std::string& file, const job::JobFileOptions& options,
            const std::vector<std::string>& image_flags) {
-  JobStore store(exec::DefaultCohortHome());
-  StatusOr<PreparedJob> prepared = PrepareJob(store, file, options, image_flags);
+  LocalJobs jobs(exec::DefaultCohortHome());
+  StatusOr<PreparedJob> prepared = PrepareJob(jobs, file, options, image_flags);
   if (!prepared.ok()) return Fail(ExitCodeFor(prepared.status()), prepared.status().message());
-  JobKey key = prepared->key;
-  std::filesystem::path directory = store.JobDirectory(key);
-
-  // The supervisor is this same program, detached from the terminal in its own session. It
-  // inherits the job's lock, which this process has held since before the job was visible, so
-  // the job never looks abandoned while its supervisor starts.
-  const int lock_fd = prepared->lock.fd();
-  std::vector<std::string> arguments = {"cohort",
-                                        "supervise",
-                                        key.name,
-                                        "-n",
-                                        key.namespace_name,
-                                        "--lock-fd",
-                                        std::to_string(lock_fd)};
-  for (const std::string& flag : image_flags) arguments.insert(arguments.end(), {"--image", flag});
-  pid_t pid = fork();
-  if (pid < 0) return Fail(kExitError, "cannot start the supervisor: fork failed");
-  if (pid == 0) {
-    setsid();
-    fcntl(lock_fd, F_SETFD, 0);  // keep the lock across exec; the supervisor marks it again
-    int log = open((directory / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
-    if (log >= 0) dup2(log, STDOUT_FILENO), dup2(log, STDERR_FILENO);
-    // Only the standard descriptors carry them on: the supervisor and its replicas inherit no
-    // stray copy.
-    if (null > STDERR_FILENO) close(null);
-    if (log > STDERR_FILENO) close(log);
-    std::vector<char*> argv;
-    for (std::string& argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    _exit(127);
-  }
-  // The supervisor holds the lock now through the same open file description; closing this
-  // process's descriptor does not release it.
-  prepared->lock = exec::SupervisorLock();
-  // Return once the supervisor has taken the job over (it writes its pid), so that a failure to
-  // start is reported here rather than found later.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!std::filesystem::exists(directory / "supervisor.pid")) {
-    int wait_status;
-    if (waitpid(pid, &wait_status, WNOHANG) == pid) {
-      // A job can finish, and with ttlSecondsAfterFinished 0 be deleted, between two looks.
-      if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == kExitSucceeded) break;
-      return Fail(kExitError, "the supervisor of " + key.ToString() + " exited at once; see " +
-                                  (directory / "supervisor.log").string());
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Fail(kExitError, "timed out after 10 s waiting for the supervisor of " +
-                                  key.ToString() + " to start; see " +
-                                  (directory / "supervisor.log").string());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  JobKey key = prepared->created.key;
+  if (Status detached = jobs.Detach(std::move(prepared->created), image_flags); !detached.ok()) {
+    return Fail(kExitError, detached.message());
   }
   std::cout << key.name << std::endl;
   return kExitSucceeded;
@@ -247,166 +142,80 @@ int Submit(const std::string& file, const job::JobFileOptions& options,
 
 int Get(const std::string& name, const std::string& namespace_name, bool all_namespaces,
         const std::string& output) {
-  JobStore store(exec::DefaultCohortHome());
-  std::vector<JobKey> keys;
-  if (!name.empty()) {
-    JobKey key{namespace_name, name};
-    if (!store.Exists(key)) return Fail(kExitError, "job " + key.ToString() + " not found");
-    keys.push_back(key);
-  } else {
-    keys = store.ListJobs(all_namespaces ? "" : namespace_name);
-  }
-  TidyJobs(store, keys);
-  std::vector<JobKey> present;
-  for (const JobKey& key : keys) {
-    if (store.Exists(key)) present.push_back(key);
-  }
+  LocalJobs jobs(exec::DefaultCohortHome());
+  StatusOr<std::vector<JobKey>> present = jobs.Lookup(name, namespace_name, all_namespaces);
+  if (!present.ok()) return Fail(kExitError, present.status().message());
   if (output == "json" || output == "yaml") {
-    nlohmann::json items = nlohmann::json::array();
-    for (const JobKey& key : present) {
-      StatusOr<nlohmann::json> object = JobObject(store, key);
-      if (object.ok()) items.push_back(*object);
-    }
-    nlohmann::json result =
-        name.empty() ? nlohmann::json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}
-                     : (items.empty() ? nlohmann::json::object() : items[0]);
+    nlohmann::json result = view::JobObjects(jobs.store(), *present, /*list=*/name.empty());
     std::cout << (output == "json" ? result.dump(4) : job::ToYaml(result)) << "\n";
     return kExitSucceeded;
   }
-  if (present.empty()) {
+  if (present->empty()) {
     std::cerr << "No resources found"
               << (all_namespaces ? "" : " in " + namespace_name + " namespace") << ".\n";
     return kExitSucceeded;
   }
-  std::cout << JobTable(store, present, output == "wide", all_namespaces);
+  std::cout << view::JobTable(jobs.store(), *present, output == "wide", all_namespaces);
   return kExitSucceeded;
 }
 
 int Describe(const std::string& name, const std::string& namespace_name) {
-  JobStore store(exec::DefaultCohortHome());
+  LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
-  if (!store.Exists(key)) return Fail(kExitError, "job " + key.ToString() + " not found");
-  TidyJobs(store, {key});
-  StatusOr<std::string> text = DescribeJob(store, key);
+  if (StatusOr<std::vector<JobKey>> found = jobs.Lookup(name, namespace_name, false); !found.ok()) {
+    return Fail(kExitError, found.status().message());
+  }
+  StatusOr<std::string> text = view::DescribeJob(jobs.store(), key);
   if (!text.ok()) return Fail(kExitError, text.status().message());
   std::cout << *text;
   return kExitSucceeded;
 }
 
-bool JobIsLive(JobStore& store, const JobKey& key) {
-  exec::RecoverIfSupervisorLost(store, key);
-  return exec::SupervisorLock::IsHeld(store.JobDirectory(key));
-}
-
 int Logs(const std::string& name, const std::string& namespace_name, const std::string& replica,
          bool follow) {
-  JobStore store(exec::DefaultCohortHome());
+  LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
-  if (!store.Exists(key)) return Fail(kExitError, "job " + key.ToString() + " not found");
-  std::filesystem::path logs = store.JobDirectory(key) / "logs";
+  if (!jobs.store().Exists(key)) return Fail(kExitError, "job " + key.ToString() + " not found");
   if (!replica.empty()) {
-    StatusOr<std::map<std::string, int>> endpoints = store.ReadEndpoints(key);
-    if (endpoints.ok() && !endpoints->count(replica)) {
-      std::string known;
-      for (const auto& [candidate, port] : *endpoints)
-        known += (known.empty() ? "" : ", ") + candidate;
-      return Fail(kExitInvalidInput, "job " + key.ToString() + " has no replica \"" + replica +
-                                         "\"; its replicas are " + known);
+    if (Status known = jobs.CheckReplica(key, replica); !known.ok()) {
+      return Fail(kExitInvalidInput, known.message());
     }
   }
-  exec::LogFollower follower(logs, replica);
   auto print = [&](const std::string& from, const std::string& line) {
     if (replica.empty()) std::cout << "[" << from << "] ";
     std::cout << line << "\n";
   };
-  follower.Poll(print);
-  // Following ends when the job's supervisor is gone: nothing will be written any more.
-  while (follow && JobIsLive(store, key)) {
-    std::cout.flush();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    follower.Poll(print);
-  }
-  follower.Poll(print, /*flush_partial=*/true);
+  jobs.ReadLogs(key, replica, follow, print, [] { std::cout.flush(); });
   return kExitSucceeded;
 }
 
 int Wait(const std::string& name, const std::string& namespace_name, double timeout_seconds) {
-  JobStore store(exec::DefaultCohortHome());
+  LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-  while (true) {
-    if (!store.Exists(key)) return Fail(kExitError, "job " + key.ToString() + " not found");
-    exec::RecoverIfSupervisorLost(store, key);
-    StatusOr<job::JobStatus> status = store.ReadStatus(key);
-    if (!status.ok()) return Fail(kExitError, status.status().message());
-    if (job::IsFinished(*status)) {
-      std::cout << key.name << " " << job::JobState(*status) << "\n";
-      return ExitCodeForJob(*status);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Fail(kExitError, "timed out after " +
-                                  std::to_string(static_cast<int64_t>(timeout_seconds)) +
-                                  " s waiting for job " + key.ToString() + " to finish (state " +
-                                  job::JobState(*status) + ")");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  StatusOr<job::JobStatus> status = jobs.Wait(key, timeout_seconds);
+  if (!status.ok()) return Fail(kExitError, status.status().message());
+  std::cout << key.name << " " << job::JobState(*status) << "\n";
+  return ExitCodeForJob(*status);
 }
 
 int Delete(const std::string& name, const std::string& namespace_name, bool ignore_not_found) {
-  JobStore store(exec::DefaultCohortHome());
+  LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
-  if (!store.Exists(key)) {
+  if (!jobs.store().Exists(key)) {
     if (ignore_not_found) return kExitSucceeded;
     return Fail(kExitError, "job " + key.ToString() + " not found");
   }
-  std::filesystem::path directory = store.JobDirectory(key);
-  if (exec::SupervisorLock::IsHeld(directory)) {
-    // The supervisor stops the replicas (SIGTERM, then SIGKILL after their grace period) and
-    // exits; if it does not in time, killing it makes its watchdog kill them.
-    // A supervisor still starting holds the lock before it has written its pid: read the pid
-    // until it is there.
-    auto read_pid = [&directory]() -> pid_t {
-      StatusOr<std::string> text = exec::ReadFile(directory / "supervisor.pid");
-      return text.ok() ? static_cast<pid_t>(std::atoi(text->c_str())) : -1;
-    };
-    pid_t supervisor = -1;
-    const auto started = std::chrono::steady_clock::now();
-    auto kill_at = started + std::chrono::seconds(45);
-    while (exec::SupervisorLock::IsHeld(directory)) {
-      const auto now = std::chrono::steady_clock::now();
-      if (supervisor <= 0 && (supervisor = read_pid()) > 0) kill(supervisor, SIGTERM);
-      if (supervisor <= 0 && now > started + std::chrono::seconds(30)) {
-        return Fail(kExitError, "the supervisor of " + key.ToString() +
-                                    " holds the job but wrote no supervisor.pid in 30 s; see " +
-                                    (directory / "supervisor.log").string());
-      }
-      if (supervisor > 0 && now > kill_at) {
-        kill(supervisor, SIGKILL);
-        kill_at += std::chrono::seconds(5);
-      }
-      if (now > started + std::chrono::seconds(120)) {
-        return Fail(kExitError, "the supervisor of " + key.ToString() + " (pid " +
-                                    std::to_string(supervisor) +
-                                    ") still holds the job 120 s after it was told to stop");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    // The watchdog marks and cleans up after a killed supervisor; give it a moment.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  Status deleted = store.DeleteJob(key);
-  if (!deleted.ok()) return Fail(kExitError, deleted.message());
+  if (Status deleted = jobs.Delete(key); !deleted.ok()) return Fail(kExitError, deleted.message());
   std::cout << "tfjob.kubeflow.org \"" << key.name << "\" deleted\n";
   return kExitSucceeded;
 }
 
 int SetSuspended(const std::string& name, const std::string& namespace_name, bool suspended) {
-  JobStore store(exec::DefaultCohortHome());
+  LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
-  Status status = store.SetSuspended(key, suspended);
-  if (!status.ok()) return Fail(kExitError, status.message());
+  if (Status status = jobs.SetSuspended(key, suspended); !status.ok()) {
+    return Fail(kExitError, status.message());
+  }
   std::cout << "tfjob.kubeflow.org/" << key.name << (suspended ? " suspended" : " resumed") << "\n";
   return kExitSucceeded;
 }
@@ -485,27 +294,16 @@ int TfConfig(const std::string& file, const job::JobFileOptions& options,
     tf_config = job::TfConfigForReplica(job, replica_type, index, job::KubernetesEndpoints(job));
   } else {
     // A live job's ports, else the ports a run would reserve now (a new run picks its own).
-    JobStore store(exec::DefaultCohortHome());
-    JobKey key{job.metadata.namespace_name, job.metadata.name};
-    std::map<std::string, int> ports;
-    if (StatusOr<std::map<std::string, int>> live = store.ReadEndpoints(key); live.ok()) {
-      ports = *live;
-    } else {
-      std::cerr << "cohort: job " << key.ToString()
+    LocalJobs jobs(exec::DefaultCohortHome());
+    bool live = false;
+    StatusOr<std::optional<std::string>> local =
+        jobs.LocalTfConfig(job, replica_type, index, &live);
+    if (!local.ok()) return Fail(kExitError, local.status().message());
+    if (!live) {
+      std::cerr << "cohort: job " << job.metadata.namespace_name << "/" << job.metadata.name
                 << " is not running; showing freshly chosen local ports\n";
-      int total = 0;
-      for (const auto& [type, spec] : job.replica_specs) total += spec.replicas;
-      StatusOr<std::vector<int>> free = exec::ReserveFreePorts(total);
-      if (!free.ok()) return Fail(kExitError, free.status().message());
-      size_t next = 0;
-      for (const auto& [type, spec] : job.replica_specs) {
-        for (int i = 0; i < spec.replicas; ++i)
-          ports[exec::ShortReplicaName(type, i)] = (*free)[next++];
-      }
     }
-    std::map<std::string, std::string> environment =
-        exec::ReplicaEnvironment(job, replica_type, index, ports, "");
-    if (auto it = environment.find("TF_CONFIG"); it != environment.end()) tf_config = it->second;
+    tf_config = *local;
   }
   if (!tf_config) {
     std::cerr << "cohort: " << job.metadata.name

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <random>
 
+#include "base/file.h"
+
 namespace cohort::exec {
 namespace {
 
@@ -65,7 +67,7 @@ StatusOr<std::vector<int>> PortsChosenByTheKernel(int count) {
   for (int i = 0; i < count && status.ok(); ++i) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-      status = Status::Unavailable(std::string("socket: ") + std::strerror(errno));
+      status = Status::Unavailable(std::string("socket: ") + ErrnoMessage(errno));
       break;
     }
     sockets.push_back(fd);
@@ -76,7 +78,7 @@ StatusOr<std::vector<int>> PortsChosenByTheKernel(int count) {
     if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
         getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
       status =
-          Status::Unavailable(std::string("cannot reserve a local port: ") + std::strerror(errno));
+          Status::Unavailable(std::string("cannot reserve a local port: ") + ErrnoMessage(errno));
       break;
     }
     ports.push_back(ntohs(address.sin_port));

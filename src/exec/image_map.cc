@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "exec/replica_environment.h"
+
 namespace cohort::exec {
 namespace {
 
@@ -65,10 +67,10 @@ StatusOr<std::vector<std::string>> ImageMap::CommandFor(const job::Container& co
 
 Status ImageMap::CheckJob(const job::TFJob& job) const {
   for (const auto& [type, spec] : job.replica_specs) {
-    const job::Container* container = job::TensorflowContainer(spec.template_spec);
-    if (container == nullptr) continue;  // validation reports it
+    StatusOr<const job::Container*> container = ReplicaContainer(job, type);
+    if (!container.ok()) continue;  // validation reports it
     StatusOr<std::vector<std::string>> command =
-        CommandFor(*container, job::ReplicaName(job.metadata.name, type, 0));
+        CommandFor(**container, job::ReplicaName(job.metadata.name, type, 0));
     if (!command.ok()) return command.status();
   }
   return Status::OK();

@@ -27,48 +27,10 @@ fs::path DefaultCohortHome() {
   return ".cohort";
 }
 
-Status WriteFileAtomically(const fs::path& path, const std::string& contents, mode_t permissions) {
-  fs::path temporary = path;
-  temporary += ".tmp." + std::to_string(getpid());
-  // O_EXCL: a leftover temporary file (of a killed writer with our pid) may have other permissions.
-  unlink(temporary.c_str());
-  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions);
-  if (fd < 0)
-    return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(errno));
-  size_t written = 0;
-  while (written < contents.size()) {
-    ssize_t n = write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      close(fd);
-      unlink(temporary.c_str());
-      return Status::IOError("cannot write " + temporary.string() + ": " + std::strerror(error));
-    }
-    written += static_cast<size_t>(n);
-  }
-  fsync(fd);
-  close(fd);
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    unlink(temporary.c_str());
-    return Status::IOError("cannot rename into " + path.string() + ": " + std::strerror(error));
-  }
-  return Status::OK();
-}
-
-StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read " + path.string());
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 namespace {
 
 StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path) {
-  StatusOr<std::string> text = ReadFile(path);
+  StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   nlohmann::json parsed = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return Status::InvalidArgument(path.string() + ": not valid JSON");
@@ -100,7 +62,7 @@ Status JobStore::CreateJob(const job::TFJob& job, SupervisorLock* lock) {
   // mkdir is atomic: of two concurrent submissions of the same name, exactly one wins.
   if (mkdir(directory.c_str(), 0755) != 0) {
     if (errno != EEXIST)
-      return Status::IOError("cannot create " + directory.string() + ": " + std::strerror(errno));
+      return Status::IOError("cannot create " + directory.string() + ": " + ErrnoMessage(errno));
     StatusOr<job::JobStatus> status = ReadStatus(key);
     std::string state = status.ok() ? job::JobState(*status) : "";
     return Status::AlreadyExists(
@@ -168,6 +130,16 @@ StatusOr<job::TFJob> JobStore::ReadSpec(const JobKey& key) const {
   return job::TFJobFromJson(*spec);
 }
 
+StatusOr<nlohmann::json> JobStore::ReadSpecObject(const JobKey& key) const {
+  StatusOr<std::string> text = ReadWholeFile(JobDirectory(key) / "spec.json");
+  if (!text.ok()) return Status::NotFound("job " + key.ToString() + " not found");
+  nlohmann::json object = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) {
+    return Status::IOError(key.ToString() + ": spec.json is not valid JSON");
+  }
+  return object;
+}
+
 Status JobStore::WriteStatus(const JobKey& key, const job::JobStatus& status) {
   return WriteFileAtomically(JobDirectory(key) / "status.json",
                              job::JobStatusToJson(status).dump(2) + "\n");
@@ -190,7 +162,7 @@ Status JobStore::AppendEvents(const JobKey& key, const std::vector<job::Event>& 
   // that a reader has already seen.
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::IOError("cannot append to " + path.string() + ": " + std::strerror(errno));
+    return Status::IOError("cannot append to " + path.string() + ": " + ErrnoMessage(errno));
   ssize_t written = write(fd, lines.data(), lines.size());
   close(fd);
   if (written != static_cast<ssize_t>(lines.size())) {
@@ -248,9 +220,62 @@ Status JobStore::SetSuspended(const JobKey& key, bool suspended) {
   return WriteFileAtomically(path, spec->dump(2) + "\n");
 }
 
-fs::file_time_type JobStore::SpecVersion(const JobKey& key) const {
+int64_t JobStore::SpecVersion(const JobKey& key) const {
   std::error_code error;
-  return fs::last_write_time(JobDirectory(key) / "spec.json", error);
+  fs::file_time_type written = fs::last_write_time(JobDirectory(key) / "spec.json", error);
+  return error ? 0 : static_cast<int64_t>(written.time_since_epoch().count());
+}
+
+Status JobStore::WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const ReplicaRow& row : rows) {
+    nlohmann::json entry = {
+        {"name", row.name}, {"phase", row.phase}, {"restarts", row.restarts}, {"port", row.port}};
+    if (row.pid > 0) entry["pid"] = row.pid;
+    if (row.exit_code) entry["exitCode"] = *row.exit_code;
+    if (row.started_at) entry["startedAt"] = FormatTime(*row.started_at);
+    if (row.finished_at) entry["finishedAt"] = FormatTime(*row.finished_at);
+    table.push_back(entry);
+  }
+  std::string text = table.dump(2) + "\n";
+  fs::path path = JobDirectory(key) / "replicas.json";
+  StatusOr<std::string> current = ReadWholeFile(path);
+  if (current.ok() && *current == text) return Status::OK();
+  return WriteFileAtomically(path, text);
+}
+
+std::vector<ReplicaRow> JobStore::ReadReplicas(const JobKey& key) const {
+  std::vector<ReplicaRow> rows;
+  StatusOr<nlohmann::json> table = ReadJsonFile(JobDirectory(key) / "replicas.json");
+  if (!table.ok() || !table->is_array()) return rows;
+  for (const nlohmann::json& entry : *table) {
+    if (!entry.is_object()) continue;
+    ReplicaRow row;
+    row.name = entry.value("name", "");
+    row.phase = entry.value("phase", "");
+    row.restarts = entry.value("restarts", 0);
+    row.port = entry.value("port", 0);
+    row.pid = entry.value("pid", 0);
+    if (entry.contains("exitCode") && entry["exitCode"].is_number_integer()) {
+      row.exit_code = entry["exitCode"].get<int>();
+    }
+    row.started_at = ParseTime(entry.value("startedAt", ""));
+    row.finished_at = ParseTime(entry.value("finishedAt", ""));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string JobStore::LogLocation(const JobKey& key, const std::string& replica) const {
+  return LogPath(key, replica).string();
+}
+
+Status JobStore::WriteSecret(const JobKey& key, const std::string& secret) {
+  return WriteFileAtomically(JobDirectory(key) / "secret", secret, 0600);
+}
+
+StatusOr<std::string> JobStore::ReadSecret(const JobKey& key) const {
+  return ReadWholeFile(JobDirectory(key) / "secret");
 }
 
 }  // namespace cohort::exec

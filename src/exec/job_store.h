@@ -1,12 +1,15 @@
-// JobStore: each job's state on disk, the only thing `cohort` commands share.
+// JobStore: each job's state on disk, under $COHORT_HOME; the JobStateStore every command uses.
 //
 //   $COHORT_HOME/jobs/<namespace>/<name>/
 //     spec.json          the normalised (defaulted) TFJob
 //     status.json        the TFJob status, rewritten atomically on every change
 //     events.jsonl       one event per line, appended
 //     endpoints.json     the port reserved for each replica, fixed for the job's life
+//     replicas.json      the replica table, rewritten when it changes
+//     secret             the job secret its replicas share (mode 0600)
 //     supervisor.lock    held (flock) by the live supervisor; free once it is gone
 //     supervisor.pid
+//     supervisor.log     a detached supervisor's output
 //     logs/<type>-<index>.log
 //
 // There is no daemon: every command reads these files. Writes that others read whole (status,
@@ -21,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "base/status.h"
+#include "exec/job_state_store.h"
 #include "exec/supervisor_lock.h"
 #include "job/tfjob.h"
 
@@ -30,19 +35,7 @@ namespace cohort::exec {
 // $COHORT_HOME, else ~/.cohort.
 std::filesystem::path DefaultCohortHome();
 
-// Writes `contents` to `path` atomically (temporary file, fsync, rename). The file is created
-// with `permissions` (less the umask), so a secret is never readable by others, not even briefly.
-Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents,
-                           mode_t permissions = 0644);
-StatusOr<std::string> ReadFile(const std::filesystem::path& path);
-
-struct JobKey {
-  std::string namespace_name = "default";
-  std::string name;
-  std::string ToString() const { return namespace_name + "/" + name; }
-};
-
-class JobStore {
+class JobStore : public JobStateStore {
  public:
   explicit JobStore(std::filesystem::path home) : home_(std::move(home)) {}
 
@@ -50,34 +43,35 @@ class JobStore {
   std::filesystem::path JobDirectory(const JobKey& key) const;
   std::filesystem::path LogPath(const JobKey& key, const std::string& replica) const;
 
-  // Creates the job's directory with its spec. AlreadyExists (with what to do about it) when a
-  // job of that name is there, live or finished: its state is never overwritten.
-  //
   // Takes `lock` (the job's supervisor lock) before the spec is written, that is before any
   // command can see the job: a visible job without status whose lock is free is then one whose
   // creator or supervisor died, never one still being prepared (supervisor_lock.h).
-  Status CreateJob(const job::TFJob& job, SupervisorLock* lock);
-  Status DeleteJob(const JobKey& key);
-  bool Exists(const JobKey& key) const;
-  // Every job, optionally of one namespace, sorted by namespace then name.
-  std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const;
+  Status CreateJob(const job::TFJob& job, SupervisorLock* lock) override;
+  Status DeleteJob(const JobKey& key) override;
+  bool Exists(const JobKey& key) const override;
+  std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const override;
 
-  StatusOr<job::TFJob> ReadSpec(const JobKey& key) const;
-  Status WriteStatus(const JobKey& key, const job::JobStatus& status);
-  StatusOr<job::JobStatus> ReadStatus(const JobKey& key) const;  // empty status if none yet
-  Status AppendEvents(const JobKey& key, const std::vector<job::Event>& events);
-  StatusOr<std::vector<job::Event>> ReadEvents(const JobKey& key) const;
-  Status WriteEndpoints(const JobKey& key, const std::map<std::string, int>& ports);
-  StatusOr<std::map<std::string, int>> ReadEndpoints(const JobKey& key) const;
+  StatusOr<job::TFJob> ReadSpec(const JobKey& key) const override;
+  StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const override;
+  // The spec file's modification time.
+  int64_t SpecVersion(const JobKey& key) const override;
+  Status SetSuspended(const JobKey& key, bool suspended) override;
+  Time CreationTime(const JobKey& key) const override;
 
-  // When the job directory was created (the job's creationTimestamp).
-  Time CreationTime(const JobKey& key) const;
+  Status WriteStatus(const JobKey& key, const job::JobStatus& status) override;
+  StatusOr<job::JobStatus> ReadStatus(const JobKey& key) const override;
+  Status AppendEvents(const JobKey& key, const std::vector<job::Event>& events) override;
+  StatusOr<std::vector<job::Event>> ReadEvents(const JobKey& key) const override;
+  Status WriteEndpoints(const JobKey& key, const std::map<std::string, int>& ports) override;
+  StatusOr<std::map<std::string, int>> ReadEndpoints(const JobKey& key) const override;
+  // Leaves replicas.json alone when it already holds `rows`.
+  Status WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) override;
+  std::vector<ReplicaRow> ReadReplicas(const JobKey& key) const override;
+  std::string LogLocation(const JobKey& key, const std::string& replica) const override;
 
-  // Sets spec.runPolicy.suspend in the saved spec, as `kubectl patch` would; the supervisor
-  // notices the change (SpecVersion) and the reconciler suspends or resumes the job.
-  Status SetSuspended(const JobKey& key, bool suspended);
-  // Changes whenever the saved spec is rewritten.
-  std::filesystem::file_time_type SpecVersion(const JobKey& key) const;
+  // The job secret (local jobs only): written once at creation, read by the supervisor.
+  Status WriteSecret(const JobKey& key, const std::string& secret);
+  StatusOr<std::string> ReadSecret(const JobKey& key) const;
 
  private:
   std::filesystem::path home_;

@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "base/file.h"
+
 namespace cohort::exec {
 namespace {
 
@@ -30,7 +32,7 @@ StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
 
   int log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
-    return Status::IOError("cannot open log " + spec.log_path + ": " + std::strerror(errno));
+    return Status::IOError("cannot open log " + spec.log_path + ": " + ErrnoMessage(errno));
   }
 
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
@@ -49,7 +51,7 @@ StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
   if (pid < 0) {
     int error = errno;
     close(log_fd);
-    return Status::Unavailable(std::string("fork failed: ") + std::strerror(error));
+    return Status::Unavailable(std::string("fork failed: ") + ErrnoMessage(error));
   }
   if (pid == 0) {
     setpgid(0, 0);

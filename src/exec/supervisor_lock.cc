@@ -6,8 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <utility>
+
+#include "base/file.h"
 
 namespace cohort::exec {
 namespace {
@@ -42,7 +43,7 @@ Status SupervisorLock::Acquire(const std::filesystem::path& job_directory) {
   Close();
   std::filesystem::path path = LockPath(job_directory);
   fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::IOError("cannot open " + path.string() + ": " + std::strerror(errno));
+  if (fd_ < 0) return Status::IOError("cannot open " + path.string() + ": " + ErrnoMessage(errno));
   if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     Close();
     return Status::FailedPrecondition("another supervisor already runs the job in " +

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/file.h"
 #include "exec/supervisor_lock.h"
 #include "job/reconciler.h"
 
@@ -40,7 +41,7 @@ bool RecoverIfSupervisorLost(JobStore& store, const JobKey& key) {
   if (!status.ok() || job::IsFinished(*status)) return false;
   if (SupervisorLock::IsHeld(store.JobDirectory(key))) return false;
   std::string pid;
-  if (StatusOr<std::string> text = ReadFile(store.JobDirectory(key) / "supervisor.pid");
+  if (StatusOr<std::string> text = ReadWholeFile(store.JobDirectory(key) / "supervisor.pid");
       text.ok()) {
     pid = "(pid " + text->substr(0, text->find('\n')) + ")";
   }
@@ -85,10 +86,10 @@ namespace {
 Status Watchdog::Start(JobStore store, JobKey key, int close_in_child) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
-    return Status::Unavailable(std::string("pipe: ") + std::strerror(errno));
+    return Status::Unavailable(std::string("pipe: ") + ErrnoMessage(errno));
   pid_t supervisor = getpid();
   pid_t pid = fork();
-  if (pid < 0) return Status::Unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return Status::Unavailable(std::string("fork: ") + ErrnoMessage(errno));
   if (pid == 0) {
     close(fds[1]);
     if (close_in_child >= 0) close(close_in_child);

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <utility>
 
+#include "base/file.h"
+
 namespace cohort::job {
 namespace {
 
@@ -383,18 +385,14 @@ StatusOr<std::string> ReadYamlFile(const std::string& path) {
   if (fs::is_directory(path, error)) {
     return Status::InvalidArgument(path + ": is a directory, not a job spec");
   }
-  uintmax_t size = fs::file_size(path, error);
-  if (!error && size > kMaxYamlBytes) {
+  // The bound holds for pipes and devices too: the read stops there.
+  StatusOr<std::string> contents = ReadWholeFile(path, kMaxYamlBytes);
+  if (contents.status().code() == Status::Code::kInvalidArgument) {
     return Status::InvalidArgument(path + ": the file is larger than " +
                                    std::to_string(kMaxYamlBytes / (1024 * 1024)) +
                                    " MiB; a job spec is a few kilobytes");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return Status::IOError(path + ": cannot read: " + std::strerror(errno));
-  return contents.str();
+  return contents;
 }
 
 std::string DescribeValue(const nlohmann::json& value) {

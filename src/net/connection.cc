@@ -115,7 +115,7 @@ Status Connection::PumpWrites() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
       state_ = State::kBroken;
       return Status::Unavailable(
-          Describe("is unreachable: sending failed (" + ErrnoText(errno) +
+          Describe("is unreachable: sending failed (" + ErrnoMessage(errno) +
                    "); the process exited or was killed, or the network failed"));
     }
     last_sent_ = SteadyClock::now();
@@ -158,7 +158,7 @@ StatusOr<size_t> Connection::ReadSome(void* first, size_t first_size, void* seco
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
     state_ = State::kBroken;
-    return Status::Unavailable(Describe("is unreachable: receiving failed (" + ErrnoText(errno) +
+    return Status::Unavailable(Describe("is unreachable: receiving failed (" + ErrnoMessage(errno) +
                                         "); the process exited or was killed, or the network "
                                         "failed"));
   }

@@ -89,7 +89,7 @@ Status CopyAcross(Call call, uint64_t remote_address, char* local, size_t size,
         return Status::Unavailable(peer_name + " exited while its memory was being " + participle);
       }
       return Status::IOError(std::string(gerund) + " the memory of " + peer_name + ": " +
-                             ErrnoText(errno));
+                             ErrnoMessage(errno));
     }
     if (copied == 0) {
       return Status::IOError(std::string(gerund) + " the memory of " + peer_name + ": no progress");

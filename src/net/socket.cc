@@ -71,16 +71,10 @@ void Socket::Close() {
   fd_ = -1;
 }
 
-std::string ErrnoText(int error_number) {
-  char buffer[256];
-  // GNU strerror_r returns the message, which may or may not be `buffer`.
-  return strerror_r(error_number, buffer, sizeof(buffer));
-}
-
 Status SetNonBlocking(int fd) {
   int flags = fcntl(fd, F_GETFL, 0);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return Status::IOError("fcntl(O_NONBLOCK): " + ErrnoText(errno));
+    return Status::IOError("fcntl(O_NONBLOCK): " + ErrnoMessage(errno));
   }
   return Status::OK();
 }
@@ -88,7 +82,7 @@ Status SetNonBlocking(int fd) {
 Status SetNoDelay(int fd) {
   int one = 1;
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
-    return Status::IOError("setsockopt(TCP_NODELAY): " + ErrnoText(errno));
+    return Status::IOError("setsockopt(TCP_NODELAY): " + ErrnoMessage(errno));
   }
   return Status::OK();
 }
@@ -119,7 +113,7 @@ StatusOr<Socket> ListenTcp(const std::string& host, uint16_t port, int backlog) 
   for (addrinfo* address : candidates) {
     Socket candidate(socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, 0));
     if (!candidate.valid()) {
-      last_error = "socket(): " + ErrnoText(errno);
+      last_error = "socket(): " + ErrnoMessage(errno);
       continue;
     }
     int one = 1;
@@ -129,11 +123,11 @@ StatusOr<Socket> ListenTcp(const std::string& host, uint16_t port, int backlog) 
       setsockopt(candidate.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     }
     if (bind(candidate.fd(), address->ai_addr, address->ai_addrlen) < 0) {
-      last_error = "bind(port " + port_text + "): " + ErrnoText(errno);
+      last_error = "bind(port " + port_text + "): " + ErrnoMessage(errno);
       continue;
     }
     if (listen(candidate.fd(), backlog) < 0) {
-      last_error = "listen(port " + port_text + "): " + ErrnoText(errno);
+      last_error = "listen(port " + port_text + "): " + ErrnoMessage(errno);
       continue;
     }
     Status status = SetNonBlocking(candidate.fd());
@@ -153,7 +147,7 @@ StatusOr<uint16_t> LocalPort(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) < 0) {
-    return Status::IOError("getsockname: " + ErrnoText(errno));
+    return Status::IOError("getsockname: " + ErrnoMessage(errno));
   }
   if (address.ss_family == AF_INET) {
     return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
@@ -174,7 +168,7 @@ StatusOr<Socket> AcceptPending(const Socket& listener) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EPROTO) {
       return Socket();
     }
-    return Status::IOError("accept: " + ErrnoText(errno));
+    return Status::IOError("accept: " + ErrnoMessage(errno));
   }
 }
 
@@ -210,12 +204,12 @@ StatusOr<Socket> ConnectTcp(const Endpoint& endpoint, Deadline deadline) {
     Socket candidate(
         socket(address->ai_family, address->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!candidate.valid()) {
-      last_error = "socket(): " + ErrnoText(errno);
+      last_error = "socket(): " + ErrnoMessage(errno);
       continue;
     }
     int rc_connect = connect(candidate.fd(), address->ai_addr, address->ai_addrlen);
     if (rc_connect < 0 && errno != EINPROGRESS) {
-      last_error = ErrnoText(errno);
+      last_error = ErrnoMessage(errno);
       continue;
     }
     if (rc_connect < 0) {
@@ -232,7 +226,7 @@ StatusOr<Socket> ConnectTcp(const Endpoint& endpoint, Deadline deadline) {
       socklen_t length = sizeof(error);
       getsockopt(candidate.fd(), SOL_SOCKET, SO_ERROR, &error, &length);
       if (ready < 0 || error != 0) {
-        last_error = ErrnoText(ready < 0 ? errno : error);
+        last_error = ErrnoMessage(ready < 0 ? errno : error);
         continue;
       }
     }
@@ -259,7 +253,7 @@ Status WaitReady(int fd, short events, Deadline deadline, const std::string& wha
     int ready = poll(&waiter, 1, deadline.PollTimeoutMs());
     if (ready > 0) return Status::OK();
     if (ready == 0) return Status::DeadlineExceeded(what + ": timed out");
-    if (errno != EINTR) return Status::IOError(what + ": poll: " + ErrnoText(errno));
+    if (errno != EINTR) return Status::IOError(what + ": poll: " + ErrnoMessage(errno));
   }
 }
 
@@ -280,7 +274,7 @@ Status WriteFully(int fd, const void* data, size_t size, Deadline deadline,
       COHORT_RETURN_IF_ERROR(WaitReady(fd, POLLOUT, deadline, what));
       continue;
     }
-    return Status::Unavailable(what + ": send failed: " + ErrnoText(errno));
+    return Status::Unavailable(what + ": send failed: " + ErrnoMessage(errno));
   }
   return Status::OK();
 }
@@ -300,7 +294,7 @@ Status ReadFully(int fd, void* data, size_t size, Deadline deadline, const std::
       COHORT_RETURN_IF_ERROR(WaitReady(fd, POLLIN, deadline, what));
       continue;
     }
-    return Status::Unavailable(what + ": receive failed: " + ErrnoText(errno));
+    return Status::Unavailable(what + ": receive failed: " + ErrnoMessage(errno));
   }
   return Status::OK();
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "net/deadline.h"
 
@@ -44,9 +45,6 @@ class Socket {
  private:
   int fd_ = -1;
 };
-
-// strerror() of `error_number`, thread-safe.
-std::string ErrnoText(int error_number);
 
 // A non-blocking TCP socket listening on `port` of every local address (or of `host` when it is
 // not empty), with SO_REUSEADDR so that a restarted task can take its port back at once.

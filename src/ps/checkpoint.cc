@@ -76,26 +76,6 @@ std::string ShardFileName(int ps_index, int num_ps, int64_t step) {
          PaddedStep(step) + ".shard";
 }
 
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot open " + path);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return Status::IOError("cannot read " + path);
-  return contents.str();
-}
-
-Status SyncDirectory(const std::string& directory) {
-  int fd = open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return Status::IOError("cannot open directory " + directory + ": " + net::ErrnoText(errno));
-  int rc = fsync(fd);
-  int error = errno;
-  close(fd);
-  if (rc != 0) return Status::IOError("fsync of " + directory + ": " + net::ErrnoText(error));
-  return Status::OK();
-}
-
 }  // namespace
 
 uint64_t Checksum(std::string_view bytes) {
@@ -178,38 +158,6 @@ Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* globa
   store->Replace(std::move(slices), std::move(tables));
   *global_step = step;
   return Status::OK();
-}
-
-Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError("cannot create " + temporary + ": " + net::ErrnoText(errno));
-  size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t rc = write(fd, bytes.data() + written, bytes.size() - written);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) {
-      Status error = Status::IOError("cannot write " + temporary + ": " + net::ErrnoText(errno));
-      close(fd);
-      unlink(temporary.c_str());
-      return error;
-    }
-    written += static_cast<size_t>(rc);
-  }
-  if (fsync(fd) != 0) {
-    Status error = Status::IOError("fsync of " + temporary + ": " + net::ErrnoText(errno));
-    close(fd);
-    unlink(temporary.c_str());
-    return error;
-  }
-  close(fd);
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    Status error = Status::IOError("cannot rename " + temporary + " to " + path + ": " +
-                                   net::ErrnoText(errno));
-    unlink(temporary.c_str());
-    return error;
-  }
-  return SyncDirectory(std::filesystem::path(path).parent_path().string());
 }
 
 StatusOr<SavedShard> SaveShard(const ShardStore& store, const std::string& directory,

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "ps/protocol.h"
 #include "ps/shard_store.h"
@@ -33,9 +34,6 @@ Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* globa
 
 // FNV-1a 64 of `bytes`: cheap, and enough to catch a truncated or mixed-up file.
 uint64_t Checksum(std::string_view bytes);
-
-// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync of the directory).
-Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 // Saves `store` into `directory` (created if needed) and says what it wrote.
 StatusOr<SavedShard> SaveShard(const ShardStore& store, const std::string& directory,

@@ -97,7 +97,7 @@ StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Start(ParameterServe
     }
   }
   server->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (server->wake_fd_ < 0) return Status::Internal("eventfd: " + net::ErrnoText(errno));
+  if (server->wake_fd_ < 0) return Status::Internal("eventfd: " + ErrnoMessage(errno));
   server->accept_thread_ = std::thread([raw = server.get()] { raw->AcceptLoop(); });
   return server;
 }
@@ -169,7 +169,7 @@ void ParameterServer::AcceptLoop() {
       if (stopping_) return;
     }
     if (ready < 0) {
-      Log("poll on the listening socket failed: " + net::ErrnoText(errno));
+      Log("poll on the listening socket failed: " + ErrnoMessage(errno));
       return;
     }
     while (true) {

@@ -75,7 +75,7 @@ StatusOr<BinaryEvaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptio
                                       {"loss", last.loss},      {"examples", last.examples},
                                       {"checkpoint", manifest}, {"history", history}};
       COHORT_RETURN_IF_ERROR(
-          ps::WriteFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
+          WriteFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
       break;
     }
     const auto now = std::chrono::steady_clock::now();

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "train/atomic_file.h"
+#include "base/file.h"
 
 namespace cohort::train {
 

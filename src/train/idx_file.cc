@@ -7,24 +7,14 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/file.h"
+
 namespace cohort::train {
 namespace {
 
 constexpr uint8_t kUnsignedByteType = 0x08;
 // Far above any real data set; stops a corrupt header from asking for terabytes.
 constexpr int64_t kMaxElements = int64_t{1} << 34;
-
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    if (error == ENOENT) return Status::NotFound(path + ": no such file");
-    return Status::IOError(path + ": cannot open: " + std::strerror(error));
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::IOError(path + ": read error");
-  return bytes;
-}
 
 bool IsGzip(const std::string& bytes) {
   return bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f &&
@@ -79,6 +69,9 @@ uint32_t ReadBigEndian32(const std::string& bytes, size_t offset) {
 
 StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   auto raw = ReadWholeFile(path);
+  if (raw.status().code() == Status::Code::kNotFound) {
+    return Status::NotFound(path + ": no such file");
+  }
   if (!raw.ok()) return raw.status();
   std::string bytes;
   if (IsGzip(*raw)) {

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "train/atomic_file.h"
+#include "base/file.h"
 
 namespace cohort::train {
 namespace {
@@ -109,10 +109,12 @@ Status WriteManifest(const std::string& dir, const ModelManifest& manifest) {
 
 StatusOr<ModelManifest> ReadManifest(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / kManifestFile).string();
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": no such file (is " + dir + " a saved model?)");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return ParseManifest(text, path);
+  StatusOr<std::string> text = ReadWholeFile(path);
+  if (text.status().code() == Status::Code::kNotFound) {
+    return Status::NotFound(path + ": no such file (is " + dir + " a saved model?)");
+  }
+  if (!text.ok()) return text.status();
+  return ParseManifest(*text, path);
 }
 
 }  // namespace cohort::train

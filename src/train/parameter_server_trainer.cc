@@ -266,7 +266,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
     result.evaluation = *evaluation;
   }
   if (!options.checkpoint_dir.empty()) {
-    COHORT_RETURN_IF_ERROR(ps::WriteFileAtomically(
+    COHORT_RETURN_IF_ERROR(WriteFileAtomically(
         options.checkpoint_dir + "/" + kFinalCheckpointFile,
         std::to_string(result.global_step) + " " + RunIdentity(options.secret) + "\n"));
   }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/file.h"
 #include "ps/placement.h"
 
 namespace cohort::train {
@@ -10,11 +11,9 @@ namespace cohort::train {
 StatusOr<std::unique_ptr<CheckpointParameters>> CheckpointParameters::Load(
     const std::string& directory, const std::string& manifest_file) {
   const std::string path = directory + "/" + manifest_file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot open checkpoint manifest " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto manifest = ps::DecodeManifest(text.str());
+  StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  auto manifest = ps::DecodeManifest(*text);
   if (!manifest.ok()) return Status::InvalidArgument(path + ": " + manifest.status().message());
   auto stores = ps::LoadCheckpoint(directory, *manifest);
   if (!stores.ok()) return stores.status();

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
-#include "train/atomic_file.h"
+#include "base/file.h"
 #include "train/binary_auc.h"
 #include "train/taxi_csv.h"
 #include "train/taxi_generator.h"

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <memory>
 
+#include "base/file.h"
 #include "train/crc32c.h"
 
 namespace cohort::train {
@@ -63,9 +64,9 @@ Status TfRecordWriter::Flush() {
 }
 
 StatusOr<std::vector<std::string>> ReadTfRecordFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot open " + path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StatusOr<std::string> contents = ReadWholeFile(path);
+  if (!contents.ok()) return contents.status();
+  const std::string& bytes = *contents;
   std::vector<std::string> records;
   size_t offset = 0;
   while (offset < bytes.size()) {

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/file.h"
 #include "base/time.h"
-#include "train/atomic_file.h"
 #include "train/batch_prefetcher.h"
 #include "train/evaluation.h"
 #include "train/fused_adam.h"
@@ -125,11 +125,11 @@ struct Trainer::Impl : public TrainingState {
   }
 
   Status Save(const std::string& path) override {
-    return ReplaceFileAtomically(path, [&](const std::string& temp) {
+    return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
       try {
         torch::serialize::OutputArchive archive;
         WriteArchive(archive);
-        archive.save_to(temp);
+        archive.save_to(temp.string());
       } catch (const c10::Error& error) {
         return TorchError("cannot save the training state to " + path, error);
       }
@@ -148,9 +148,9 @@ struct Trainer::Impl : public TrainingState {
   }
 
   Status SaveWeights(const std::string& path) override {
-    return ReplaceFileAtomically(path, [&](const std::string& temp) {
+    return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
       try {
-        torch::save(model, temp);
+        torch::save(model, temp.string());
       } catch (const c10::Error& error) {
         return TorchError("cannot save weights to " + path, error);
       }

@@ -8,7 +8,8 @@
 namespace cohort::cluster {
 namespace {
 
-// The operator's TF_CONFIG for worker 1 of job mnist in namespace kubeflow (tfjob.md §2.3).
+// The operator's TF_CONFIG for worker 1 of job mnist in namespace kubeflow
+// (docs/behaviour.md §2.3).
 constexpr const char* kMnistWorker1 =
     R"({"cluster":{"chief":["mnist-chief-0.kubeflow.svc:2222"],)"
     R"("ps":["mnist-ps-0.kubeflow.svc:2222","mnist-ps-1.kubeflow.svc:2222"],)"

@@ -1,4 +1,4 @@
-// JobStore's files: whole-file replacement and the job directory as the name's claim.
+// JobStore's files: the job directory as the name's claim.
 #include "exec/job_store.h"
 
 #include <gmock/gmock.h>
@@ -11,55 +11,6 @@ namespace cohort::exec {
 namespace {
 
 using ::testing::HasSubstr;
-
-TEST(WriteFileAtomicallyTest, ReplacesTheWholeContents) {
-  ScratchDirectory directory;
-  std::filesystem::path path = directory.path() / "status.json";
-  ASSERT_TRUE(WriteFileAtomically(path, std::string(10000, 'x')).ok());
-  ASSERT_TRUE(WriteFileAtomically(path, "short\n").ok());
-  StatusOr<std::string> contents = ReadFile(path);
-  ASSERT_TRUE(contents.ok());
-  EXPECT_EQ(*contents, "short\n");  // nothing of the longer old file is left
-  // No temporary file stays behind.
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(directory.path())) {
-    (void)entry;
-    ++files;
-  }
-  EXPECT_EQ(files, 1);
-}
-
-TEST(WriteFileAtomicallyTest, AFailedWriteLeavesTheOldFile) {
-  ScratchDirectory directory;
-  std::filesystem::path path = directory.path() / "status.json";
-  ASSERT_TRUE(WriteFileAtomically(path, "old\n").ok());
-  // The temporary file cannot be created where a directory of that name stands.
-  std::filesystem::path temporary = path;
-  temporary += ".tmp." + std::to_string(getpid());
-  std::filesystem::create_directory(temporary);
-  Status status = WriteFileAtomically(path, "new\n");
-  EXPECT_EQ(status.code(), Status::Code::kIOError) << status.ToString();
-  EXPECT_THAT(status.message(), HasSubstr(temporary.string()));
-  StatusOr<std::string> contents = ReadFile(path);
-  ASSERT_TRUE(contents.ok());
-  EXPECT_EQ(*contents, "old\n");
-}
-
-// A secret is created with its final permissions, even where a killed writer left a temporary
-// file of the same name with wider ones.
-TEST(WriteFileAtomicallyTest, CreatesTheFileWithTheGivenPermissions) {
-  ScratchDirectory directory;
-  std::filesystem::path path = directory.path() / "secret";
-  std::filesystem::path temporary = path;
-  temporary += ".tmp." + std::to_string(getpid());
-  std::ofstream(temporary) << "left behind";
-  chmod(temporary.c_str(), 0644);
-  ASSERT_TRUE(WriteFileAtomically(path, "s3cret", 0600).ok());
-  struct stat info {};
-  ASSERT_EQ(stat(path.c_str(), &info), 0);
-  EXPECT_EQ(info.st_mode & 0777, 0600u);
-  EXPECT_EQ(*ReadFile(path), "s3cret");
-}
 
 TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
   ScratchDirectory home;
@@ -74,6 +25,48 @@ TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
   EXPECT_FALSE(second.held());
   ASSERT_EQ(store.ListJobs().size(), 1u);
   EXPECT_EQ(store.ListJobs()[0].name, "twice");
+}
+
+// replicas.json, what `cohort describe` reads: fields of a replica that has not run or exited
+// are left out, and an unchanged table is not rewritten.
+TEST(JobStoreTest, TheReplicaTableRoundTripsThroughItsFile) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  job::TFJob job = ShellJob("table", 2, "exit 0");
+  SupervisorLock lock;
+  ASSERT_TRUE(store.CreateJob(job, &lock).ok());
+  JobKey key{"default", "table"};
+  Time started = *ParseTime("2026-01-01T00:00:00Z");
+  std::vector<ReplicaRow> rows = {
+      {"worker-0", "Running", 0, 4000, 4242, std::nullopt, started, std::nullopt},
+      {"worker-1", "Failed", 1, 4001, 0, 137, started, started + std::chrono::seconds(5)}};
+  ASSERT_TRUE(store.WriteReplicas(key, rows).ok());
+  EXPECT_EQ(ReadWhole(store.JobDirectory(key) / "replicas.json"),
+            R"([
+  {
+    "name": "worker-0",
+    "phase": "Running",
+    "pid": 4242,
+    "port": 4000,
+    "restarts": 0,
+    "startedAt": "2026-01-01T00:00:00Z"
+  },
+  {
+    "exitCode": 137,
+    "finishedAt": "2026-01-01T00:00:05Z",
+    "name": "worker-1",
+    "phase": "Failed",
+    "port": 4001,
+    "restarts": 1,
+    "startedAt": "2026-01-01T00:00:00Z"
+  }
+]
+)");
+  EXPECT_EQ(store.ReadReplicas(key), rows);
+  auto written = std::filesystem::last_write_time(store.JobDirectory(key) / "replicas.json");
+  ASSERT_TRUE(store.WriteReplicas(key, rows).ok());
+  EXPECT_EQ(std::filesystem::last_write_time(store.JobDirectory(key) / "replicas.json"), written);
+  EXPECT_TRUE(store.ReadReplicas({"default", "absent"}).empty());
 }
 
 }  // namespace

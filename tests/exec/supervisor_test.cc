@@ -7,7 +7,7 @@
 
 #include "exec/image_map.h"
 #include "exec/job_store.h"
-#include "exec/local_executor.h"
+#include "exec/local_jobs.h"
 #include "exec/supervisor_lock.h"
 #include "exec/supervisor_loss.h"
 #include "exec_test_support.h"
@@ -21,10 +21,12 @@ using ::testing::Not;
 
 TEST(SupervisorLockTest, APreparedJobIsNeverTakenForAnAbandonedOne) {
   ScratchDirectory home;
-  JobStore store(home.path());
+  LocalJobs jobs(home.path());
+  JobStore& store = jobs.store();
   JobKey key{"default", "starting"};
-  SupervisorLock lock;
-  ASSERT_TRUE(PrepareLocalJob(store, ShellJob("starting", 2, "exit 0"), ImageMap(), &lock).ok());
+  StatusOr<CreatedJob> created = jobs.Create(ShellJob("starting", 2, "exit 0"), ImageMap());
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  SupervisorLock lock = std::move(created->lock);
 
   // The job is visible, has no status yet and no supervisor runs it: what `cohort get` sees
   // while `cohort submit` is still starting the supervisor.
@@ -49,11 +51,12 @@ TEST(SupervisorLockTest, APreparedJobIsNeverTakenForAnAbandonedOne) {
 // may be other processes' by now), so its message must not say that it did.
 TEST(SupervisorLossTest, RecoveryByACommandClaimsNothingAboutTheReplicas) {
   ScratchDirectory home;
-  JobStore store(home.path());
+  LocalJobs jobs(home.path());
+  JobStore& store = jobs.store();
   JobKey key{"default", "abandoned"};
   {
-    SupervisorLock lock;
-    ASSERT_TRUE(PrepareLocalJob(store, ShellJob("abandoned", 1, "true"), ImageMap(), &lock).ok());
+    StatusOr<CreatedJob> created = jobs.Create(ShellJob("abandoned", 1, "true"), ImageMap());
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
     ASSERT_TRUE(WriteFileAtomically(store.JobDirectory(key) / "supervisor.pid", "4242\n").ok());
   }
   ASSERT_TRUE(RecoverIfSupervisorLost(store, key));

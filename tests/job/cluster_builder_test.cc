@@ -27,7 +27,7 @@ TFJob Job(const std::string& name, const std::string& namespace_name,
   return job;
 }
 
-// tfjob.md §2.3: job mnist in namespace kubeflow with 1 chief, 2 ps and 2 workers.
+// docs/behaviour.md §2.3: job mnist in namespace kubeflow with 1 chief, 2 ps and 2 workers.
 TFJob Mnist() {
   return Job("mnist", "kubeflow",
              {{kChief, Replicas(1, 2222)}, {kPS, Replicas(2, 2222)}, {kWorker, Replicas(2, 2222)}});

@@ -1,3 +1,6 @@
+// Tests of the reconciler, rule by rule. Section numbers (§) refer to docs/behaviour.md, which
+// states the operator behaviour each rule reproduces.
+
 #include "job/reconciler.h"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
-// LocalExecutor with real processes: stopping a replica's process group, and the job secret.
-#include "exec/local_executor.h"
+// LocalJobs with real processes: stopping a replica's process group, and the job secret.
+#include "exec/local_jobs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "exec/replica_environment.h"
 #include "exec_test_support.h"
 #include "job/reconciler.h"
 
@@ -17,12 +18,10 @@ namespace {
 using ::testing::HasSubstr;
 
 // Prepares `job` in `store` and supervises it to the end, as `cohort run` does.
-StatusOr<job::JobStatus> RunJob(JobStore& store, const job::TFJob& job) {
-  SupervisorLock lock;
-  COHORT_RETURN_IF_ERROR(PrepareLocalJob(store, job, ImageMap(), &lock));
-  LocalExecutor executor(store, {job.metadata.namespace_name, job.metadata.name}, std::move(lock),
-                         ImageMap());
-  return executor.Run();
+StatusOr<job::JobStatus> RunJob(LocalJobs& jobs, const job::TFJob& job) {
+  StatusOr<CreatedJob> created = jobs.Create(job, ImageMap());
+  if (!created.ok()) return created.status();
+  return jobs.Supervise(std::move(*created), ImageMap());
 }
 
 double SecondsSinceEpoch(Time time) {
@@ -31,9 +30,10 @@ double SecondsSinceEpoch(Time time) {
 
 // The replica answers SIGTERM but keeps running; its background child ignores SIGTERM. Only the
 // SIGKILL to the whole process group, once the grace period is over, ends them both.
-TEST(LocalExecutorTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) {
+TEST(LocalJobsTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) {
   ScratchDirectory home;
-  JobStore store(home.path());
+  LocalJobs jobs(home.path());
+  JobStore& store = jobs.store();
   std::string child_pid_file = (home.path() / "child.pid").string();
   std::string script =
       "trap \"echo got TERM at \\$(date +%s.%N)\" TERM; "
@@ -44,7 +44,7 @@ TEST(LocalExecutorTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) 
   constexpr int kGraceSeconds = 2;
   job::TFJob job = ShellJob("stubborn", 1, script, "{activeDeadlineSeconds: 1}", kGraceSeconds);
 
-  StatusOr<job::JobStatus> status = RunJob(store, job);
+  StatusOr<job::JobStatus> status = RunJob(jobs, job);
   double finished_at = SecondsSinceEpoch(Clock::now());
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   EXPECT_TRUE(job::IsFailed(*status));
@@ -69,14 +69,15 @@ TEST(LocalExecutorTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) 
   EXPECT_FALSE(ProcessRuns(child)) << "the replica's child that ignores SIGTERM survived";
 }
 
-TEST(LocalExecutorTest, EveryJobGetsItsOwnSecret) {
+TEST(LocalJobsTest, EveryJobGetsItsOwnSecret) {
   ScratchDirectory home;
-  JobStore store(home.path());
+  LocalJobs jobs(home.path());
+  JobStore& store = jobs.store();
   std::string secrets[2];
   for (int i = 0; i < 2; ++i) {
     std::string name = "secret-" + std::to_string(i);
     StatusOr<job::JobStatus> status =
-        RunJob(store, ShellJob(name, 1, "echo \"secret=$COHORT_JOB_SECRET\""));
+        RunJob(jobs, ShellJob(name, 1, "echo \"secret=$COHORT_JOB_SECRET\""));
     ASSERT_TRUE(status.ok()) << status.status().ToString();
     ASSERT_TRUE(job::IsSucceeded(*status));
     std::string log = ReadWhole(store.LogPath({"default", name}, "worker-0"));
@@ -90,6 +91,29 @@ TEST(LocalExecutorTest, EveryJobGetsItsOwnSecret) {
               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
   EXPECT_NE(secrets[0], secrets[1]);
+}
+
+// A finished job whose TTL has run out is deleted by the first command that looks at it; one
+// whose TTL has not is left alone.
+TEST(LocalJobsTest, TidyDeletesAFinishedJobOnceItsTtlHasRunOut) {
+  ScratchDirectory home;
+  LocalJobs jobs(home.path());
+  Time now = Clock::now();
+  for (const auto& [name, finished_seconds_ago] : {std::pair{"expired", 20}, {"fresh", 2}}) {
+    StatusOr<CreatedJob> created =
+        jobs.Create(ShellJob(name, 1, "true", "{ttlSecondsAfterFinished: 10}"), ImageMap());
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    job::JobStatus status;
+    Time finished = now - std::chrono::seconds(finished_seconds_ago);
+    job::SetCondition(status, job::kConditionSucceeded, "True", "TFJobSucceeded", "done", finished);
+    status.completion_time = finished;
+    ASSERT_TRUE(jobs.store().WriteStatus(created->key, status).ok());
+  }  // each job's lock is let go: its supervisor has exited
+  StatusOr<std::vector<JobKey>> present = jobs.Lookup("", "default", false);
+  ASSERT_TRUE(present.ok()) << present.status().ToString();
+  ASSERT_EQ(present->size(), 1u);
+  EXPECT_EQ((*present)[0].name, "fresh");
+  EXPECT_FALSE(jobs.store().Exists({"default", "expired"}));
 }
 
 TEST(ReplicaEnvironmentTest, SetsTheJobIdentityAndSecretOverInheritedValues) {

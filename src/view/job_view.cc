@@ -1,4 +1,4 @@
-#include "apps/cohort/job_view.h"
+#include "view/job_view.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -9,7 +9,7 @@
 #include "job/spec_writer.h"
 #include "job/status_json.h"
 
-namespace cohort::cli {
+namespace cohort::view {
 namespace {
 
 using Row = std::vector<std::string>;
@@ -33,8 +33,8 @@ std::string FormatTable(const std::vector<Row>& rows, const std::string& indent 
   return out.str();
 }
 
-std::string Age(Time since) {
-  return FormatAge(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since));
+std::string Age(Time since, Time now) {
+  return FormatAge(std::chrono::duration_cast<std::chrono::seconds>(now - since));
 }
 
 // "Clean Pod Policy" from "cleanPodPolicy", as kubectl describe prints field names.
@@ -90,35 +90,36 @@ void DescribeValue(std::ostringstream& out, const nlohmann::json& value, int dep
   }
 }
 
-int CountRestarts(const nlohmann::json& replicas) {
+int CountRestarts(const std::vector<exec::ReplicaRow>& replicas) {
   int restarts = 0;
-  for (const auto& replica : replicas) restarts += replica.value("restarts", 0);
+  for (const exec::ReplicaRow& replica : replicas) restarts += replica.restarts;
   return restarts;
-}
-
-nlohmann::json ReadReplicaTable(const exec::JobStore& store, const exec::JobKey& key) {
-  StatusOr<std::string> text = exec::ReadFile(store.JobDirectory(key) / "replicas.json");
-  if (!text.ok()) return nlohmann::json::array();
-  nlohmann::json table = nlohmann::json::parse(*text, nullptr, false);
-  return table.is_array() ? table : nlohmann::json::array();
 }
 
 }  // namespace
 
-StatusOr<nlohmann::json> JobObject(const exec::JobStore& store, const exec::JobKey& key) {
-  StatusOr<std::string> spec_text = exec::ReadFile(store.JobDirectory(key) / "spec.json");
-  if (!spec_text.ok()) return Status::NotFound("job " + key.ToString() + " not found");
-  nlohmann::json object = nlohmann::json::parse(*spec_text, nullptr, false);
-  if (object.is_discarded())
-    return Status::IOError(key.ToString() + ": spec.json is not valid JSON");
+StatusOr<nlohmann::json> JobObject(const exec::JobStateStore& store, const exec::JobKey& key) {
+  StatusOr<nlohmann::json> object = store.ReadSpecObject(key);
+  if (!object.ok()) return object.status();
   StatusOr<job::JobStatus> status = store.ReadStatus(key);
   if (!status.ok()) return status.status();
-  object["status"] = job::JobStatusToJson(*status);
+  (*object)["status"] = job::JobStatusToJson(*status);
   return object;
 }
 
-std::string JobTable(const exec::JobStore& store, const std::vector<exec::JobKey>& keys, bool wide,
-                     bool show_namespace) {
+nlohmann::json JobObjects(const exec::JobStateStore& store, const std::vector<exec::JobKey>& keys,
+                          bool list) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const exec::JobKey& key : keys) {
+    StatusOr<nlohmann::json> object = JobObject(store, key);
+    if (object.ok()) items.push_back(*object);
+  }
+  if (list) return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+  return items.empty() ? nlohmann::json::object() : items[0];
+}
+
+std::string JobTable(const exec::JobStateStore& store, const std::vector<exec::JobKey>& keys,
+                     bool wide, bool show_namespace, Time now) {
   std::vector<Row> rows;
   Row header = {"NAME", "STATE", "AGE"};
   if (show_namespace) header.insert(header.begin(), "NAMESPACE");
@@ -132,7 +133,7 @@ std::string JobTable(const exec::JobStore& store, const std::vector<exec::JobKey
   for (const exec::JobKey& key : keys) {
     StatusOr<job::JobStatus> status = store.ReadStatus(key);
     Row row = {key.name, status.ok() ? job::JobState(*status) : "Unknown",
-               Age(store.CreationTime(key))};
+               Age(store.CreationTime(key), now)};
     if (show_namespace) row.insert(row.begin(), key.namespace_name);
     if (wide) {
       int active = 0, succeeded = 0, failed = 0;
@@ -157,14 +158,15 @@ std::string JobTable(const exec::JobStore& store, const std::vector<exec::JobKey
       }
       row.insert(row.end(),
                  {std::to_string(active), std::to_string(succeeded), std::to_string(failed),
-                  std::to_string(CountRestarts(ReadReplicaTable(store, key))), replicas, message});
+                  std::to_string(CountRestarts(store.ReadReplicas(key))), replicas, message});
     }
     rows.push_back(row);
   }
   return FormatTable(rows);
 }
 
-StatusOr<std::string> DescribeJob(const exec::JobStore& store, const exec::JobKey& key) {
+StatusOr<std::string> DescribeJob(const exec::JobStateStore& store, const exec::JobKey& key,
+                                  Time now) {
   StatusOr<nlohmann::json> object = JobObject(store, key);
   if (!object.ok()) return object.status();
   StatusOr<job::JobStatus> status = store.ReadStatus(key);
@@ -207,20 +209,18 @@ StatusOr<std::string> DescribeJob(const exec::JobStore& store, const exec::JobKe
   }
   if (status->start_time) out << "  Start Time:  " << FormatTime(*status->start_time) << "\n";
 
-  nlohmann::json replicas = ReadReplicaTable(store, key);
+  std::vector<exec::ReplicaRow> replicas = store.ReadReplicas(key);
   out << "Replicas:\n";
   if (replicas.empty()) {
     out << "  <none>\n";
   } else {
     std::vector<Row> rows = {{"NAME", "PHASE", "RESTARTS", "EXIT CODE", "PORT", "PID", "LOG"}};
-    for (const auto& replica : replicas) {
-      std::string name = replica.value("name", "");
-      rows.push_back(
-          {name, replica.value("phase", ""), std::to_string(replica.value("restarts", 0)),
-           replica.contains("exitCode") ? std::to_string(replica["exitCode"].get<int>()) : "",
-           std::to_string(replica.value("port", 0)),
-           replica.contains("pid") ? std::to_string(replica["pid"].get<int>()) : "",
-           store.LogPath(key, name).string()});
+    for (const exec::ReplicaRow& replica : replicas) {
+      rows.push_back({replica.name, replica.phase, std::to_string(replica.restarts),
+                      replica.exit_code ? std::to_string(*replica.exit_code) : "",
+                      std::to_string(replica.port),
+                      replica.pid > 0 ? std::to_string(replica.pid) : "",
+                      store.LogLocation(key, replica.name)});
     }
     out << FormatTable(rows, "  ");
   }
@@ -250,9 +250,9 @@ StatusOr<std::string> DescribeJob(const exec::JobStore& store, const exec::JobKe
   std::vector<Row> rows = {{"Type", "Reason", "Age", "From", "Message"},
                            {"----", "------", "----", "----", "-------"}};
   for (const Folded& entry : folded) {
-    std::string age = Age(entry.event.time);
+    std::string age = Age(entry.event.time, now);
     if (entry.count > 1)
-      age += " (x" + std::to_string(entry.count) + " over " + Age(entry.first) + ")";
+      age += " (x" + std::to_string(entry.count) + " over " + Age(entry.first, now) + ")";
     rows.push_back(
         {entry.event.type, entry.event.reason, age, "tfjob-controller", entry.event.message});
   }
@@ -260,4 +260,4 @@ StatusOr<std::string> DescribeJob(const exec::JobStore& store, const exec::JobKe
   return out.str();
 }
 
-}  // namespace cohort::cli
+}  // namespace cohort::view

@@ -1,0 +1,132 @@
+#include "base/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cohort {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path TemporaryPathFor(const fs::path& path) {
+  return path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(getpid()));
+}
+
+Status SyncFile(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("cannot open " + path.string() + ": " + ErrnoMessage(errno));
+  const int result = fsync(fd);
+  const int error = errno;
+  close(fd);
+  if (result != 0)
+    return Status::IOError("cannot fsync " + path.string() + ": " + ErrnoMessage(error));
+  return Status::OK();
+}
+
+Status WriteAll(int fd, std::string_view contents, const fs::path& path) {
+  size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError("cannot write " + path.string() + ": " + ErrnoMessage(errno));
+    written += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string ErrnoMessage(int error_number) {
+  char buffer[256];
+  // GNU strerror_r returns the message, which may or may not be `buffer`.
+  return strerror_r(error_number, buffer, sizeof(buffer));
+}
+
+Status SyncDirectory(const fs::path& directory) {
+  const fs::path name = directory.empty() ? fs::path(".") : directory;
+  const int fd = open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::IOError("cannot open directory " + name.string() + ": " + ErrnoMessage(errno));
+  }
+  const int result = fsync(fd);
+  const int error = errno;
+  close(fd);
+  if (result != 0)
+    return Status::IOError("cannot fsync " + name.string() + ": " + ErrnoMessage(error));
+  return Status::OK();
+}
+
+Status ReplaceFileAtomically(const fs::path& path,
+                             const std::function<Status(const fs::path& temporary_path)>& write) {
+  const fs::path temporary = TemporaryPathFor(path);
+  Status status = write(temporary);
+  if (status.ok()) status = SyncFile(temporary);
+  if (status.ok() && rename(temporary.c_str(), path.c_str()) != 0) {
+    status = Status::IOError("cannot rename " + temporary.string() + " to " + path.string() + ": " +
+                             ErrnoMessage(errno));
+  }
+  if (!status.ok()) {
+    unlink(temporary.c_str());
+    return status;
+  }
+  return SyncDirectory(path.parent_path());
+}
+
+Status WriteFileAtomically(const fs::path& path, std::string_view contents, mode_t permissions) {
+  return ReplaceFileAtomically(path, [&](const fs::path& temporary) {
+    // A leftover temporary file (of a killed writer with our pid) may have other permissions:
+    // remove it, then create ours exclusively.
+    unlink(temporary.c_str());
+    const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions);
+    if (fd < 0) {
+      return Status::IOError("cannot create " + temporary.string() + ": " + ErrnoMessage(errno));
+    }
+    Status written = WriteAll(fd, contents, temporary);
+    if (close(fd) != 0 && written.ok()) {
+      written = Status::IOError("cannot write " + temporary.string() + ": " + ErrnoMessage(errno));
+    }
+    return written;
+  });
+}
+
+StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    const std::string message = "cannot open " + path.string() + ": " + ErrnoMessage(error);
+    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
+  }
+  struct stat info {};
+  if (fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) {
+    close(fd);
+    return Status::InvalidArgument(path.string() + " is a directory, not a file");
+  }
+  std::string contents;
+  if (S_ISREG(info.st_mode) && static_cast<size_t>(info.st_size) <= max_bytes) {
+    contents.reserve(static_cast<size_t>(info.st_size));
+  }
+  char buffer[64 * 1024];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      return Status::IOError("cannot read " + path.string() + ": " + ErrnoMessage(error));
+    }
+    if (n == 0) break;
+    if (contents.size() + static_cast<size_t>(n) > max_bytes) {
+      close(fd);
+      return Status::InvalidArgument(path.string() + " holds more than " +
+                                     std::to_string(max_bytes) + " bytes");
+    }
+    contents.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return contents;
+}
+
+}  // namespace cohort

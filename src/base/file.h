@@ -1,0 +1,55 @@
+// Whole-file I/O in one place, as LevelDB keeps it behind its Env: every module that saves or
+// loads a whole file (job state, checkpoints, saved models, manifests, data files) goes through
+// these functions, so they share one durability rule and one way of reporting errors.
+//
+// Durability: a file replaced atomically is written to a hidden temporary file beside the target
+// (".<name>.tmp<pid>"), fsync'd, renamed over the target, and then the directory is fsync'd, so a
+// crash at any moment leaves the old file or the new one, never a torn one, and the rename itself
+// survives a power loss. Every fsync's result is checked. On any failure the temporary file is
+// removed and the target is untouched.
+//
+// Errors name the path and say what the system said ("cannot write /x/.y.tmp42: No space left on
+// device").
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace cohort {
+
+// strerror() of `error_number`, thread-safe.
+std::string ErrnoMessage(int error_number);
+
+// Writes `contents` to `path` atomically. The file is created with `permissions` (less the umask)
+// from its first byte, so a secret is never readable by others, not even briefly.
+Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                           mode_t permissions = 0644);
+
+// Replaces `path` atomically with a file that `write` creates at the temporary path it is given
+// (for writers that need a path, such as libtorch's serializer). `write` must create the file; a
+// failed `write` leaves the old file.
+Status ReplaceFileAtomically(
+    const std::filesystem::path& path,
+    const std::function<Status(const std::filesystem::path& temporary_path)>& write);
+
+// fsync of a directory, so that renames and creations in it are durable.
+Status SyncDirectory(const std::filesystem::path& directory);
+
+// The bound ReadWholeFile applies unless told otherwise: far above any state file, manifest or
+// checkpoint shard Cohort writes, far below what would exhaust memory.
+inline constexpr size_t kDefaultMaxFileBytes = size_t{1} << 30;
+
+// The whole contents of `path`. NotFound when it does not exist; InvalidArgument when it is a
+// directory or holds more than `max_bytes` (the read stops there, so a device or pipe that never
+// ends cannot exhaust memory); IOError otherwise.
+StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path,
+                                    size_t max_bytes = kDefaultMaxFileBytes);
+
+}  // namespace cohort

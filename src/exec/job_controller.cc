@@ -1,0 +1,325 @@
+#include "exec/job_controller.h"
+
+#include <algorithm>
+#include <csignal>
+#include <nlohmann/json.hpp>
+
+#include "exec/replica_environment.h"
+#include "job/status_json.h"
+
+namespace cohort::exec {
+namespace {
+
+std::optional<Time> Earliest(std::optional<Time> a, std::optional<Time> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+}  // namespace
+
+JobController::JobController(JobStateStore& store, ReplicaBackend& backend, JobKey key,
+                             ControllerObserver observer, std::function<Time()> clock)
+    : store_(store),
+      backend_(backend),
+      key_(std::move(key)),
+      observer_(std::move(observer)),
+      clock_(std::move(clock)) {}
+
+void JobController::RequestStop(int signal_number) {
+  stop_signal_.store(signal_number);
+  stop_requests_.fetch_add(1);
+  backend_.Interrupt();
+}
+
+Status JobController::ReloadSpecIfChanged() {
+  int64_t version = store_.SpecVersion(key_);
+  if (loaded_ && version == spec_version_) return Status::OK();
+  StatusOr<job::TFJob> job = store_.ReadSpec(key_);
+  if (!job.ok()) return job.status();
+  job_ = std::move(*job);
+  spec_version_ = version;
+  return Status::OK();
+}
+
+Status JobController::Load() {
+  loaded_ = false;
+  COHORT_RETURN_IF_ERROR(ReloadSpecIfChanged());
+  StatusOr<job::JobStatus> status = store_.ReadStatus(key_);
+  if (!status.ok()) return status.status();
+  status_ = std::move(*status);
+  StatusOr<std::map<std::string, int>> ports = store_.ReadEndpoints(key_);
+  ports_ = ports.ok() ? *ports : std::map<std::string, int>{};
+  if (job::IsFinished(status_)) {
+    return Status::FailedPrecondition("job " + key_.ToString() + " has already finished");
+  }
+  loaded_ = true;
+  return Status::OK();
+}
+
+StatusOr<job::JobStatus> JobController::Run() {
+  if (!loaded_) COHORT_RETURN_IF_ERROR(Load());
+  bool stop_handled = false;
+  // Never wait longer than this: cheap, and it bounds any missed wake-up.
+  const auto longest_wait = std::chrono::milliseconds(observer_.on_tick ? 100 : 1000);
+  while (true) {
+    // `cohort suspend` and `cohort resume` edit the saved spec, as kubectl patch would.
+    if (Status reloaded = ReloadSpecIfChanged(); !reloaded.ok() && observer_.on_event) {
+      observer_.on_event({"Warning", "SpecReloadFailed", reloaded.message(), clock_()});
+    }
+    Time now = clock_();
+    std::vector<job::Event> deletions;
+    Refresh(now, deletions);
+    Publish(status_, deletions);
+    HandleStopRequest(now, stop_handled);
+    if (!job::IsFinished(status_)) StartDueRestarts(now);
+
+    job::ReconcileResult result = job::Reconcile(job_, status_, Observed(), now);
+    std::vector<job::Event> events = result.events;
+    for (const job::Action& action : result.actions) Apply(action, now, events);
+    Publish(result.status, events);
+    // No replica outlives the job's controller: once the job has finished and the reconciler's
+    // cleanPodPolicy actions are done, whatever still runs is stopped.
+    if (job::IsFinished(status_)) StopEverything();
+    WriteReplicaTable();
+    if (observer_.on_tick) observer_.on_tick();
+    if (job::IsFinished(status_) && !AnyRunning()) break;
+
+    std::optional<Time> wake_at = result.requeue_at;
+    for (const auto& [id, replica] : replicas_) wake_at = Earliest(wake_at, replica.restart_at);
+    Time deadline = clock_() + longest_wait;
+    if (wake_at) deadline = std::min(deadline, *wake_at + std::chrono::milliseconds(1));
+    backend_.WaitForChange(deadline);
+  }
+  if (observer_.on_tick) observer_.on_tick();
+  return Finish();
+}
+
+StatusOr<job::JobStatus> JobController::Finish() {
+  if (!deleting_) return status_;
+  Status deleted = store_.DeleteJob(key_);
+  Time now = clock_();
+  if (!deleted.ok()) {
+    Publish(status_, {{"Warning", "FailedDeleteJob", "Error deleting: " + deleted.message(), now}});
+    return deleted;
+  }
+  // The job's event log went with it, so only the observer (`cohort run`) can show this one.
+  if (observer_.on_event) {
+    observer_.on_event({"Normal", "SuccessfulDeleteJob", "Deleted job: " + key_.name, now});
+  }
+  return status_;
+}
+
+void JobController::Refresh(Time now, std::vector<job::Event>& events) {
+  std::map<ReplicaId, ReplicaState> observed;
+  for (ReplicaState& state : backend_.Observe()) observed[state.id] = state;
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    Replica& replica = it->second;
+    auto found = observed.find(replica.id);
+    if (found == observed.end()) {
+      if (replica.running && replica.stop_requested) {
+        // We stopped it: like a deleted pod, it is simply absent now.
+        events.push_back(
+            {"Normal", "SuccessfulDeletePod",
+             "Deleted pod: " + job::ReplicaName(key_.name, replica.id.type, replica.id.index),
+             now});
+        it = replicas_.erase(it);
+        continue;
+      }
+      if (replica.running) {  // gone without being stopped: lost, as a vanished pod is
+        replica.running = false;
+        replica.pid = 0;
+        replica.phase = job::ReplicaPhase::kFailed;
+        replica.exit_code = 255;
+        replica.finished_at = now;
+      }
+      ++it;
+      continue;
+    }
+    const ReplicaState& state = found->second;
+    replica.pid = state.pid;
+    if (replica.running && (state.phase == job::ReplicaPhase::kPending ||
+                            state.phase == job::ReplicaPhase::kRunning)) {
+      replica.phase = state.phase;  // a pod's Pending turns Running
+    }
+    if (state.phase == job::ReplicaPhase::kSucceeded || state.phase == job::ReplicaPhase::kFailed) {
+      replica.running = false;
+      replica.phase = state.phase;
+      replica.exit_code = state.exit_code;
+      replica.finished_at = state.finished_at;
+    }
+    ++it;
+  }
+}
+
+void JobController::HandleStopRequest(Time now, bool& handled) {
+  int requests = stop_requests_.load();
+  if (requests > 0 && !handled) {
+    handled = true;
+    int signal_number = stop_signal_.load();
+    std::string message = "TFJob " + key_.ToString() + " was stopped by " +
+                          (signal_number == SIGINT ? "the user (Ctrl-C)"
+                                                   : "signal " + std::to_string(signal_number)) +
+                          " before it finished.";
+    job::JobStatus stopped = status_;
+    job::SetCondition(stopped, job::kConditionFailed, "True", "TFJobFailed", message, now);
+    if (!stopped.completion_time) stopped.completion_time = now;
+    Publish(stopped, {job::Event{"Warning", "TFJobFailed", message, now}});
+  }
+  if (requests > 1) {  // asked twice: do not wait for the grace period
+    for (auto& [id, replica] : replicas_) {
+      if (replica.running && replica.stop_requested) backend_.Stop(id, StopMode::kNow);
+    }
+  }
+}
+
+void JobController::StartDueRestarts(Time now) {
+  for (auto& [id, replica] : replicas_) {
+    if (replica.restart_at && *replica.restart_at <= now && !replica.running) {
+      replica.restart_at.reset();
+      std::vector<job::Event> events;
+      StartReplica(replica, now, events);
+      Publish(status_, events);
+    }
+  }
+}
+
+void JobController::Apply(const job::Action& action, Time now, std::vector<job::Event>& events) {
+  ReplicaId id{action.type, action.index};
+  switch (action.kind) {
+    case job::Action::Kind::kStart: {
+      if (replicas_.count(id)) return;
+      Replica& replica = replicas_[id];
+      replica.id = id;
+      StartReplica(replica, now, events);
+      return;
+    }
+    case job::Action::Kind::kRestart: {
+      auto it = replicas_.find(id);
+      if (it == replicas_.end() || it->second.running) return;
+      Replica& replica = it->second;
+      backend_.Stop(id, StopMode::kGraceful);  // the exited run goes away, as a failed pod would
+      replica.restart_at = now + job::RestartBackoff(replica.restart_count);
+      replica.restart_count += 1;
+      replica.phase = job::ReplicaPhase::kPending;
+      return;
+    }
+    case job::Action::Kind::kStop: {
+      auto it = replicas_.find(id);
+      if (it != replicas_.end()) StopReplica(it->second);
+      return;
+    }
+    case job::Action::Kind::kDeleteJob:
+      deleting_ = true;
+      StopEverything();
+      return;
+  }
+}
+
+void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Event>& events) {
+  std::string pod = job::ReplicaName(key_.name, replica.id.type, replica.id.index);
+  StatusOr<ReplicaState> started =
+      backend_.Start({replica.id, &job_, replica.restart_count, replica.exit_code});
+  if (started.ok()) {
+    replica.running = true;
+    replica.stop_requested = false;
+    replica.pid = started->pid;
+    replica.phase = started->phase;
+    replica.started_at = now;
+    replica.finished_at.reset();
+    events.push_back({"Normal", "SuccessfulCreatePod", "Created pod: " + pod, now});
+  } else {
+    // Reported like a container that could not start, so the restart policy still applies.
+    replica.running = false;
+    replica.pid = 0;
+    replica.phase = job::ReplicaPhase::kFailed;
+    replica.exit_code = 127;
+    replica.finished_at = now;
+    events.push_back(
+        {"Warning", "FailedCreatePod", "Error creating: " + started.status().message(), now});
+  }
+}
+
+void JobController::StopReplica(Replica& replica) {
+  if (replica.running) {
+    if (!replica.stop_requested) {
+      backend_.Stop(replica.id, StopMode::kGraceful);
+      replica.stop_requested = true;
+    }
+    return;
+  }
+  // Not running (exited, or waiting to restart): it just goes away, like a deleted pod.
+  backend_.Stop(replica.id, StopMode::kGraceful);
+  replicas_.erase(replica.id);
+}
+
+void JobController::StopEverything() {
+  std::vector<ReplicaId> ids;
+  for (const auto& [id, replica] : replicas_) {
+    if (replica.running || replica.restart_at) ids.push_back(id);
+  }
+  for (const ReplicaId& id : ids) StopReplica(replicas_.at(id));
+}
+
+std::vector<job::ObservedReplica> JobController::Observed() const {
+  std::vector<job::ObservedReplica> observed;
+  for (const auto& [id, replica] : replicas_) {
+    observed.push_back({id.type, id.index, replica.phase, replica.exit_code, replica.restart_count,
+                        replica.started_at, replica.finished_at});
+  }
+  return observed;
+}
+
+bool JobController::AnyRunning() const {
+  return std::any_of(replicas_.begin(), replicas_.end(),
+                     [](const auto& entry) { return entry.second.running; });
+}
+
+void JobController::Publish(const job::JobStatus& status, const std::vector<job::Event>& events) {
+  nlohmann::json before = job::JobStatusToJson(status_);
+  nlohmann::json after = job::JobStatusToJson(status);
+  if (before != after || !status_written_) {
+    if (observer_.on_condition) {
+      for (const job::JobCondition& condition : status.conditions) {
+        bool changed = std::none_of(status_.conditions.begin(), status_.conditions.end(),
+                                    [&](const job::JobCondition& old) {
+                                      return old.type == condition.type &&
+                                             old.status == condition.status &&
+                                             old.reason == condition.reason;
+                                    });
+        if (changed) observer_.on_condition(condition);
+      }
+    }
+    status_ = status;
+    Status written = store_.WriteStatus(key_, status_);
+    if (written.ok()) status_written_ = true;
+    if (!written.ok() && observer_.on_event) {
+      observer_.on_event({"Warning", "StatusWriteFailed", written.message(), clock_()});
+    }
+  }
+  if (!events.empty()) {
+    store_.AppendEvents(key_, events);
+    if (observer_.on_event) {
+      for (const job::Event& event : events) observer_.on_event(event);
+    }
+  }
+}
+
+void JobController::WriteReplicaTable() {
+  std::vector<ReplicaRow> rows;
+  for (const auto& [id, replica] : replicas_) {
+    ReplicaRow row;
+    row.name = ShortReplicaName(id.type, id.index);
+    row.phase = job::ToString(replica.phase);
+    row.restarts = replica.restart_count;
+    row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
+    row.pid = replica.running ? replica.pid : 0;
+    if (replica.finished_at) row.exit_code = replica.exit_code;
+    row.started_at = replica.started_at;
+    row.finished_at = replica.finished_at;
+    rows.push_back(row);
+  }
+  store_.WriteReplicas(key_, rows);
+}
+
+}  // namespace cohort::exec

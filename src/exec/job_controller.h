@@ -1,0 +1,108 @@
+// JobController: one job's control loop, the same for every backend.
+//
+//   load the spec -> observe the replicas (ReplicaBackend) -> job::Reconcile -> carry out its
+//   actions through the backend -> persist status, events and the replica table (JobStateStore)
+//   -> wait for a change or the reconciler's requeue time -> again
+//
+// It plays the operator's part around the pure reconciler (job/reconciler.h) and decides no
+// policy itself. What it adds is bookkeeping the reconciler expects of an executor: the restart
+// back-off (a replica to restart shows as Pending for job::RestartBackoff, then is started
+// again), noticing that a stopped replica is gone (event SuccessfulDeletePod), a saved spec that
+// changed (`cohort suspend` / `resume`), a stop asked by the user (the job is marked Failed and
+// every replica stopped; a second request kills at once), and the TTL's deletion of the job.
+// Once the job has finished, whatever still runs is stopped: no replica outlives its job's
+// controller.
+//
+// It is single-threaded and blocks only in ReplicaBackend::WaitForChange().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "exec/job_state_store.h"
+#include "exec/replica_backend.h"
+#include "job/reconciler.h"
+#include "job/tfjob.h"
+
+namespace cohort::exec {
+
+// What the controller reports as it goes; `cohort run` prints it, a detached supervisor does not.
+struct ControllerObserver {
+  std::function<void(const job::JobCondition&)> on_condition;  // a condition that changed
+  std::function<void(const job::Event&)> on_event;
+  std::function<void()> on_tick;  // every turn of the loop (log streaming)
+};
+
+class JobController {
+ public:
+  // `clock` gives the time of each turn (tests pass a fake clock that their backend advances).
+  JobController(JobStateStore& store, ReplicaBackend& backend, JobKey key,
+                ControllerObserver observer = {}, std::function<Time()> clock = Clock::now);
+
+  // Reads the job's spec and status. FailedPrecondition when the job has already finished.
+  Status Load();
+
+  // Runs the job (Load()ing it first if needed) until it has finished and none of its replicas
+  // runs. Returns its final status. When the TTL deleted the job, the job is gone from the store.
+  StatusOr<job::JobStatus> Run();
+
+  // Async-signal-safe: asks Run() to stop the job and mark it Failed as stopped by the user
+  // (SIGINT: "the user (Ctrl-C)", otherwise "signal N").
+  void RequestStop(int signal_number);
+
+ private:
+  // The controller's view of one replica: the backend's last observation and its own
+  // bookkeeping.
+  struct Replica {
+    ReplicaId id;
+    job::ReplicaPhase phase = job::ReplicaPhase::kPending;
+    int exit_code = 0;
+    int restart_count = 0;
+    std::optional<Time> started_at;
+    std::optional<Time> finished_at;
+    std::optional<Time> restart_at;  // pending restart after back-off
+    bool running = false;            // the backend has it, started and not exited
+    bool stop_requested = false;     // stopped while it ran: absent once gone
+    int pid = 0;
+  };
+
+  Status ReloadSpecIfChanged();
+  // Takes in the backend's observation; a stopped replica that is gone becomes absent.
+  void Refresh(Time now, std::vector<job::Event>& events);
+  void HandleStopRequest(Time now, bool& handled);
+  void StartDueRestarts(Time now);
+  void Apply(const job::Action& action, Time now, std::vector<job::Event>& events);
+  void StartReplica(Replica& replica, Time now, std::vector<job::Event>& events);
+  void StopReplica(Replica& replica);
+  void StopEverything();
+  std::vector<job::ObservedReplica> Observed() const;
+  bool AnyRunning() const;
+  void Publish(const job::JobStatus& status, const std::vector<job::Event>& events);
+  void WriteReplicaTable();
+  StatusOr<job::JobStatus> Finish();
+
+  JobStateStore& store_;
+  ReplicaBackend& backend_;
+  JobKey key_;
+  ControllerObserver observer_;
+  std::function<Time()> clock_;
+  bool loaded_ = false;
+  job::TFJob job_;
+  int64_t spec_version_ = 0;
+  std::map<std::string, int> ports_;  // for the replica table
+  job::JobStatus status_;
+  bool status_written_ = false;
+  std::map<ReplicaId, Replica> replicas_;
+  bool deleting_ = false;
+  std::atomic<int> stop_requests_{0};
+  std::atomic<int> stop_signal_{0};
+};
+
+}  // namespace cohort::exec

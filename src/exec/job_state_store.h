@@ -1,0 +1,90 @@
+// JobStateStore: where every job's state is kept, the only thing the controller, the commands and
+// the read model share.
+//
+// A job's state is its spec (normalised, with its creation time), its status, its event log, the
+// endpoint (port) of each replica, and the replica table (one row per replica, as the controller
+// last saw it). The controller writes status, events and replicas; commands create, suspend,
+// resume and delete jobs; the read model (view/job_view.h) only reads.
+//
+// JobStore (job_store.h), the $COHORT_HOME directory, is the implementation every command uses;
+// MemoryJobStore (memory_job_store.h) keeps the same state in memory for tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "exec/supervisor_lock.h"
+#include "job/tfjob.h"
+
+namespace cohort::exec {
+
+struct JobKey {
+  std::string namespace_name = "default";
+  std::string name;
+  std::string ToString() const { return namespace_name + "/" + name; }
+};
+
+// One row of the replica table, what `cohort describe` shows under "Replicas".
+struct ReplicaRow {
+  std::string name;   // "worker-1"
+  std::string phase;  // "Running", as job::ToString(ReplicaPhase)
+  int restarts = 0;
+  int port = 0;
+  int pid = 0;                   // 0 when no process runs
+  std::optional<int> exit_code;  // set once it has exited
+  std::optional<Time> started_at;
+  std::optional<Time> finished_at;
+  bool operator==(const ReplicaRow& other) const {
+    return std::tie(name, phase, restarts, port, pid, exit_code, started_at, finished_at) ==
+           std::tie(other.name, other.phase, other.restarts, other.port, other.pid, other.exit_code,
+                    other.started_at, other.finished_at);
+  }
+};
+
+class JobStateStore {
+ public:
+  virtual ~JobStateStore() = default;
+
+  // Creates the job with its spec, stamped with its creation time. AlreadyExists (saying what to
+  // do about it) when a job of that name is there, live or finished: its state is never
+  // overwritten. `lock`, when not null, is taken before the job becomes visible
+  // (supervisor_lock.h); a store that needs no lock leaves it alone.
+  virtual Status CreateJob(const job::TFJob& job, SupervisorLock* lock) = 0;
+  virtual Status DeleteJob(const JobKey& key) = 0;
+  virtual bool Exists(const JobKey& key) const = 0;
+  // Every job, optionally of one namespace, sorted by namespace then name.
+  virtual std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const = 0;
+
+  virtual StatusOr<job::TFJob> ReadSpec(const JobKey& key) const = 0;
+  // The saved spec as a TFJob object (apiVersion, kind, metadata with creationTimestamp, spec).
+  virtual StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const = 0;
+  // Changes whenever the saved spec is rewritten, so the controller can notice a suspend.
+  virtual int64_t SpecVersion(const JobKey& key) const = 0;
+  // Sets spec.runPolicy.suspend in the saved spec, as `kubectl patch` would.
+  virtual Status SetSuspended(const JobKey& key, bool suspended) = 0;
+  // The job's creationTimestamp (now, when it cannot be read).
+  virtual Time CreationTime(const JobKey& key) const = 0;
+
+  virtual Status WriteStatus(const JobKey& key, const job::JobStatus& status) = 0;
+  virtual StatusOr<job::JobStatus> ReadStatus(const JobKey& key) const = 0;  // empty if none yet
+  virtual Status AppendEvents(const JobKey& key, const std::vector<job::Event>& events) = 0;
+  virtual StatusOr<std::vector<job::Event>> ReadEvents(const JobKey& key) const = 0;
+
+  // The port of each replica ("worker-1"), fixed for the job's life.
+  virtual Status WriteEndpoints(const JobKey& key, const std::map<std::string, int>& ports) = 0;
+  virtual StatusOr<std::map<std::string, int>> ReadEndpoints(const JobKey& key) const = 0;
+
+  virtual Status WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) = 0;
+  virtual std::vector<ReplicaRow> ReadReplicas(const JobKey& key) const = 0;  // empty if none
+  // Where a replica's log is kept, as `cohort describe` names it.
+  virtual std::string LogLocation(const JobKey& key, const std::string& replica) const = 0;
+};
+
+}  // namespace cohort::exec

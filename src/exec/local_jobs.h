@@ -1,0 +1,127 @@
+// LocalJobs: everything `cohort` does to local jobs, so that the command line only parses flags
+// and prints.
+//
+//   LocalJobs jobs(DefaultCohortHome());
+//   StatusOr<ImageMap> images = jobs.LoadImages(image_flags);
+//   StatusOr<CreatedJob> created = jobs.Create(job, *images);
+//   jobs.Supervise(std::move(*created), *images, observer, print_line);  // `cohort run`, or
+//   jobs.Detach(std::move(*created), image_flags);  // `cohort submit`: in the background
+//
+// A job lives in the JobStore under $COHORT_HOME (job_store.h). Its supervisor is the process
+// that runs its JobController over a LocalProcessBackend; it holds the job's supervisor lock
+// (supervisor_lock.h) from before the job is visible until it exits, and a watchdog cleans up if
+// it dies (supervisor_loss.h). Every other operation (get, delete, wait, logs...) is carried out
+// by whichever command asks, on the store's files; there is no daemon.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "exec/image_map.h"
+#include "exec/job_controller.h"
+#include "exec/job_store.h"
+#include "exec/supervisor_lock.h"
+#include "job/tfjob.h"
+
+namespace cohort::exec {
+
+// Called with a replica's short name ("worker-1") and one line of its log.
+using LogLineCallback = std::function<void(const std::string& replica, const std::string& line)>;
+
+// A job created in the store, waiting for its supervisor.
+struct CreatedJob {
+  JobKey key;
+  SupervisorLock lock;  // held since before the job was visible; passed on to its supervisor
+};
+
+class LocalJobs {
+ public:
+  explicit LocalJobs(std::filesystem::path home) : store_(std::move(home)) {}
+
+  JobStore& store() { return store_; }
+
+  // The image commands: `--image NAME=COMMAND` flags over the file $COHORT_HOME/images.
+  StatusOr<ImageMap> LoadImages(const std::vector<std::string>& image_flags) const;
+
+  // Creates the job: its directory and spec, a port for each replica (reserved here and nowhere
+  // else, fixed for the job's life) and the job secret. Fails (AlreadyExists) if the name is
+  // taken, or (NotFound) if an image is not mapped, before anything starts; a job that could not
+  // be created completely leaves nothing behind.
+  StatusOr<CreatedJob> Create(const job::TFJob& job, const ImageMap& images);
+
+  // Supervises a created job in this process until it has finished and none of its replicas is
+  // left; returns its final status. SIGINT, SIGTERM and SIGHUP stop the job meanwhile (marked
+  // Failed, replicas stopped; a second signal kills them at once). With `on_log_line`, every line
+  // the replicas write is passed on as it comes (`cohort run` prints them), before the
+  // observer's on_tick. FailedPrecondition when the lock is not held or the job has already
+  // finished.
+  StatusOr<job::JobStatus> Supervise(CreatedJob job, const ImageMap& images,
+                                     ControllerObserver observer = {},
+                                     const LogLineCallback& on_log_line = nullptr);
+
+  // Starts the job's supervisor in the background: this program run again as `<program>
+  // supervise JOB -n NAMESPACE --lock-fd FD [--image FLAG]...` (so it must be `cohort`), in its
+  // own session, its output in supervisor.log. Returns once the supervisor has taken the job
+  // over, so that a failure to start is reported here.
+  Status Detach(CreatedJob job, const std::vector<std::string>& image_flags);
+
+  // The supervisor's side of Detach: the job whose lock descriptor `lock_fd` was inherited.
+  StatusOr<CreatedJob> Adopt(const JobKey& key, int lock_fd);
+
+  // The jobs a read command shows: the named one (NotFound when absent), else every job of
+  // `namespace_name` (of all namespaces with `all_namespaces`). Tidies them first (Tidy) and
+  // returns those still there.
+  StatusOr<std::vector<JobKey>> Lookup(const std::string& name, const std::string& namespace_name,
+                                       bool all_namespaces);
+
+  // Marks jobs whose supervisor died Failed, and deletes finished jobs whose TTL
+  // (ttlSecondsAfterFinished) has run out: there is no daemon to do it on time, so whichever
+  // command looks first does, as the reconciler decides (a kDeleteJob action).
+  void Tidy(const std::vector<JobKey>& keys);
+
+  // Whether the job's supervisor runs (after marking the job Failed if it died).
+  bool IsLive(const JobKey& key);
+
+  // Stops the job and removes its state. A live supervisor is asked to stop (SIGTERM: it stops
+  // the replicas within their grace period and exits) and killed after 45 s; it is given 120 s
+  // in all. NotFound when there is no such job.
+  Status Delete(const JobKey& key);
+
+  // Sets runPolicy.suspend in the saved spec; the job's controller notices and suspends (stops
+  // every replica) or resumes it.
+  Status SetSuspended(const JobKey& key, bool suspended);
+
+  // Waits until the job has finished and returns its status. DeadlineExceeded after
+  // `timeout_seconds`, NotFound when the job is not (or no longer) there.
+  StatusOr<job::JobStatus> Wait(const JobKey& key, double timeout_seconds);
+
+  // InvalidArgument (naming the replicas there are) when the job has no replica `replica`.
+  Status CheckReplica(const JobKey& key, const std::string& replica);
+
+  // Calls `on_line(replica, line)` for every line of the job's logs (of one replica, or of all
+  // when `replica` is ""). With `follow`, goes on until the job's supervisor is gone, calling
+  // `on_wait` before each pause.
+  void ReadLogs(const JobKey& key, const std::string& replica, bool follow,
+                const LogLineCallback& on_line, const std::function<void()>& on_wait);
+
+  // The TF_CONFIG that replica `replica_type`-`index` of `job` gets when run here (nullopt for a
+  // job of one replica, which gets none): with the ports of the live job of that name, else with
+  // ports chosen now as a run would choose them (`*live` says which).
+  StatusOr<std::optional<std::string>> LocalTfConfig(const job::TFJob& job,
+                                                     const std::string& replica_type, int index,
+                                                     bool* live);
+
+ private:
+  // Chooses a free port for each replica of `job`.
+  static StatusOr<std::map<std::string, int>> ReservePorts(const job::TFJob& job);
+
+  JobStore store_;
+};
+
+}  // namespace cohort::exec

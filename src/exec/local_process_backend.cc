@@ -1,0 +1,181 @@
+#include "exec/local_process_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/file.h"
+#include "exec/process.h"
+#include "exec/replica_environment.h"
+
+namespace cohort::exec {
+namespace {
+
+// The self-pipe that turns SIGCHLD (and Interrupt()) into poll wake-ups.
+int wake_pipe[2] = {-1, -1};
+
+void WakeUp() {
+  if (wake_pipe[1] >= 0) {
+    ssize_t ignored = write(wake_pipe[1], "x", 1);
+    (void)ignored;
+  }
+}
+
+void OnChildExit(int) { WakeUp(); }
+
+}  // namespace
+
+std::chrono::seconds GracePeriod(const job::TFJob& job, const std::string& replica_type) {
+  const nlohmann::json& raw = job.replica_specs.at(replica_type).template_spec.raw;
+  const nlohmann::json::json_pointer pointer("/spec/terminationGracePeriodSeconds");
+  if (raw.is_object() && raw.contains(pointer) && raw.at(pointer).is_number_integer()) {
+    return std::chrono::seconds(std::max<int64_t>(0, raw.at(pointer).get<int64_t>()));
+  }
+  return std::chrono::seconds(30);  // Kubernetes' default terminationGracePeriodSeconds
+}
+
+StatusOr<std::unique_ptr<LocalProcessBackend>> LocalProcessBackend::Create(Options options) {
+  if (wake_pipe[0] >= 0) {
+    return Status::FailedPrecondition("this process already has a LocalProcessBackend");
+  }
+  if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Status::Unavailable(std::string("pipe: ") + ErrnoMessage(errno));
+  }
+  struct sigaction action {};
+  action.sa_handler = OnChildExit;
+  action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &action, nullptr);
+  return std::unique_ptr<LocalProcessBackend>(new LocalProcessBackend(std::move(options)));
+}
+
+LocalProcessBackend::LocalProcessBackend(Options options) : options_(std::move(options)) {}
+
+LocalProcessBackend::~LocalProcessBackend() {
+  signal(SIGCHLD, SIG_DFL);
+  for (int& fd : wake_pipe) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+}
+
+StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
+  const job::TFJob& job = *request.job;
+  const ReplicaId& id = request.id;
+  Time now = Clock::now();
+  std::string name = ShortReplicaName(id.type, id.index);
+  std::filesystem::path log_path = options_.logs_directory / (name + ".log");
+  if (request.restart_count > 0) {
+    std::ofstream log(log_path, std::ios::app);
+    log << "===== cohort: restart " << request.restart_count << " of " << name << " at "
+        << FormatTime(now) << " (previous exit code " << request.previous_exit_code << ") =====\n";
+  }
+  processes_.erase(id);  // an exited run is replaced
+  StatusOr<const job::Container*> container = ReplicaContainer(job, id.type);
+  if (!container.ok()) return container.status();
+  StatusOr<std::vector<std::string>> argv = options_.images.CommandFor(**container, name);
+  if (!argv.ok()) return argv.status();
+  ProcessSpec spec{*argv,
+                   ReplicaEnvironment(job, id.type, id.index, options_.ports, options_.secret),
+                   (*container)->working_dir, log_path.string()};
+  StatusOr<pid_t> pid = StartProcess(spec);
+  if (!pid.ok()) return pid.status();
+  if (options_.on_process_started) options_.on_process_started(*pid);
+  Process& process = processes_[id];
+  process.pid = *pid;
+  process.started_at = now;
+  process.grace_period = GracePeriod(job, id.type);
+  ReplicaState state;
+  state.id = id;
+  state.started_at = now;
+  state.pid = *pid;
+  return state;
+}
+
+void LocalProcessBackend::Stop(const ReplicaId& id, StopMode mode) {
+  auto it = processes_.find(id);
+  if (it == processes_.end()) return;
+  Process& process = it->second;
+  if (process.pid < 0) {  // exited: like a deleted pod, it just goes away
+    processes_.erase(it);
+    return;
+  }
+  Time now = Clock::now();
+  if (mode == StopMode::kNow) {
+    process.kill_at = now;
+  } else if (!process.kill_at) {
+    SignalProcessGroup(process.pid, SIGTERM);
+    process.kill_at = now + process.grace_period;
+  }
+  EscalateStops(now);
+}
+
+void LocalProcessBackend::ReapExited(Time now) {
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    Process& process = it->second;
+    int exit_code = 0;
+    if (process.pid > 0 && TryReap(process.pid, &exit_code)) {
+      // The process is gone; stop its group too, so nothing it forked keeps running.
+      SignalProcessGroup(process.pid, SIGKILL);
+      process.pid = -1;
+      if (process.kill_at) {  // stopped: like a deleted pod, it is simply absent now
+        it = processes_.erase(it);
+        continue;
+      }
+      process.phase = exit_code == 0 ? job::ReplicaPhase::kSucceeded : job::ReplicaPhase::kFailed;
+      process.exit_code = exit_code;
+      process.finished_at = now;
+    }
+    ++it;
+  }
+}
+
+void LocalProcessBackend::EscalateStops(Time now) {
+  for (auto& [id, process] : processes_) {
+    if (process.pid > 0 && process.kill_at && *process.kill_at <= now) {
+      SignalProcessGroup(process.pid, SIGKILL);
+    }
+  }
+}
+
+std::vector<ReplicaState> LocalProcessBackend::Observe() {
+  Time now = Clock::now();
+  ReapExited(now);
+  EscalateStops(now);
+  std::vector<ReplicaState> states;
+  for (const auto& [id, process] : processes_) {
+    ReplicaState state;
+    state.id = id;
+    state.phase = process.phase;
+    state.exit_code = process.exit_code;
+    state.started_at = process.started_at;
+    state.finished_at = process.finished_at;
+    state.stopping = process.kill_at.has_value();
+    state.pid = process.pid > 0 ? process.pid : 0;
+    states.push_back(state);
+  }
+  return states;
+}
+
+void LocalProcessBackend::WaitForChange(Time deadline) {
+  Time wake_at = deadline;
+  for (const auto& [id, process] : processes_) {
+    if (process.pid > 0 && process.kill_at) wake_at = std::min(wake_at, *process.kill_at);
+  }
+  auto until = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - Clock::now());
+  auto timeout = std::max(until + std::chrono::milliseconds(1), std::chrono::milliseconds(0));
+  pollfd descriptor{wake_pipe[0], POLLIN, 0};
+  poll(&descriptor, 1, static_cast<int>(std::min<int64_t>(timeout.count(), 1 << 30)));
+  char drain[64];
+  while (read(wake_pipe[0], drain, sizeof drain) > 0) {
+  }
+}
+
+void LocalProcessBackend::Interrupt() { WakeUp(); }
+
+}  // namespace cohort::exec

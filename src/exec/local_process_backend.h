@@ -1,0 +1,83 @@
+// LocalProcessBackend: a job's replicas as processes on this machine.
+//
+// It plays the part a kubelet plays: each replica is a process in its own process group, running
+// the container's command (or its image's, image_map.h) with the container's env, workingDir and
+// the environment of replica_environment.h, its stdout and stderr appended to
+// logs/<type>-<index>.log. The child asks the kernel to SIGKILL it if the supervisor dies
+// (process.h), and no descriptor of the supervisor's but the log leaks into it.
+//
+// Stopping a replica sends SIGTERM to its group and, once the grace period of its pod template
+// (terminationGracePeriodSeconds, default 30 s) is over, SIGKILL. A restart appends a banner to
+// the log ("===== cohort: restart 1 of worker-1 at ... (previous exit code 137) =====").
+//
+// A self-pipe turns SIGCHLD into a wake-up of WaitForChange(), so the process that uses it must
+// have one LocalProcessBackend at a time and must not reap its children elsewhere.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "exec/image_map.h"
+#include "exec/replica_backend.h"
+
+namespace cohort::exec {
+
+class LocalProcessBackend : public ReplicaBackend {
+ public:
+  struct Options {
+    std::filesystem::path logs_directory;  // logs/<type>-<index>.log go here
+    std::map<std::string, int> ports;      // every replica's port, by short name
+    std::string secret;                    // the job secret its replicas share
+    ImageMap images;
+    // Told the process group of every replica started (the supervisor's watchdog).
+    std::function<void(pid_t)> on_process_started;
+  };
+
+  // Installs the SIGCHLD handler and its self-pipe.
+  static StatusOr<std::unique_ptr<LocalProcessBackend>> Create(Options options);
+  // Closes the self-pipe. It stops nothing: stop the replicas before.
+  ~LocalProcessBackend() override;
+  LocalProcessBackend(const LocalProcessBackend&) = delete;
+  LocalProcessBackend& operator=(const LocalProcessBackend&) = delete;
+
+  StatusOr<ReplicaState> Start(const ReplicaStart& request) override;
+  void Stop(const ReplicaId& id, StopMode mode) override;
+  // Reaps the replicas that exited and sends SIGKILL to those whose grace period is over.
+  std::vector<ReplicaState> Observe() override;
+  // Wakes early for a pending SIGKILL too.
+  void WaitForChange(Time deadline) override;
+  void Interrupt() override;
+
+ private:
+  struct Process {
+    pid_t pid = -1;  // -1 once it has exited
+    job::ReplicaPhase phase = job::ReplicaPhase::kRunning;
+    int exit_code = 0;
+    std::optional<Time> started_at;
+    std::optional<Time> finished_at;
+    std::chrono::seconds grace_period{30};
+    std::optional<Time> kill_at;  // stopping: SIGKILL at this time
+  };
+
+  explicit LocalProcessBackend(Options options);
+  void ReapExited(Time now);
+  void EscalateStops(Time now);
+
+  Options options_;
+  std::map<ReplicaId, Process> processes_;
+};
+
+// The grace period of a replica type's pod template: terminationGracePeriodSeconds, else
+// Kubernetes' default of 30 s.
+std::chrono::seconds GracePeriod(const job::TFJob& job, const std::string& replica_type);
+
+}  // namespace cohort::exec

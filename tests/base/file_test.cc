@@ -1,0 +1,155 @@
+// The one file layer: atomic replacement, the bounded whole-file reader, errno messages.
+#include "base/file.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace cohort {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    std::string pattern = (fs::temp_directory_path() / "cohort-file-test-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+fs::path TemporaryPathFor(const fs::path& path) {
+  return path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(getpid()));
+}
+
+int FilesIn(const fs::path& directory) {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(directory)) {
+    (void)entry;
+    ++files;
+  }
+  return files;
+}
+
+TEST(WriteFileAtomicallyTest, ReplacesTheWholeContents) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "status.json";
+  ASSERT_TRUE(WriteFileAtomically(path, std::string(10000, 'x')).ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "short\n").ok());
+  StatusOr<std::string> contents = ReadWholeFile(path);
+  ASSERT_TRUE(contents.ok());
+  EXPECT_EQ(*contents, "short\n");          // nothing of the longer old file is left
+  EXPECT_EQ(FilesIn(directory.path()), 1);  // no temporary file stays behind
+}
+
+TEST(WriteFileAtomicallyTest, AFailedWriteLeavesTheOldFile) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "status.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "old\n").ok());
+  // The temporary file cannot be created where a directory of that name stands.
+  const fs::path temporary = TemporaryPathFor(path);
+  fs::create_directory(temporary);
+  Status status = WriteFileAtomically(path, "new\n");
+  EXPECT_EQ(status.code(), Status::Code::kIOError) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(temporary.string()));
+  EXPECT_EQ(*ReadWholeFile(path), "old\n");
+}
+
+// A secret is created with its final permissions, even where a killed writer left a temporary
+// file of the same name with wider ones.
+TEST(WriteFileAtomicallyTest, CreatesTheFileWithTheGivenPermissions) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "secret";
+  const fs::path temporary = TemporaryPathFor(path);
+  std::ofstream(temporary) << "left behind";
+  chmod(temporary.c_str(), 0644);
+  ASSERT_TRUE(WriteFileAtomically(path, "s3cret", 0600).ok());
+  struct stat info {};
+  ASSERT_EQ(stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(*ReadWholeFile(path), "s3cret");
+}
+
+TEST(WriteFileAtomicallyTest, AMissingDirectoryIsNamed) {
+  ScratchDirectory directory;
+  Status status = WriteFileAtomically(directory.path() / "absent" / "file", "x");
+  EXPECT_EQ(status.code(), Status::Code::kIOError);
+  EXPECT_THAT(status.message(), HasSubstr("absent"));
+  EXPECT_THAT(status.message(), HasSubstr("No such file or directory"));
+}
+
+TEST(ReplaceFileAtomicallyTest, AFailingWriterLeavesTheOldFileAndNoTemporary) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "weights.pt";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  Status status = ReplaceFileAtomically(path, [](const fs::path& temporary) {
+    std::ofstream(temporary) << "half";
+    return Status::IOError("disk full while writing " + temporary.string());
+  });
+  EXPECT_EQ(status.code(), Status::Code::kIOError);
+  EXPECT_EQ(*ReadWholeFile(path), "old");
+  EXPECT_EQ(FilesIn(directory.path()), 1);
+}
+
+TEST(ReplaceFileAtomicallyTest, AWriterThatCreatesNothingFails) {
+  ScratchDirectory directory;
+  Status status = ReplaceFileAtomically(directory.path() / "model",
+                                        [](const fs::path&) { return Status::OK(); });
+  EXPECT_EQ(status.code(), Status::Code::kIOError);
+  EXPECT_FALSE(fs::exists(directory.path() / "model"));
+}
+
+TEST(ReadWholeFileTest, AMissingFileIsNotFoundAndNamed) {
+  ScratchDirectory directory;
+  StatusOr<std::string> contents = ReadWholeFile(directory.path() / "nope");
+  EXPECT_EQ(contents.status().code(), Status::Code::kNotFound);
+  EXPECT_THAT(contents.status().message(), HasSubstr("nope"));
+}
+
+TEST(ReadWholeFileTest, ADirectoryIsRefused) {
+  ScratchDirectory directory;
+  StatusOr<std::string> contents = ReadWholeFile(directory.path());
+  EXPECT_EQ(contents.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(contents.status().message(), HasSubstr("is a directory"));
+}
+
+TEST(ReadWholeFileTest, AFileOverTheBoundIsRefused) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "big";
+  ASSERT_TRUE(WriteFileAtomically(path, std::string(1000, 'x')).ok());
+  EXPECT_TRUE(ReadWholeFile(path, 1000).ok());
+  StatusOr<std::string> contents = ReadWholeFile(path, 999);
+  EXPECT_EQ(contents.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(contents.status().message(), HasSubstr("more than 999 bytes"));
+}
+
+// A device that never ends is read only up to the bound.
+TEST(ReadWholeFileTest, AnEndlessStreamStopsAtTheBound) {
+  StatusOr<std::string> contents = ReadWholeFile("/dev/zero", 1 << 20);
+  EXPECT_EQ(contents.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(contents.status().message(), HasSubstr("/dev/zero"));
+}
+
+TEST(ErrnoMessageTest, SaysWhatTheSystemSays) {
+  EXPECT_EQ(ErrnoMessage(ENOENT), "No such file or directory");
+  EXPECT_EQ(ErrnoMessage(ENOSPC), "No space left on device");
+}
+
+}  // namespace
+}  // namespace cohort

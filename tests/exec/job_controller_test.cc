@@ -1,0 +1,282 @@
+// JobController over a fake backend and an in-memory store: the control loop's paths (restart
+// with back-off, backoff limit, suspend and resume, TTL deletion, active deadline, a replica that
+// cannot start, a stop asked by the user) on a fake clock, without a process.
+#include "exec/job_controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <sstream>
+
+#include "exec/memory_job_store.h"
+#include "exec_test_support.h"
+#include "fake_replica_backend.h"
+#include "job/status_json.h"
+
+namespace cohort::exec {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Exit = FakeReplicaBackend::Exit;
+
+const ReplicaId kWorker0{"Worker", 0};
+const ReplicaId kWorker1{"Worker", 1};
+
+class JobControllerTest : public ::testing::Test {
+ protected:
+  // Creates job "job" of `workers` Worker replicas with `restart_policy` and `run_policy`.
+  void CreateJob(int workers, const std::string& restart_policy,
+                 const std::string& run_policy = "") {
+    std::ostringstream yaml;
+    yaml << "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: job}\nspec:\n";
+    if (!run_policy.empty()) yaml << "  runPolicy: " << run_policy << "\n";
+    yaml << "  tfReplicaSpecs:\n    Worker:\n      replicas: " << workers
+         << "\n      restartPolicy: " << restart_policy
+         << "\n      template:\n        spec:\n          containers:\n"
+         << "            - {name: tensorflow, image: test}\n";
+    job::TFJob job = JobFromYaml(yaml.str());
+    store_.SetCreationTime(start_);
+    ASSERT_TRUE(store_.CreateJob(job, nullptr).ok());
+    std::map<std::string, int> ports;
+    for (int index = 0; index < workers; ++index)
+      ports["worker-" + std::to_string(index)] = 4000 + index;
+    ASSERT_TRUE(store_.WriteEndpoints(key_, ports).ok());
+  }
+
+  StatusOr<job::JobStatus> Run(FakeReplicaBackend& backend) {
+    ControllerObserver observer;
+    observer.on_event = [this](const job::Event& event) { reported_.push_back(event.reason); };
+    controller_ =
+        std::make_unique<JobController>(store_, backend, key_, observer, [this] { return now_; });
+    return controller_->Run();
+  }
+
+  std::vector<std::string> StoredEventReasons() const {
+    std::vector<std::string> reasons;
+    StatusOr<std::vector<job::Event>> events = store_.ReadEvents(key_);
+    for (const job::Event& event : *events) reasons.push_back(event.reason);
+    return reasons;
+  }
+
+  static std::vector<std::string> ConditionTypes(const job::JobStatus& status) {
+    std::vector<std::string> types;
+    for (const job::JobCondition& condition : status.conditions) types.push_back(condition.type);
+    return types;
+  }
+
+  const Time start_ = *ParseTime("2026-01-01T00:00:00Z");
+  Time now_ = start_;
+  MemoryJobStore store_;
+  JobKey key_{"default", "job"};
+  std::unique_ptr<JobController> controller_;
+  std::vector<std::string> reported_;  // event reasons the observer saw
+};
+
+TEST_F(JobControllerTest, WorkersThatSucceedFinishTheJobAndLeaveTheirRows) {
+  CreateJob(2, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(3), 0}; });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  ASSERT_EQ(backend.starts().size(), 2u);
+  EXPECT_EQ(backend.starts()[0].restart_count, 0);
+
+  // What the store holds is what Run returned, and every event the observer saw.
+  StatusOr<job::JobStatus> stored = store_.ReadStatus(key_);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(job::JobStatusToJson(*stored), job::JobStatusToJson(*status));
+  EXPECT_EQ(StoredEventReasons(), reported_);
+  EXPECT_EQ(std::count(reported_.begin(), reported_.end(), "SuccessfulCreatePod"), 2);
+
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].name, "worker-1");
+  EXPECT_EQ(rows[1].phase, "Succeeded");
+  EXPECT_EQ(rows[1].port, 4001);
+  EXPECT_EQ(rows[1].exit_code, 0);
+  EXPECT_EQ(rows[1].pid, 0);
+  EXPECT_EQ(rows[1].finished_at, start_ + seconds(3));
+}
+
+TEST_F(JobControllerTest, AFailedReplicaIsRestartedAfterItsBackOff) {
+  CreateJob(1, "OnFailure");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) {
+    return run == 0 ? Exit{seconds(2), 1} : Exit{seconds(2), 0};
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  EXPECT_THAT(ConditionTypes(*status), Contains("Restarting"));
+
+  ASSERT_EQ(backend.starts().size(), 2u);
+  const auto& restart = backend.starts()[1];
+  EXPECT_EQ(restart.restart_count, 1);
+  EXPECT_EQ(restart.previous_exit_code, 1);
+  Time exited = backend.starts()[0].at + seconds(2);
+  EXPECT_GE(restart.at - exited, job::RestartBackoff(0));
+  EXPECT_LT(restart.at - exited, job::RestartBackoff(0) + seconds(1));
+  EXPECT_EQ(store_.ReadReplicas(key_)[0].restarts, 1);
+}
+
+TEST_F(JobControllerTest, TheBackOffGrowsUntilTheBackoffLimitFailsTheJob) {
+  CreateJob(1, "OnFailure", "{backoffLimit: 2}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 1}; });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message, HasSubstr("backoff limit"));
+
+  ASSERT_EQ(backend.starts().size(), 3u);
+  for (int restart = 1; restart <= 2; ++restart) {
+    auto gap = backend.starts()[restart].at - (backend.starts()[restart - 1].at + seconds(1));
+    EXPECT_GE(gap, job::RestartBackoff(restart - 1)) << "restart " << restart;
+    EXPECT_LT(gap, job::RestartBackoff(restart - 1) + seconds(1)) << "restart " << restart;
+  }
+}
+
+TEST_F(JobControllerTest, SuspendStopsTheRunningReplicaAndResumeStartsItAgain) {
+  CreateJob(1, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) -> std::optional<Exit> {
+    if (run == 0) return std::nullopt;  // runs until stopped
+    return Exit{seconds(1), 0};
+  });
+  bool suspended = false, resumed = false;
+  int running_while_suspended = 0;
+  backend.at_wait = [&](Time now) {
+    if (!suspended && now >= start_ + seconds(5)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, true).ok());
+      suspended = true;
+    } else if (suspended && !resumed && now >= start_ + seconds(10)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, false).ok());
+      resumed = true;
+    } else if (suspended && !resumed && now > start_ + seconds(6)) {
+      running_while_suspended += backend.running();
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  EXPECT_THAT(ConditionTypes(*status), Contains("Suspended"));
+  EXPECT_EQ(running_while_suspended, 0);
+
+  ASSERT_FALSE(backend.stops().empty());
+  EXPECT_EQ(backend.stops()[0].id, kWorker0);
+  EXPECT_TRUE(backend.stops()[0].was_running);
+  EXPECT_EQ(backend.stops()[0].mode, StopMode::kGraceful);
+  EXPECT_GE(backend.stops()[0].at, start_ + seconds(5));
+  ASSERT_EQ(backend.starts().size(), 2u);
+  EXPECT_GE(backend.starts()[1].at, start_ + seconds(10));
+  EXPECT_EQ(backend.starts()[1].restart_count, 0);  // a resumed job starts afresh
+  EXPECT_THAT(reported_, Contains("SuccessfulDeletePod"));
+}
+
+// A TTL of 0 deletes the job as soon as it finishes; a longer one is left to whichever command
+// looks at the job once it has run out (LocalJobs::Tidy), since the controller is gone by then.
+TEST_F(JobControllerTest, ATtlOfZeroDeletesTheJobWhenItFinishes) {
+  CreateJob(1, "Never", "{ttlSecondsAfterFinished: 0}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 0}; });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  EXPECT_FALSE(store_.Exists(key_));
+  EXPECT_EQ(reported_.back(), "SuccessfulDeleteJob");
+  EXPECT_LT(now_, start_ + seconds(2));
+}
+
+TEST_F(JobControllerTest, TheActiveDeadlineFailsTheJobAndStopsItsReplicas) {
+  CreateJob(2, "Never", "{activeDeadlineSeconds: 3}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return std::nullopt; });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("active longer than specified deadline"));
+  EXPECT_GE(now_, start_ + seconds(3));
+  EXPECT_LT(now_, start_ + seconds(5));
+  EXPECT_EQ(backend.running(), 0);
+  EXPECT_EQ(std::count(reported_.begin(), reported_.end(), "SuccessfulDeletePod"), 2);
+  EXPECT_TRUE(store_.ReadReplicas(key_).empty());  // stopped replicas are gone
+}
+
+TEST_F(JobControllerTest, AReplicaThatCannotStartFailsLikeAContainerThatExited) {
+  CreateJob(1, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 0}; });
+  backend.refuse_to_start.insert(kWorker0);
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsFailed(*status));
+  StatusOr<std::vector<job::Event>> events = store_.ReadEvents(key_);
+  ASSERT_TRUE(events.ok());
+  auto failed = std::find_if(events->begin(), events->end(), [](const job::Event& event) {
+    return event.reason == "FailedCreatePod";
+  });
+  ASSERT_NE(failed, events->end());
+  EXPECT_EQ(failed->message, "Error creating: cannot execute fake");
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].phase, "Failed");
+  EXPECT_EQ(rows[0].exit_code, 127);
+}
+
+TEST_F(JobControllerTest, AStopRequestFailsTheJobAndStopsEveryReplica) {
+  CreateJob(2, "OnFailure");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return std::nullopt; });
+  backend.at_wait = [&](Time now) {
+    if (now >= start_ + seconds(2) && backend.stops().empty()) controller_->RequestStop(SIGINT);
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(status->conditions.back().message,
+            "TFJob default/job was stopped by the user (Ctrl-C) before it finished.");
+  ASSERT_EQ(backend.stops().size(), 2u);
+  EXPECT_EQ(backend.stops()[0].id, kWorker0);
+  EXPECT_EQ(backend.stops()[1].id, kWorker1);
+  EXPECT_EQ(backend.running(), 0);
+  EXPECT_EQ(backend.starts().size(), 2u);  // nothing restarted after the stop
+}
+
+// A replica that ignores SIGTERM is killed at once when the user asks a second time.
+TEST_F(JobControllerTest, ASecondStopRequestKillsWithoutWaitingForTheGracePeriod) {
+  CreateJob(2, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return std::nullopt; });
+  backend.ignore_graceful_stops = true;
+  int requests = 0;
+  backend.at_wait = [&](Time now) {
+    if ((requests == 0 && now >= start_ + seconds(2)) ||
+        (requests == 1 && now >= start_ + seconds(4))) {
+      controller_->RequestStop(SIGTERM);
+      ++requests;
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_THAT(status->conditions.back().message, HasSubstr("was stopped by signal 15"));
+  std::set<ReplicaId> killed;
+  for (const auto& stop : backend.stops()) {
+    if (stop.mode == StopMode::kNow) {
+      EXPECT_GE(stop.at, start_ + seconds(4));
+      killed.insert(stop.id);
+    }
+  }
+  EXPECT_EQ(killed, (std::set<ReplicaId>{kWorker0, kWorker1}));
+  EXPECT_EQ(backend.running(), 0);
+}
+
+TEST_F(JobControllerTest, AFinishedJobIsNotRunAgain) {
+  CreateJob(1, "Never");
+  job::JobStatus finished;
+  job::SetCondition(finished, job::kConditionSucceeded, "True", "TFJobSucceeded", "done", start_);
+  ASSERT_TRUE(store_.WriteStatus(key_, finished).ok());
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 0}; });
+  StatusOr<job::JobStatus> status = Run(backend);
+  EXPECT_EQ(status.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_TRUE(backend.starts().empty());
+}
+
+}  // namespace
+}  // namespace cohort::exec
