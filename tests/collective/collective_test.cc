@@ -14,11 +14,11 @@
 #include <random>
 #include <sstream>
 
-#include "testing/multi_process.h"
 #include "collective/communicator.h"
 #include "collective/data_type.h"
 #include "element_value.h"
 #include "testing/host.h"
+#include "testing/multi_process.h"
 
 namespace cohort::collective {
 namespace {

@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <numeric>
 
-#include "testing/multi_process.h"
 #include "net/exchange.h"
 #include "net/handshake.h"
 #include "testing/files.h"
+#include "testing/multi_process.h"
 #include "testing/scratch_directory.h"
 
 namespace cohort::net {
