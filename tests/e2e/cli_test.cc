@@ -208,6 +208,9 @@ TEST_F(CohortCliTest, SubmitGetDescribeLogsWaitDelete) {
 // and over while jobs are submitted, so that some `get` falls between a job's creation and its
 // supervisor's start.
 TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
+  // The readers stop once this file exists, after their `cohort get` in flight has ended, so that
+  // none still writes into the sandbox while it is removed.
+  const std::filesystem::path stop = sandbox_.root() / "stop-reading";
   std::vector<pid_t> readers;
   for (int reader = 0; reader < 2; ++reader) {
     pid_t pid = fork();
@@ -217,7 +220,7 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       std::filesystem::path output = sandbox_.root() / ("reader-" + std::to_string(reader));
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-      while (std::chrono::steady_clock::now() < deadline) {
+      while (!std::filesystem::exists(stop) && std::chrono::steady_clock::now() < deadline) {
         waitpid(sandbox_.StartCohort({"get"}, output), nullptr, 0);
       }
       _exit(0);
@@ -237,9 +240,9 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
     CommandResult wait = sandbox_.Cohort({"wait", name, "--timeout", "30"});
     EXPECT_EQ(wait.exit_code, 0) << wait.output << sandbox_.Cohort({"describe", name}).output;
   }
+  WriteText(stop, "");
   for (pid_t reader : readers) {
-    kill(reader, SIGKILL);
-    waitpid(reader, nullptr, 0);
+    EXPECT_NE(WaitForChild(reader, 30s), -1) << "a reader did not stop";
   }
   ExpectNothingLeftRunning(1);
 }
