@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "base/status.h"
+#include "job/common_types.h"
 #include "job/job_file.h"
-#include "job/tfjob.h"
 
 namespace cohort::cli {
 
 struct LoadedJob {
-  job::TFJob job;
-  job::JobFileFormat format = job::JobFileFormat::kTFJob;
+  job::Job job;
+  job::JobFileFormat format = job::JobFileFormat::kManifest;
   std::vector<std::string> warnings;  // fields a local run cannot honour, each once
 };
 

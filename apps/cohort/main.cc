@@ -21,6 +21,7 @@
 #include "exec/local_jobs.h"
 #include "exec/replica_environment.h"
 #include "job/cluster_builder.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "view/job_view.h"
@@ -198,6 +199,14 @@ int Wait(const std::string& name, const std::string& namespace_name, double time
   return ExitCodeForJob(*status);
 }
 
+// The resource name kubectl prints for a job ("tfjob.kubeflow.org"), from its saved spec.
+std::string ResourceName(LocalJobs& jobs, const JobKey& key) {
+  StatusOr<job::Job> spec = jobs.store().ReadSpec(key);
+  const job::JobKind& kind =
+      spec.ok() ? *spec->job_kind : *job::KindRegistry::Default().kinds().front();
+  return kind.ResourceName();
+}
+
 int Delete(const std::string& name, const std::string& namespace_name, bool ignore_not_found) {
   LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
@@ -205,8 +214,9 @@ int Delete(const std::string& name, const std::string& namespace_name, bool igno
     if (ignore_not_found) return kExitSucceeded;
     return Fail(kExitError, "job " + key.ToString() + " not found");
   }
+  const std::string resource = ResourceName(jobs, key);
   if (Status deleted = jobs.Delete(key); !deleted.ok()) return Fail(kExitError, deleted.message());
-  std::cout << "tfjob.kubeflow.org \"" << key.name << "\" deleted\n";
+  std::cout << resource << " \"" << key.name << "\" deleted\n";
   return kExitSucceeded;
 }
 
@@ -216,14 +226,15 @@ int SetSuspended(const std::string& name, const std::string& namespace_name, boo
   if (Status status = jobs.SetSuspended(key, suspended); !status.ok()) {
     return Fail(kExitError, status.message());
   }
-  std::cout << "tfjob.kubeflow.org/" << key.name << (suspended ? " suspended" : " resumed") << "\n";
+  std::cout << ResourceName(jobs, key) << "/" << key.name << (suspended ? " suspended" : " resumed")
+            << "\n";
   return kExitSucceeded;
 }
 
 // ---- validate / tfconfig / convert ----
 
 // "1 Chief, 2 PS, 3 Worker"
-std::string ReplicaSummary(const job::TFJob& job) {
+std::string ReplicaSummary(const job::Job& job) {
   std::string replicas;
   for (const auto& [type, spec] : job.replica_specs) {
     replicas += (replicas.empty() ? "" : ", ") + std::to_string(spec.replicas) + " " + type;
@@ -241,13 +252,14 @@ int Validate(const std::vector<std::string>& files, const job::JobFileOptions& o
       continue;
     }
     PrintWarnings(*loaded);
-    std::string as_tfjob = loaded->format == job::JobFileFormat::kAiPlatform
-                               ? "valid AI Platform job spec, as TFJob "
-                               : "valid TFJob ";
-    std::cout << file << ": " << as_tfjob << loaded->job.metadata.namespace_name << "/"
+    const std::string& kind = loaded->job.kind;
+    std::string as_kind = loaded->format == job::JobFileFormat::kAiPlatform
+                              ? "valid AI Platform job spec, as " + kind + " "
+                              : "valid " + kind + " ";
+    std::cout << file << ": " << as_kind << loaded->job.metadata.namespace_name << "/"
               << loaded->job.metadata.name << " (" << ReplicaSummary(loaded->job) << ")\n";
     if (loaded->format == job::JobFileFormat::kAiPlatform) {
-      std::cout << "  (cohort convert " << file << " prints that TFJob)\n";
+      std::cout << "  (cohort convert " << file << " prints that " << kind << ")\n";
     }
   }
   return exit_code;
@@ -267,7 +279,7 @@ int TfConfig(const std::string& file, const job::JobFileOptions& options,
              const std::string& replica, bool kubernetes) {
   StatusOr<LoadedJob> loaded = LoadJobFile(file, options);
   if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
-  const job::TFJob& job = loaded->job;
+  const job::Job& job = loaded->job;
   size_t dash = replica.rfind('-');
   std::string type_name = dash == std::string::npos ? "" : replica.substr(0, dash);
   int index = -1;

@@ -65,7 +65,7 @@ StatusOr<std::vector<std::string>> ImageMap::CommandFor(const job::Container& co
   return argv;
 }
 
-Status ImageMap::CheckJob(const job::TFJob& job) const {
+Status ImageMap::CheckJob(const job::Job& job) const {
   for (const auto& [type, spec] : job.replica_specs) {
     StatusOr<const job::Container*> container = ReplicaContainer(job, type);
     if (!container.ok()) continue;  // validation reports it

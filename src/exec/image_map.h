@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/job_kind.h"
 
 namespace cohort::exec {
 
@@ -31,7 +31,7 @@ class ImageMap {
                                                 const std::string& replica) const;
 
   // Every replica's command, so that an unmapped image is reported before anything starts.
-  Status CheckJob(const job::TFJob& job) const;
+  Status CheckJob(const job::Job& job) const;
 
  private:
   std::map<std::string, std::string> commands_;  // image -> shell command

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/replica_environment.h"
+#include "job/job_kind.h"
 #include "job/status_json.h"
 
 namespace cohort::exec {
@@ -35,7 +36,7 @@ void JobController::RequestStop(int signal_number) {
 Status JobController::ReloadSpecIfChanged() {
   int64_t version = store_.SpecVersion(key_);
   if (loaded_ && version == spec_version_) return Status::OK();
-  StatusOr<job::TFJob> job = store_.ReadSpec(key_);
+  StatusOr<job::Job> job = store_.ReadSpec(key_);
   if (!job.ok()) return job.status();
   job_ = std::move(*job);
   spec_version_ = version;
@@ -157,14 +158,15 @@ void JobController::HandleStopRequest(Time now, bool& handled) {
   if (requests > 0 && !handled) {
     handled = true;
     int signal_number = stop_signal_.load();
-    std::string message = "TFJob " + key_.ToString() + " was stopped by " +
+    std::string message = job_.job_kind->name() + " " + key_.ToString() + " was stopped by " +
                           (signal_number == SIGINT ? "the user (Ctrl-C)"
                                                    : "signal " + std::to_string(signal_number)) +
                           " before it finished.";
     job::JobStatus stopped = status_;
-    job::SetCondition(stopped, job::kConditionFailed, "True", "TFJobFailed", message, now);
+    const std::string reason = job_.job_kind->Reason(job::kConditionFailed);
+    job::SetCondition(stopped, job::kConditionFailed, "True", reason, message, now);
     if (!stopped.completion_time) stopped.completion_time = now;
-    Publish(stopped, {job::Event{"Warning", "TFJobFailed", message, now}});
+    Publish(stopped, {job::Event{"Warning", reason, message, now}});
   }
   if (requests > 1) {  // asked twice: do not wait for the grace period
     for (auto& [id, replica] : replicas_) {

@@ -28,8 +28,8 @@
 #include "base/time.h"
 #include "exec/job_state_store.h"
 #include "exec/replica_backend.h"
+#include "job/common_types.h"
 #include "job/reconciler.h"
-#include "job/tfjob.h"
 
 namespace cohort::exec {
 
@@ -94,7 +94,7 @@ class JobController {
   ControllerObserver observer_;
   std::function<Time()> clock_;
   bool loaded_ = false;
-  job::TFJob job_;
+  job::Job job_;
   int64_t spec_version_ = 0;
   std::map<std::string, int> ports_;  // for the replica table
   job::JobStatus status_;

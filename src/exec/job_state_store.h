@@ -21,7 +21,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "exec/supervisor_lock.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::exec {
 
@@ -56,13 +56,13 @@ class JobStateStore {
   // do about it) when a job of that name is there, live or finished: its state is never
   // overwritten. `lock`, when not null, is taken before the job becomes visible
   // (supervisor_lock.h); a store that needs no lock leaves it alone.
-  virtual Status CreateJob(const job::TFJob& job, SupervisorLock* lock) = 0;
+  virtual Status CreateJob(const job::Job& job, SupervisorLock* lock) = 0;
   virtual Status DeleteJob(const JobKey& key) = 0;
   virtual bool Exists(const JobKey& key) const = 0;
   // Every job, optionally of one namespace, sorted by namespace then name.
   virtual std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const = 0;
 
-  virtual StatusOr<job::TFJob> ReadSpec(const JobKey& key) const = 0;
+  virtual StatusOr<job::Job> ReadSpec(const JobKey& key) const = 0;
   // The saved spec as a TFJob object (apiVersion, kind, metadata with creationTimestamp, spec).
   virtual StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const = 0;
   // Changes whenever the saved spec is rewritten, so the controller can notice a suspend.

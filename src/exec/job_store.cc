@@ -51,7 +51,7 @@ bool JobStore::Exists(const JobKey& key) const {
   return fs::exists(JobDirectory(key) / "spec.json");
 }
 
-Status JobStore::CreateJob(const job::TFJob& job, SupervisorLock* lock) {
+Status JobStore::CreateJob(const job::Job& job, SupervisorLock* lock) {
   JobKey key{job.metadata.namespace_name, job.metadata.name};
   fs::path directory = JobDirectory(key);
   std::error_code error;
@@ -123,11 +123,11 @@ std::vector<JobKey> JobStore::ListJobs(const std::string& namespace_name) const 
   return keys;
 }
 
-StatusOr<job::TFJob> JobStore::ReadSpec(const JobKey& key) const {
+StatusOr<job::Job> JobStore::ReadSpec(const JobKey& key) const {
   if (!Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
   StatusOr<nlohmann::json> spec = ReadJsonFile(JobDirectory(key) / "spec.json");
   if (!spec.ok()) return spec.status();
-  return job::TFJobFromJson(*spec);
+  return job::JobFromJson(*spec);
 }
 
 StatusOr<nlohmann::json> JobStore::ReadSpecObject(const JobKey& key) const {

@@ -28,7 +28,7 @@
 #include "base/status.h"
 #include "exec/job_state_store.h"
 #include "exec/supervisor_lock.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::exec {
 
@@ -46,12 +46,12 @@ class JobStore : public JobStateStore {
   // Takes `lock` (the job's supervisor lock) before the spec is written, that is before any
   // command can see the job: a visible job without status whose lock is free is then one whose
   // creator or supervisor died, never one still being prepared (supervisor_lock.h).
-  Status CreateJob(const job::TFJob& job, SupervisorLock* lock) override;
+  Status CreateJob(const job::Job& job, SupervisorLock* lock) override;
   Status DeleteJob(const JobKey& key) override;
   bool Exists(const JobKey& key) const override;
   std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const override;
 
-  StatusOr<job::TFJob> ReadSpec(const JobKey& key) const override;
+  StatusOr<job::Job> ReadSpec(const JobKey& key) const override;
   StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const override;
   // The spec file's modification time.
   int64_t SpecVersion(const JobKey& key) const override;

@@ -45,7 +45,7 @@ StatusOr<ImageMap> LocalJobs::LoadImages(const std::vector<std::string>& image_f
   return images;
 }
 
-StatusOr<std::map<std::string, int>> LocalJobs::ReservePorts(const job::TFJob& job) {
+StatusOr<std::map<std::string, int>> LocalJobs::ReservePorts(const job::Job& job) {
   int total = 0;
   for (const auto& [type, spec] : job.replica_specs) total += spec.replicas;
   StatusOr<std::vector<int>> ports = ReserveFreePorts(total);
@@ -60,7 +60,7 @@ StatusOr<std::map<std::string, int>> LocalJobs::ReservePorts(const job::TFJob& j
   return by_replica;
 }
 
-StatusOr<CreatedJob> LocalJobs::Create(const job::TFJob& job, const ImageMap& images) {
+StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& images) {
   COHORT_RETURN_IF_ERROR(images.CheckJob(job));
   StatusOr<std::map<std::string, int>> ports = ReservePorts(job);
   if (!ports.ok()) return ports.status();
@@ -218,7 +218,7 @@ void LocalJobs::Tidy(const std::vector<JobKey>& keys) {
     StatusOr<job::JobStatus> status = store_.ReadStatus(key);
     if (!status.ok() || !job::IsFinished(*status)) continue;
     if (SupervisorLock::IsHeld(store_.JobDirectory(key))) continue;
-    StatusOr<job::TFJob> spec = store_.ReadSpec(key);
+    StatusOr<job::Job> spec = store_.ReadSpec(key);
     if (!spec.ok()) continue;
     job::ReconcileResult result = job::Reconcile(*spec, *status, {}, Clock::now());
     for (const job::Action& action : result.actions) {
@@ -324,7 +324,7 @@ void LocalJobs::ReadLogs(const JobKey& key, const std::string& replica, bool fol
   follower.Poll(on_line, /*flush_partial=*/true);
 }
 
-StatusOr<std::optional<std::string>> LocalJobs::LocalTfConfig(const job::TFJob& job,
+StatusOr<std::optional<std::string>> LocalJobs::LocalTfConfig(const job::Job& job,
                                                               const std::string& replica_type,
                                                               int index, bool* live) {
   JobKey key{job.metadata.namespace_name, job.metadata.name};

@@ -27,7 +27,7 @@
 #include "exec/job_controller.h"
 #include "exec/job_store.h"
 #include "exec/supervisor_lock.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::exec {
 
@@ -53,7 +53,7 @@ class LocalJobs {
   // else, fixed for the job's life) and the job secret. Fails (AlreadyExists) if the name is
   // taken, or (NotFound) if an image is not mapped, before anything starts; a job that could not
   // be created completely leaves nothing behind.
-  StatusOr<CreatedJob> Create(const job::TFJob& job, const ImageMap& images);
+  StatusOr<CreatedJob> Create(const job::Job& job, const ImageMap& images);
 
   // Supervises a created job in this process until it has finished and none of its replicas is
   // left; returns its final status. SIGINT, SIGTERM and SIGHUP stop the job meanwhile (marked
@@ -113,13 +113,13 @@ class LocalJobs {
   // The TF_CONFIG that replica `replica_type`-`index` of `job` gets when run here (nullopt for a
   // job of one replica, which gets none): with the ports of the live job of that name, else with
   // ports chosen now as a run would choose them (`*live` says which).
-  StatusOr<std::optional<std::string>> LocalTfConfig(const job::TFJob& job,
+  StatusOr<std::optional<std::string>> LocalTfConfig(const job::Job& job,
                                                      const std::string& replica_type, int index,
                                                      bool* live);
 
  private:
   // Chooses a free port for each replica of `job`.
-  static StatusOr<std::map<std::string, int>> ReservePorts(const job::TFJob& job);
+  static StatusOr<std::map<std::string, int>> ReservePorts(const job::Job& job);
 
   JobStore store_;
 };

@@ -31,7 +31,7 @@ void OnChildExit(int) { WakeUp(); }
 
 }  // namespace
 
-std::chrono::seconds GracePeriod(const job::TFJob& job, const std::string& replica_type) {
+std::chrono::seconds GracePeriod(const job::Job& job, const std::string& replica_type) {
   const nlohmann::json& raw = job.replica_specs.at(replica_type).template_spec.raw;
   const nlohmann::json::json_pointer pointer("/spec/terminationGracePeriodSeconds");
   if (raw.is_object() && raw.contains(pointer) && raw.at(pointer).is_number_integer()) {
@@ -65,7 +65,7 @@ LocalProcessBackend::~LocalProcessBackend() {
 }
 
 StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
-  const job::TFJob& job = *request.job;
+  const job::Job& job = *request.job;
   const ReplicaId& id = request.id;
   Time now = Clock::now();
   std::string name = ShortReplicaName(id.type, id.index);

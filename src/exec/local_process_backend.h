@@ -78,6 +78,6 @@ class LocalProcessBackend : public ReplicaBackend {
 
 // The grace period of a replica type's pod template: terminationGracePeriodSeconds, else
 // Kubernetes' default of 30 s.
-std::chrono::seconds GracePeriod(const job::TFJob& job, const std::string& replica_type);
+std::chrono::seconds GracePeriod(const job::Job& job, const std::string& replica_type);
 
 }  // namespace cohort::exec

@@ -15,7 +15,7 @@ MemoryJobStore::StoredJob* MemoryJobStore::Find(const JobKey& key) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-Status MemoryJobStore::CreateJob(const job::TFJob& job, SupervisorLock* /*lock*/) {
+Status MemoryJobStore::CreateJob(const job::Job& job, SupervisorLock* /*lock*/) {
   JobKey key{job.metadata.namespace_name, job.metadata.name};
   if (Find(key) != nullptr)
     return Status::AlreadyExists("job " + key.ToString() + " already exists");
@@ -47,10 +47,10 @@ std::vector<JobKey> MemoryJobStore::ListJobs(const std::string& namespace_name) 
   return keys;
 }
 
-StatusOr<job::TFJob> MemoryJobStore::ReadSpec(const JobKey& key) const {
+StatusOr<job::Job> MemoryJobStore::ReadSpec(const JobKey& key) const {
   const StoredJob* stored = Find(key);
   if (stored == nullptr) return Status::NotFound("job " + key.ToString() + " not found");
-  return job::TFJobFromJson(stored->spec_object);
+  return job::JobFromJson(stored->spec_object);
 }
 
 StatusOr<nlohmann::json> MemoryJobStore::ReadSpecObject(const JobKey& key) const {

@@ -19,12 +19,12 @@ class MemoryJobStore : public JobStateStore {
   // Jobs created from now on get `created_at` as their creationTimestamp (default: the clock).
   void SetCreationTime(Time created_at) { creation_time_ = created_at; }
 
-  Status CreateJob(const job::TFJob& job, SupervisorLock* lock) override;
+  Status CreateJob(const job::Job& job, SupervisorLock* lock) override;
   Status DeleteJob(const JobKey& key) override;
   bool Exists(const JobKey& key) const override;
   std::vector<JobKey> ListJobs(const std::string& namespace_name = "") const override;
 
-  StatusOr<job::TFJob> ReadSpec(const JobKey& key) const override;
+  StatusOr<job::Job> ReadSpec(const JobKey& key) const override;
   StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const override;
   int64_t SpecVersion(const JobKey& key) const override;
   Status SetSuspended(const JobKey& key, bool suspended) override;

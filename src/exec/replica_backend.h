@@ -21,8 +21,8 @@
 
 #include "base/status.h"
 #include "base/time.h"
+#include "job/common_types.h"
 #include "job/reconciler.h"
-#include "job/tfjob.h"
 
 namespace cohort::exec {
 
@@ -53,9 +53,9 @@ struct ReplicaState {
 // What the controller asks to start.
 struct ReplicaStart {
   ReplicaId id;
-  const job::TFJob* job = nullptr;  // the job's current spec; outlives the call only
-  int restart_count = 0;            // 0 for the first start
-  int previous_exit_code = 0;       // of the run this one replaces, when restart_count > 0
+  const job::Job* job = nullptr;  // the job's current spec; outlives the call only
+  int restart_count = 0;          // 0 for the first start
+  int previous_exit_code = 0;     // of the run this one replaces, when restart_count > 0
 };
 
 enum class StopMode {

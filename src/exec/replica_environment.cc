@@ -1,8 +1,6 @@
 #include "exec/replica_environment.h"
 
-#include <optional>
-
-#include "job/cluster_builder.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 
 extern char** environ;
@@ -13,15 +11,18 @@ std::string ShortReplicaName(const std::string& replica_type, int index) {
   return job::LowerCase(replica_type) + "-" + std::to_string(index);
 }
 
-StatusOr<const job::Container*> ReplicaContainer(const job::TFJob& job,
+StatusOr<const job::Container*> ReplicaContainer(const job::Job& job,
                                                  const std::string& replica_type) {
+  const job::JobKind& kind = *job.job_kind;
   const job::Container* container =
-      job::TensorflowContainer(job.replica_specs.at(replica_type).template_spec);
-  if (container == nullptr) return Status::InvalidArgument("no container named tensorflow");
+      kind.MainContainer(job.replica_specs.at(replica_type).template_spec);
+  if (container == nullptr) {
+    return Status::InvalidArgument("no container named " + kind.facts().container_name);
+  }
   return container;
 }
 
-std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
+std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
                                                       const std::string& replica_type, int index,
                                                       const std::map<std::string, int>& ports,
                                                       const std::string& secret) {
@@ -31,9 +32,12 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
     size_t equals = text.find('=');
     if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
   }
-  // A TF_CONFIG or job identity inherited from whoever started cohort must never leak in.
-  for (const char* name : {"TF_CONFIG", "COHORT_JOB_NAME", "COHORT_REPLICA_TYPE",
-                           "COHORT_REPLICA_INDEX", "COHORT_JOB_SECRET"}) {
+  // The kind's cluster variable (TF_CONFIG) or a job identity inherited from whoever started
+  // cohort must never leak in.
+  const job::JobKind& kind = *job.job_kind;
+  for (const std::string& name : kind.EnvironmentNames()) environment.erase(name);
+  for (const char* name :
+       {"COHORT_JOB_NAME", "COHORT_REPLICA_TYPE", "COHORT_REPLICA_INDEX", "COHORT_JOB_SECRET"}) {
     environment.erase(name);
   }
   if (StatusOr<const job::Container*> container = ReplicaContainer(job, replica_type);
@@ -46,9 +50,8 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
     auto it = ports.find(ShortReplicaName(type, task_index));
     return "localhost:" + std::to_string(it == ports.end() ? 0 : it->second);
   };
-  if (std::optional<std::string> tf_config =
-          job::TfConfigForReplica(job, replica_type, index, endpoint)) {
-    environment["TF_CONFIG"] = *tf_config;
+  for (const job::EnvVar& variable : kind.ReplicaEnvironment(job, replica_type, index, endpoint)) {
+    environment[variable.name] = variable.value;
   }
   environment["COHORT_JOB_NAME"] = job.metadata.name;
   environment["COHORT_REPLICA_TYPE"] = job::LowerCase(replica_type);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::exec {
 
@@ -18,14 +18,14 @@ std::string ShortReplicaName(const std::string& replica_type, int index);
 
 // The container of replica type `replica_type` that runs the job's code. InvalidArgument ("no
 // container named tensorflow") when the pod template has none.
-StatusOr<const job::Container*> ReplicaContainer(const job::TFJob& job,
+StatusOr<const job::Container*> ReplicaContainer(const job::Job& job,
                                                  const std::string& replica_type);
 
 // The environment of one replica: the supervisor's own, then the container's env, then TF_CONFIG
 // (when the job has more than one replica) with "localhost:<port>" for every replica's endpoint,
 // and COHORT_JOB_NAME, COHORT_REPLICA_TYPE, COHORT_REPLICA_INDEX and COHORT_JOB_SECRET.
 // `ports` maps short replica names to their ports.
-std::map<std::string, std::string> ReplicaEnvironment(const job::TFJob& job,
+std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
                                                       const std::string& replica_type, int index,
                                                       const std::map<std::string, int>& ports,
                                                       const std::string& secret);

@@ -12,6 +12,7 @@
 
 #include "base/file.h"
 #include "exec/supervisor_lock.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 
 namespace cohort::exec {
@@ -22,11 +23,15 @@ Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string&
   if (!status.ok()) return status.status();
   if (job::IsFinished(*status)) return Status::OK();
   Time now = Clock::now();
-  std::string message = "TFJob " + key.ToString() + " has failed because its Cohort supervisor " +
-                        (supervisor.empty() ? "" : supervisor + " ") +
-                        "died before the job finished" +
-                        (aftermath.empty() ? "" : "; " + aftermath) + ".";
-  job::SetCondition(*status, job::kConditionFailed, "True", "TFJobFailed", message, now);
+  StatusOr<job::Job> spec = store.ReadSpec(key);
+  const job::JobKind& kind =
+      spec.ok() ? *spec->job_kind : *job::KindRegistry::Default().kinds().front();
+  std::string message =
+      kind.name() + " " + key.ToString() + " has failed because its Cohort supervisor " +
+      (supervisor.empty() ? "" : supervisor + " ") + "died before the job finished" +
+      (aftermath.empty() ? "" : "; " + aftermath) + ".";
+  job::SetCondition(*status, job::kConditionFailed, "True", kind.Reason(job::kConditionFailed),
+                    message, now);
   status->completion_time = now;
   for (auto& [type, replica_status] : status->replica_statuses) {
     replica_status.failed += replica_status.active;

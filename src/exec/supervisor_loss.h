@@ -18,9 +18,11 @@
 
 namespace cohort::exec {
 
-// Marks the job Failed (reason TFJobFailed, Warning event SupervisorLost) unless it already
-// finished. `supervisor` says what is known of it, e.g. "(pid 4242)", or is empty; `aftermath`
-// ends the message with what was done about the replicas, and is empty when nothing was.
+// Marks the job Failed (reason <kind>Failed, e.g. TFJobFailed, and Warning event SupervisorLost)
+// unless it already finished. The kind is the saved spec's, or the default kind when the spec
+// cannot be read. `supervisor` says what is known of it, e.g. "(pid 4242)", or is empty;
+// `aftermath` ends the message with what was done about the replicas, and is empty when nothing
+// was.
 Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string& supervisor,
                           const std::string& aftermath = "");
 

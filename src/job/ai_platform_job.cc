@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "job/spec_parser.h"
+#include "job/tfjob.h"
 
 namespace cohort::job {
 namespace {
@@ -151,8 +152,8 @@ class AiPlatformConverter {
   json TFJobObject() const {
     json spec = {{"tfReplicaSpecs", replica_specs_}};
     if (!run_policy_.empty()) spec["runPolicy"] = run_policy_;
-    return json{{"apiVersion", "kubeflow.org/v1"},
-                {"kind", "TFJob"},
+    return json{{"apiVersion", TFJobKind().api_version()},
+                {"kind", TFJobKind().name()},
                 {"metadata", metadata_},
                 {"spec", spec}};
   }
@@ -507,7 +508,7 @@ class AiPlatformConverter {
     const std::string config_path = ChildPath(kTrainingInput, role.prefix + "Config");
     const std::string tfjob_path = ChildPath("spec.tfReplicaSpecs", role.replica_type);
     const std::string container_path = tfjob_path + ".template.spec.containers[0]";
-    json container = {{"name", "tensorflow"}, {"image", master_image}};
+    json container = {{"name", TFJobKind().facts().container_name}, {"image", master_image}};
     if (!args.empty()) container["args"] = args;
     MapPosition(container_path + ".image",
                 ChildPath(ChildPath(kTrainingInput, "masterConfig"), "imageUri"));
@@ -626,10 +627,10 @@ StatusOr<std::string> TFJobNameForJobId(const std::string& job_id) {
   return name;
 }
 
-StatusOr<TFJob> ConvertAiPlatformJob(const YamlDocument& document,
-                                     const std::string& file_name_for_messages,
-                                     const AiPlatformOptions& options,
-                                     std::vector<std::string>* warnings) {
+StatusOr<Job> ConvertAiPlatformJob(const YamlDocument& document,
+                                   const std::string& file_name_for_messages,
+                                   const AiPlatformOptions& options,
+                                   std::vector<std::string>* warnings) {
   AiPlatformConverter converter(document, file_name_for_messages, options);
   converter.Convert();
   if (warnings != nullptr) {
@@ -638,8 +639,9 @@ StatusOr<TFJob> ConvertAiPlatformJob(const YamlDocument& document,
   }
   std::vector<std::string> errors = converter.errors();
   if (!errors.empty()) return Status::InvalidArgument(JoinMessages(errors));
-  return DecodeTFJob(converter.TFJobObject(), converter.TFJobPositions(), file_name_for_messages,
-                     warnings);
+  static const KindRegistry tfjob_only({&TFJobKind()});
+  return DecodeJob(converter.TFJobObject(), converter.TFJobPositions(), file_name_for_messages,
+                   warnings, tfjob_only);
 }
 
 }  // namespace cohort::job

@@ -77,7 +77,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 #include "job/yaml_document.h"
 
 namespace cohort::job {
@@ -91,14 +91,14 @@ struct AiPlatformOptions {
   std::string job_name;
 };
 
-// The TFJob that `document` (for which IsAiPlatformJob holds) amounts to, as ParseTFJob returns
-// one: not yet defaulted or validated. Its positions map TFJob field paths to the AI Platform
-// fields they came from, so that later messages point at the lines written. Warnings are
+// The TFJob-kind Job that `document` (for which IsAiPlatformJob holds) amounts to, as ParseJob
+// returns one: not yet defaulted or validated. Its positions map TFJob field paths to the AI
+// Platform fields they came from, so that later messages point at the lines written. Warnings are
 // appended to `warnings` when it is not null.
-StatusOr<TFJob> ConvertAiPlatformJob(const YamlDocument& document,
-                                     const std::string& file_name_for_messages,
-                                     const AiPlatformOptions& options,
-                                     std::vector<std::string>* warnings = nullptr);
+StatusOr<Job> ConvertAiPlatformJob(const YamlDocument& document,
+                                   const std::string& file_name_for_messages,
+                                   const AiPlatformOptions& options,
+                                   std::vector<std::string>* warnings = nullptr);
 
 // The name jobId gives a TFJob: lower-cased, with '_' and '.' turned into '-'. InvalidArgument
 // (without a position; the caller adds it) when that is not a DNS-1035 label.

@@ -4,12 +4,13 @@
 #include <map>
 #include <utility>
 
+#include "job/tfjob.h"
+
 namespace cohort::job {
 namespace {
 
-// The operator's names for the port TF_CONFIG advertises.
-constexpr const char* kPortName = "tfjob-port";
-constexpr int kDefaultPort = 2222;
+// The port TF_CONFIG advertises when a replica names none: the kind's tfjob-port default.
+int DefaultPort() { return TFJobKind().facts().port; }
 
 int ReplicaCount(const ReplicaSpec& spec) { return std::max(0, static_cast<int>(spec.replicas)); }
 
@@ -29,15 +30,15 @@ void MakeSparse(const cluster::ClusterSpec& full, cluster::TfConfig* config) {
 }  // namespace
 
 int ReplicaPort(const ReplicaSpec& spec) {
-  const Container* container = TensorflowContainer(spec.template_spec);
-  if (container == nullptr) return kDefaultPort;
+  const Container* container = TFJobKind().MainContainer(spec.template_spec);
+  if (container == nullptr) return DefaultPort();
   for (const ContainerPort& port : container->ports) {
-    if (port.name == kPortName) return port.container_port;
+    if (port.name == TFJobKind().facts().port_name) return port.container_port;
   }
-  return kDefaultPort;
+  return DefaultPort();
 }
 
-EndpointFunction KubernetesEndpoints(const TFJob& job, const std::string& cluster_domain) {
+EndpointFunction KubernetesEndpoints(const Job& job, const std::string& cluster_domain) {
   std::string suffix = "." + job.metadata.namespace_name + ".svc";
   if (!cluster_domain.empty()) suffix += "." + cluster_domain;
   std::map<std::string, int> ports;  // by lower-cased type, so either spelling finds it
@@ -45,26 +46,26 @@ EndpointFunction KubernetesEndpoints(const TFJob& job, const std::string& cluste
   return [name = job.metadata.name, suffix = std::move(suffix), ports = std::move(ports)](
              const std::string& replica_type, int index) {
     auto port = ports.find(LowerCase(replica_type));
-    const int number = port == ports.end() ? kDefaultPort : port->second;
+    const int number = port == ports.end() ? DefaultPort() : port->second;
     return ReplicaName(name, replica_type, index) + suffix + ":" + std::to_string(number);
   };
 }
 
-bool IsDistributed(const TFJob& job) {
+bool IsDistributed(const Job& job) {
   int total = 0;
-  for (const std::string& type : KnownReplicaTypes()) {
+  for (const std::string& type : TFJobKind().facts().replica_types) {
     auto spec = job.replica_specs.find(type);
     if (spec != job.replica_specs.end()) total += ReplicaCount(spec->second);
   }
   return total != 1;
 }
 
-bool EvaluatorInCluster(const TFJob& job) {
+bool EvaluatorInCluster(const Job& job) {
   auto annotation = job.metadata.annotations.find(kEvaluatorInClusterAnnotation);
   return annotation == job.metadata.annotations.end() || annotation->second != "false";
 }
 
-cluster::ClusterSpec BuildClusterSpec(const TFJob& job, const EndpointFunction& endpoint) {
+cluster::ClusterSpec BuildClusterSpec(const Job& job, const EndpointFunction& endpoint) {
   const bool evaluator_in_cluster = EvaluatorInCluster(job);
   cluster::ClusterSpec spec;
   for (const auto& [type, replica] : job.replica_specs) {
@@ -80,12 +81,12 @@ cluster::ClusterSpec BuildClusterSpec(const TFJob& job, const EndpointFunction& 
   return spec;
 }
 
-cluster::TfConfig BuildTfConfig(const TFJob& job, const std::string& replica_type, int index,
+cluster::TfConfig BuildTfConfig(const Job& job, const std::string& replica_type, int index,
                                 const EndpointFunction& endpoint) {
   cluster::TfConfig config;
   config.task = cluster::TaskId{LowerCase(replica_type), index};
   cluster::ClusterSpec full = BuildClusterSpec(job, endpoint);
-  if (job.enable_dynamic_worker) {
+  if (DynamicWorkerEnabled(job)) {
     MakeSparse(full, &config);
     return config;
   }
@@ -95,7 +96,7 @@ cluster::TfConfig BuildTfConfig(const TFJob& job, const std::string& replica_typ
   return config;
 }
 
-std::optional<std::string> TfConfigForReplica(const TFJob& job, const std::string& replica_type,
+std::optional<std::string> TfConfigForReplica(const Job& job, const std::string& replica_type,
                                               int index, const EndpointFunction& endpoint) {
   if (!IsDistributed(job)) return std::nullopt;
   return cluster::FormatTfConfig(BuildTfConfig(job, replica_type, index, endpoint));

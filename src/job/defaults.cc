@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "job/job_kind.h"
 #include "job/yaml_document.h"
 
 namespace cohort::job {
@@ -26,10 +27,12 @@ void RenamePositions(std::map<std::string, SourcePosition>& positions, const std
   for (auto& [path, position] : moved) positions[path] = std::move(position);
 }
 
-void NormaliseReplicaTypes(TFJob& job) {
+void NormaliseReplicaTypes(Job& job) {
+  const KindFacts& facts = job.job_kind->facts();
+  const std::string replica_specs_path = ChildPath("spec", facts.replica_specs_field);
   std::vector<std::pair<std::string, std::string>> renames;
   for (const auto& [type, spec] : job.replica_specs) {
-    std::string canonical = CanonicalReplicaType(type);
+    std::string canonical = job.job_kind->CanonicalReplicaType(type);
     if (canonical != type) renames.emplace_back(type, canonical);
   }
   for (const auto& [from, to] : renames) {
@@ -39,44 +42,40 @@ void NormaliseReplicaTypes(TFJob& job) {
     auto node = job.replica_specs.extract(from);
     node.key() = to;
     job.replica_specs.insert(std::move(node));
-    RenamePositions(job.positions, ChildPath("spec.tfReplicaSpecs", from),
-                    ChildPath("spec.tfReplicaSpecs", to));
+    RenamePositions(job.positions, ChildPath(replica_specs_path, from),
+                    ChildPath(replica_specs_path, to));
   }
 }
 
-// The container the operator gives the default port: the one named tensorflow, else the first.
-Container* PortContainer(PodTemplate& pod_template) {
+// The container the operator gives the default port: the one with the kind's container name
+// (TFJob: tensorflow), else the first.
+Container* PortContainer(const KindFacts& facts, PodTemplate& pod_template) {
   for (Container& container : pod_template.containers) {
-    if (container.name == kDefaultContainerName) return &container;
+    if (container.name == facts.container_name) return &container;
   }
   return pod_template.containers.empty() ? nullptr : &pod_template.containers.front();
 }
 
-void SetDefaultPort(PodTemplate& pod_template) {
-  Container* container = PortContainer(pod_template);
+void SetDefaultPort(const KindFacts& facts, PodTemplate& pod_template) {
+  Container* container = PortContainer(facts, pod_template);
   if (container == nullptr) return;
   for (const ContainerPort& port : container->ports) {
-    if (port.name == kDefaultPortName) return;
+    if (port.name == facts.port_name) return;
   }
   ContainerPort port;
-  port.name = kDefaultPortName;
-  port.container_port = kDefaultPort;
+  port.name = facts.port_name;
+  port.container_port = facts.port;
   container->ports.push_back(port);
 }
 
 }  // namespace
 
-std::string CanonicalReplicaType(const std::string& type) {
-  for (const std::string& known : KnownReplicaTypes()) {
-    if (LowerCase(known) == LowerCase(type)) return known;
-  }
-  return type;
-}
-
-void ApplyDefaults(TFJob& job) {
+void ApplyDefaults(Job& job) {
   if (job.metadata.namespace_name.empty()) job.metadata.namespace_name = kDefaultNamespace;
   NormaliseReplicaTypes(job);
-  for (auto& [type, replica] : job.replica_specs) SetDefaultPort(replica.template_spec);
+  for (auto& [type, replica] : job.replica_specs) {
+    SetDefaultPort(job.job_kind->facts(), replica.template_spec);
+  }
 }
 
 }  // namespace cohort::job

@@ -1,37 +1,34 @@
-// The Kubeflow operator's defaulting of a TFJob (SetDefaults_TFJob), which it applies on create
-// and on every reconcile; Cohort applies it once, between parsing and validation.
+// The Kubeflow operator's defaulting of a job (SetDefaults_TFJob for a TFJob), which it applies on
+// create and on every reconcile; Cohort applies it once, between parsing and validation. The
+// job's kind (job_kind.h) supplies the names; the rules are the same for every kind.
 //
 // The operator's defaults, and where Cohort applies each:
-//  - runPolicy.cleanPodPolicy None, successPolicy "", replicas 1, restartPolicy Never (also for
-//    restartPolicy ""): these are the initial values of the fields in tfjob.h, so a parsed job
-//    that does not set them already has them.
+//  - runPolicy.cleanPodPolicy None, replicas 1, restartPolicy Never (also for restartPolicy ""):
+//    these are the initial values of the fields in common_types.h, so a parsed job that does not
+//    set them already has them. The kind's own spec fields (TFJob's successPolicy "") read as
+//    their SpecField default when absent.
 //  - spec.cleanPodPolicy and its siblings from pre-runPolicy manifests move to spec.runPolicy:
-//    done by the parser (spec_parser.h), because TFJob has no field for the old location.
-//  - Replica type keys are matched case-insensitively and rewritten to Chief, Evaluator, Master,
-//    PS or Worker: ApplyDefaults.
-//  - The tensorflow container (container 0 when none is named tensorflow) gets containerPort 2222
-//    named tfjob-port unless it has a port of that name: ApplyDefaults.
+//    done by the parser (spec_parser.h), because Job has no field for the old location.
+//  - Replica type keys are matched case-insensitively and rewritten to the kind's replica types
+//    (TFJob: Chief, Evaluator, Master, PS or Worker): ApplyDefaults.
+//  - The kind's container (container 0 when none has its name; TFJob: tensorflow) gets the
+//    kind's port (TFJob: containerPort 2222 named tfjob-port) unless it has a port of that name:
+//    ApplyDefaults.
 //  - metadata.namespace "default" when empty, as kubectl does: ApplyDefaults.
 //
 // The operator silently lets "ps" overwrite "PS" when a manifest has both; ApplyDefaults leaves
-// such a key as written, and ValidateTFJob reports the collision.
+// such a key as written, and ValidateJob reports the collision.
 #pragma once
 
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::job {
 
-inline constexpr const char* kDefaultContainerName = "tensorflow";
-inline constexpr const char* kDefaultPortName = "tfjob-port";
-inline constexpr int kDefaultPort = 2222;
 inline constexpr const char* kDefaultNamespace = "default";
 
-// Applies the defaults above. Idempotent. Keeps TFJob::positions keyed by the new replica type
-// names, so that later messages still point at the lines as written.
-void ApplyDefaults(TFJob& job);
-
-// The canonical replica type ("PS") that `type` names case-insensitively ("ps"), or `type`
-// itself when it names none of the five.
-std::string CanonicalReplicaType(const std::string& type);
+// Applies the defaults above to a job whose job_kind is set. Idempotent. Keeps Job::positions
+// keyed by the new replica type names, so that later messages still point at the lines as
+// written.
+void ApplyDefaults(Job& job);
 
 }  // namespace cohort::job

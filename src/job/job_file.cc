@@ -17,11 +17,10 @@ const YamlDocument* FirstNonEmptyDocument(const std::vector<YamlDocument>& docum
   return nullptr;
 }
 
-StatusOr<TFJob> ParseAiPlatformDocuments(const std::vector<YamlDocument>& documents,
-                                         const YamlDocument& job_document,
-                                         const std::string& file_name,
-                                         const JobFileOptions& options,
-                                         std::vector<std::string>* warnings) {
+StatusOr<Job> ParseAiPlatformDocuments(const std::vector<YamlDocument>& documents,
+                                       const YamlDocument& job_document,
+                                       const std::string& file_name, const JobFileOptions& options,
+                                       std::vector<std::string>* warnings) {
   for (const YamlDocument& document : documents) {
     if (&document == &job_document || document.root.is_null()) continue;
     return Status::InvalidArgument(
@@ -32,10 +31,10 @@ StatusOr<TFJob> ParseAiPlatformDocuments(const std::vector<YamlDocument>& docume
                               warnings);
 }
 
-// The TFJob `text` holds or amounts to, as parsed (not defaulted); `format` says which it was.
-StatusOr<TFJob> ParseEitherForm(const std::string& text, const std::string& file_name,
-                                const JobFileOptions& options, JobFileFormat& format,
-                                std::vector<std::string>* warnings) {
+// The job `text` holds or amounts to, as parsed (not defaulted); `format` says which it was.
+StatusOr<Job> ParseEitherForm(const std::string& text, const std::string& file_name,
+                              const JobFileOptions& options, JobFileFormat& format,
+                              std::vector<std::string>* warnings) {
   StatusOr<std::vector<YamlDocument>> documents = ReadYamlDocuments(text, file_name);
   if (!documents.ok()) return documents.status();
   const YamlDocument* first = FirstNonEmptyDocument(*documents);
@@ -43,27 +42,23 @@ StatusOr<TFJob> ParseEitherForm(const std::string& text, const std::string& file
     format = JobFileFormat::kAiPlatform;
     return ParseAiPlatformDocuments(*documents, *first, file_name, options, warnings);
   }
-  format = JobFileFormat::kTFJob;
+  format = JobFileFormat::kManifest;
   if (!options.job_name.empty()) {
-    return Status::InvalidArgument(file_name +
-                                   ": --name is for AI Platform job specs; a TFJob manifest "
-                                   "names its job in metadata.name");
+    return Status::InvalidArgument(file_name + ": --name is for AI Platform job specs; a " +
+                                   KindRegistry::Default().Names(" or ") +
+                                   " manifest names its job in metadata.name");
   }
-  return ParseTFJob(text, file_name, warnings);
+  return ParseJob(text, file_name, warnings);
 }
 
 }  // namespace
-
-std::string JobFileFormatName(JobFileFormat format) {
-  return format == JobFileFormat::kAiPlatform ? "AI Platform job spec" : "TFJob manifest";
-}
 
 StatusOr<JobFile> LoadJobFromText(const std::string& text,
                                   const std::string& file_name_for_messages,
                                   const JobFileOptions& options,
                                   std::vector<std::string>* warnings) {
   JobFile result;
-  StatusOr<TFJob> job = DefaultAndValidate(
+  StatusOr<Job> job = DefaultAndValidate(
       ParseEitherForm(text, file_name_for_messages, options, result.format, warnings));
   if (!job.ok()) return job.status();
   result.job = std::move(job).value();

@@ -1,10 +1,11 @@
 // Reading a job file in any form Cohort accepts, and deciding which form it is by its content.
 //
 // Every command that takes a file (validate, run, submit, tfconfig, convert) reads it here:
-//  - a Kubernetes manifest holding a kubeflow.org/v1 TFJob (spec_parser.h), or
+//  - a Kubernetes manifest holding a job of a known kind, a kubeflow.org/v1 TFJob (spec_parser.h),
+//    or
 //  - a Google AI Platform training job spec, the gcloud --config file or the REST Job object
 //    (ai_platform_job.h), which becomes the TFJob it amounts to.
-// Either way the result is a TFJob after the operator's defaults and the webhook's validation,
+// Either way the result is a Job after the operator's defaults and the webhook's validation,
 // so nothing downstream knows which form was written. A file is AI Platform's when its first
 // non-empty document has trainingInput and neither kind nor apiVersion; anything else is read
 // as a manifest, whose parser explains what is wrong with it.
@@ -14,25 +15,22 @@
 #include <vector>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::job {
 
-enum class JobFileFormat { kTFJob, kAiPlatform };
-
-// "TFJob manifest" or "AI Platform job spec", for messages.
-std::string JobFileFormatName(JobFileFormat format);
+enum class JobFileFormat { kManifest, kAiPlatform };
 
 struct JobFileOptions {
   // The name of a job whose file does not give one (an AI Platform spec without jobId), or a
-  // name to use instead of its jobId. Empty: the file's own. A TFJob manifest names itself, so
-  // a name here is an error for one.
+  // name to use instead of its jobId. Empty: the file's own. A manifest names itself, so a name
+  // here is an error for one.
   std::string job_name;
 };
 
 struct JobFile {
-  TFJob job;  // defaulted and validated
-  JobFileFormat format = JobFileFormat::kTFJob;
+  Job job;  // defaulted and validated
+  JobFileFormat format = JobFileFormat::kManifest;
 };
 
 // Reads, converts when needed, defaults and validates. Errors name file:line:column and the

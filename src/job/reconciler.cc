@@ -1,7 +1,13 @@
-// The TFJob controller's decisions, following the Kubeflow training operator (see
-// ../shared/reference/tfjob.md: §1.4 restart policies, §3.4 the reconcile loop, §3.5 success,
-// §3.6 failure, §3.7 backoffLimit, §3.8 cleanup and TTL, §3.9 conditions, §3.10 suspend,
-// §3.11 activeDeadlineSeconds, §4.1 events).
+// The job controller's decisions, following the Kubeflow training operator as docs/behaviour.md
+// states it (§1.4 restart policies, §3.3 managedBy, §3.4 the reconcile pass, §3.5 success, §3.6
+// failure, §3.7 backoffLimit, §3.8 cleanup and TTL, §3.9 conditions, §3.10 suspend, §3.11
+// activeDeadlineSeconds, §4.1 events). The operator's code: ReconcileJobs in
+// pkg/controller.v1/common/job.go (the order of a pass, managedBy, suspend, backoffLimit,
+// activeDeadlineSeconds, cleanPodPolicy and TTL), ReconcilePods in pkg/controller.v1/common/pod.go
+// (what each restart policy does with an exit), UpdateJobStatus in
+// pkg/controller.v1/tensorflow/tfjob_controller.go (the success and failure rules and their
+// events) and pkg/util/status.go (conditions). What differs between kinds comes from the job's
+// JobKind.
 //
 // One call is one pass of the operator's ReconcileJobs, in its order:
 //   managed by another controller -> leave everything alone
@@ -20,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "job/job_kind.h"
+
 namespace cohort::job {
 
 namespace {
@@ -29,19 +37,13 @@ constexpr const char* kFalse = "False";
 constexpr const char* kNormal = "Normal";
 constexpr const char* kWarning = "Warning";
 
-// Condition and event reasons, "TFJob" + the operator's reason (its NewReason helper).
-constexpr const char* kReasonCreated = "TFJobCreated";
-constexpr const char* kReasonRunning = "TFJobRunning";
-constexpr const char* kReasonRestarting = "TFJobRestarting";
-constexpr const char* kReasonSucceeded = "TFJobSucceeded";
-constexpr const char* kReasonFailed = "TFJobFailed";
-constexpr const char* kReasonSuspended = "TFJobSuspended";
-constexpr const char* kReasonResumed = "TFJobResumed";
+// Condition and event reasons are the kind's prefix + one of these ("TFJob" + "Running"), as the
+// operator's NewReason helper makes them; ExitedWithCode is the same for every kind.
+constexpr const char* kResumed = "Resumed";
 constexpr const char* kReasonExitedWithCode = "ExitedWithCode";
 
-// The only runPolicy.managedBy value that means "this controller" (§1.3).
+// The only runPolicy.managedBy value that means "this controller" (§3.3).
 constexpr const char* kManagedByTrainingOperator = "kubeflow.org/training-operator";
-constexpr const char* kSuccessPolicyAllWorkers = "AllWorkers";
 
 // ---- Conditions ----
 
@@ -115,11 +117,11 @@ bool HasExited(const ObservedReplica& replica) {
   return replica.phase == ReplicaPhase::kSucceeded || replica.phase == ReplicaPhase::kFailed;
 }
 
-// The five known types in the operator's status order (Chief, Evaluator, Master, PS, Worker),
+// The kind's types in the operator's status order (TFJob: Chief, Evaluator, Master, PS, Worker),
 // then any other type of the spec in name order, so that every pass decides in the same order.
-std::vector<std::string> ReplicaTypesInStatusOrder(const TFJob& job) {
+std::vector<std::string> ReplicaTypesInStatusOrder(const Job& job) {
   std::vector<std::string> types;
-  for (const std::string& type : KnownReplicaTypes()) {
+  for (const std::string& type : job.job_kind->facts().replica_types) {
     if (job.replica_specs.count(type) != 0) types.push_back(type);
   }
   for (const auto& [type, spec] : job.replica_specs) {
@@ -128,15 +130,17 @@ std::vector<std::string> ReplicaTypesInStatusOrder(const TFJob& job) {
   return types;
 }
 
-// The Chief or Master type when the spec has one: it alone decides success (§3.5).
-std::optional<std::string> ChiefType(const TFJob& job) {
-  if (job.replica_specs.count(kChief) != 0) return std::string(kChief);
-  if (job.replica_specs.count(kMaster) != 0) return std::string(kMaster);
+// The kind's first chief type that the spec has (TFJob: Chief, else Master): it alone decides
+// success (§3.5).
+std::optional<std::string> ChiefType(const Job& job) {
+  for (const std::string& chief : job.job_kind->facts().chief_types) {
+    if (job.replica_specs.count(chief) != 0) return chief;
+  }
   return std::nullopt;
 }
 
-bool IsManagedExternally(const TFJob& job) {
-  // Even "" counts as another controller, as in the operator's own unit test (§1.3).
+bool IsManagedExternally(const Job& job) {
+  // Even "" counts as another controller, as in the operator's own unit test (§3.3).
   return job.run_policy.managed_by.has_value() &&
          *job.run_policy.managed_by != kManagedByTrainingOperator;
 }
@@ -151,7 +155,7 @@ struct ReplicaPlan {
   std::vector<const ObservedReplica*> exit_code_failures;  // ExitCode exits 1-127
   std::vector<const ObservedReplica*> out_of_spec;         // type or index not in the spec
   std::vector<const ObservedReplica*> new_exits;           // first seen in this pass
-  const ObservedReplica* worker_zero = nullptr;
+  const ObservedReplica* worker_zero = nullptr;            // replica 0 of the kind's worker type
   // Restarts already made by replicas whose policy may restart them (§3.7).
   int restarts_made = 0;
   // A replica restarted earlier is still waiting for its back-off: the job is Restarting, not
@@ -188,7 +192,7 @@ std::map<std::pair<std::string, int>, const ObservedReplica*> IndexObserved(
   return by_key;
 }
 
-ReplicaPlan PlanReplicas(const TFJob& job, const JobStatus& previous,
+ReplicaPlan PlanReplicas(const Job& job, const JobStatus& previous,
                          const std::vector<ObservedReplica>& observed) {
   ReplicaPlan plan;
   const auto by_key = IndexObserved(observed);
@@ -206,7 +210,7 @@ ReplicaPlan PlanReplicas(const TFJob& job, const JobStatus& previous,
         continue;
       }
       const ObservedReplica& replica = *found->second;
-      if (type == kWorker && index == 0) plan.worker_zero = &replica;
+      if (type == job.job_kind->facts().worker_type && index == 0) plan.worker_zero = &replica;
       if (spec.restart_policy != RestartPolicy::kNever) plan.restarts_made += replica.restart_count;
       if (replica.phase == ReplicaPhase::kRunning) ++counts.active;
       if (replica.phase == ReplicaPhase::kPending && replica.restart_count > 0) {
@@ -254,9 +258,10 @@ ReplicaPlan PlanReplicas(const TFJob& job, const JobStatus& previous,
 
 class Reconciliation {
  public:
-  Reconciliation(const TFJob& job, const JobStatus& previous,
+  Reconciliation(const Job& job, const JobStatus& previous,
                  const std::vector<ObservedReplica>& observed, Time now)
       : job_(job),
+        kind_(*job.job_kind),
         previous_(previous),
         observed_(observed),
         // Whole seconds, as the status JSON stores times, so that a status read back from disk
@@ -273,6 +278,10 @@ class Reconciliation {
   const JobStatus& status() const { return result_.status; }
   const std::string& name() const { return job_.metadata.name; }
   std::string QualifiedName() const { return job_.metadata.namespace_name + "/" + name(); }
+  // "TFJob mnist", as the operator's messages name the job.
+  std::string KindAndName() const { return kind_.name() + " " + name(); }
+  std::string KindAndQualifiedName() const { return kind_.name() + " " + QualifiedName(); }
+  std::string Reason(const std::string& what) const { return kind_.Reason(what); }
 
   void Record(const char* type, const std::string& reason, const std::string& message);
   void Stop(const ObservedReplica& replica, const std::string& reason);
@@ -300,7 +309,8 @@ class Reconciliation {
   void CleanUp(const std::string& stop_everything_reason = "");
   void RequeueForDeadline();
 
-  const TFJob& job_;
+  const Job& job_;
+  const JobKind& kind_;
   const JobStatus& previous_;
   const std::vector<ObservedReplica>& observed_;
   const Time now_;          // for everything written into the status and the events
@@ -350,30 +360,31 @@ void Reconciliation::ReconcileFinished() { CleanUp(); }
 void Reconciliation::ReconcileSuspended() {
   StopAll("suspended");
   for (auto& [type, counts] : status().replica_statuses) counts.active = 0;
-  const std::string message = "TFJob " + name() + " is suspended.";
+  const std::string message = KindAndName() + " is suspended.";
+  const std::string reason = Reason(kConditionSuspended);
   if (HasTrueCondition(status(), kConditionRunning)) {
-    SetCondition(status(), kConditionRunning, kFalse, kReasonSuspended, message, now_);
+    SetCondition(status(), kConditionRunning, kFalse, reason, message, now_);
   }
   if (!IsSuspended(status())) {
-    SetCondition(status(), kConditionSuspended, kTrue, kReasonSuspended, message, now_);
-    Record(kNormal, kReasonSuspended, message);
+    SetCondition(status(), kConditionSuspended, kTrue, reason, message, now_);
+    Record(kNormal, reason, message);
   }
 }
 
 // The operator adds Created when it sees the TFJob's create event, before any pass; no event.
 void Reconciliation::AddCreatedCondition() {
   if (!status().conditions.empty()) return;
-  SetCondition(status(), kConditionCreated, kTrue, kReasonCreated,
-               "TFJob " + name() + " is created.", now_);
+  SetCondition(status(), kConditionCreated, kTrue, Reason(kConditionCreated),
+               KindAndName() + " is created.", now_);
 }
 
 // §3.10: resuming restarts the clock of activeDeadlineSeconds.
 void Reconciliation::ResumeIfSuspended() {
   if (IsSuspended(status())) {
-    const std::string message = "TFJob " + name() + " is resumed.";
-    SetCondition(status(), kConditionSuspended, kFalse, kReasonResumed, message, now_);
+    const std::string message = KindAndName() + " is resumed.";
+    SetCondition(status(), kConditionSuspended, kFalse, Reason(kResumed), message, now_);
     status().start_time = now_;
-    Record(kNormal, kReasonResumed, message);
+    Record(kNormal, Reason(kResumed), message);
   }
   // startTime is when the controller first acknowledged the job, not when a replica started.
   if (!status().start_time) status().start_time = now_;
@@ -448,28 +459,28 @@ bool Reconciliation::PastActiveDeadline() const {
 // does, since their whole point is that a worker may fail without failing the job.
 void Reconciliation::FailOnExitCodeFailures(const ReplicaPlan& plan) {
   for (const ObservedReplica* replica : plan.exit_code_failures) {
-    if (job_.enable_dynamic_worker && replica->type == kWorker) continue;
+    if (kind_.ToleratesFailure(job_, replica->type)) continue;
     Fail(kWarning,
          "job \"" + name() + "\" is failing because \"" + replica->type + "\" replica(s) failed.");
   }
 }
 
 // §3.6: any replica that failed and will not be restarted fails the job, Evaluators and unknown
-// types included, except Workers when enableDynamicWorker is set.
+// types included, except those the kind tolerates (TFJob: Workers with enableDynamicWorker).
 void Reconciliation::FailOnReplicaFailures(const ReplicaPlan& plan) {
   for (const std::string& type : ReplicaTypesInStatusOrder(job_)) {
     const int failed = plan.counts.at(type).failed;
     if (failed == 0) continue;
-    if (job_.enable_dynamic_worker && type == kWorker) continue;
-    Fail(kNormal, "TFJob " + QualifiedName() + " has failed because " + std::to_string(failed) +
-                      " " + type + " replica(s) failed.");
+    if (kind_.ToleratesFailure(job_, type)) continue;
+    Fail(kNormal, KindAndQualifiedName() + " has failed because " + std::to_string(failed) + " " +
+                      type + " replica(s) failed.");
   }
 }
 
-// §3.5. The Chief (or Master) decides when there is one, otherwise the Workers do. A spec with
-// neither never succeeds by itself, as in the operator (whose "no Worker spec means worker 0
-// completed" rule is only reached when a Worker spec exists); PS, Evaluators and unknown types
-// never decide.
+// §3.5. The chief (TFJob: Chief or Master) decides when there is one, otherwise the Workers do. A
+// spec with neither never succeeds by itself, as in the operator (whose "no Worker spec means
+// worker 0 completed" rule is only reached when a Worker spec exists); PS, Evaluators and unknown
+// types never decide.
 //
 // Cohort deviation: while a restart is pending (decided in this pass, or a restarted replica still
 // in its back-off), the job stays Restarting instead of going back to Running at once, so the
@@ -482,12 +493,12 @@ void Reconciliation::DecideSuccessOrRunning(const ReplicaPlan& plan) {
     if (job_.replica_specs.at(*chief).replicas - counts.succeeded == 0) Succeed();
     return;
   }
-  auto worker_spec = job_.replica_specs.find(kWorker);
+  const std::string& worker_type = kind_.facts().worker_type;
+  auto worker_spec = job_.replica_specs.find(worker_type);
   if (worker_spec == job_.replica_specs.end()) return;
-  const ReplicaStatus& counts = plan.counts.at(kWorker);
+  const ReplicaStatus& counts = plan.counts.at(worker_type);
   const bool all_succeeded = worker_spec->second.replicas - counts.succeeded == 0;
-  if (all_succeeded ||
-      (IsWorkerZeroCompleted(plan) && job_.success_policy != kSuccessPolicyAllWorkers)) {
+  if (all_succeeded || (IsWorkerZeroCompleted(plan) && kind_.FirstWorkerDecidesSuccess(job_))) {
     Succeed();
   } else if (counts.active > 0 && !restarting) {
     SetRunning();
@@ -504,25 +515,25 @@ bool Reconciliation::IsWorkerZeroCompleted(const ReplicaPlan& plan) const {
 }
 
 void Reconciliation::SetRunning() {
-  SetCondition(status(), kConditionRunning, kTrue, kReasonRunning,
-               "TFJob " + QualifiedName() + " is running.", now_);
+  SetCondition(status(), kConditionRunning, kTrue, Reason(kConditionRunning),
+               KindAndQualifiedName() + " is running.", now_);
 }
 
 void Reconciliation::Succeed() {
   if (IsSucceeded(status()) || IsFailed(status())) return;
-  const std::string message = "TFJob " + QualifiedName() + " successfully completed.";
-  Record(kNormal, kReasonSucceeded, message);
+  const std::string message = KindAndQualifiedName() + " successfully completed.";
+  Record(kNormal, Reason(kConditionSucceeded), message);
   if (!status().completion_time) status().completion_time = now_;
-  SetCondition(status(), kConditionSucceeded, kTrue, kReasonSucceeded, message, now_);
+  SetCondition(status(), kConditionSucceeded, kTrue, Reason(kConditionSucceeded), message, now_);
 }
 
 // Failed is terminal (§3.9): the first reason found in a pass is the one the job keeps, and only
 // it gets an event.
 void Reconciliation::Fail(const char* event_type, const std::string& message) {
   if (IsFailed(status())) return;
-  Record(event_type, kReasonFailed, message);
+  Record(event_type, Reason(kConditionFailed), message);
   if (!status().completion_time) status().completion_time = now_;
-  SetCondition(status(), kConditionFailed, kTrue, kReasonFailed, message, now_);
+  SetCondition(status(), kConditionFailed, kTrue, Reason(kConditionFailed), message, now_);
 }
 
 // A job that finishes in this pass restarts nothing, so the exits it was going to restart stay
@@ -555,8 +566,9 @@ void Reconciliation::StartAndRestart(const ReplicaPlan& plan) {
         Action{Action::Kind::kRestart, replica->type, replica->index, reason});
     const std::string message =
         "job " + name() + " is restarting because " + replica->type + " replica(s) failed.";
-    Record(kWarning, kReasonRestarting, message);
-    SetCondition(status(), kConditionRestarting, kTrue, kReasonRestarting, message, now_);
+    Record(kWarning, Reason(kConditionRestarting), message);
+    SetCondition(status(), kConditionRestarting, kTrue, Reason(kConditionRestarting), message,
+                 now_);
   }
   for (const ObservedReplica* replica : plan.out_of_spec) Stop(*replica, "not in the spec");
 }
@@ -636,7 +648,7 @@ std::chrono::seconds RestartBackoff(int restart_count) {
   return std::chrono::seconds(std::min(seconds, kMaximumSeconds));
 }
 
-ReconcileResult Reconcile(const TFJob& job, const JobStatus& previous,
+ReconcileResult Reconcile(const Job& job, const JobStatus& previous,
                           const std::vector<ObservedReplica>& observed, Time now) {
   return Reconciliation(job, previous, observed, now).Run();
 }

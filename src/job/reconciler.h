@@ -1,9 +1,13 @@
-// The reconciler: the TFJob controller's logic as a pure function.
+// The reconciler: the Kubeflow job controller's logic as a pure function, for a job of any kind.
 //
 //   Reconcile(job, previous status, observed replicas, now) -> actions + new status + events
 //
 // It owns every decision the Kubeflow training operator makes (restart or not, success, failure,
-// backoff limit, active deadline, cleanPodPolicy, TTL, suspend) and none of the doing: an
+// backoff limit, active deadline, cleanPodPolicy, TTL, suspend) and none of the doing. As the
+// operator's one JobController with per-kind hooks, it takes what differs between kinds from the
+// job's JobKind (job_kind.h): the replica types and their order, which type is the chief, the
+// success rule, which failures are tolerated, and the kind's name and reason prefix in conditions
+// and events ("TFJob mnist is created.", TFJobRunning). An
 // executor (local processes today, Kubernetes next) observes its replicas, calls Reconcile,
 // carries out the actions and persists the status and events. The same inputs always give the
 // same outputs, so every policy is unit-tested without starting a process.
@@ -17,11 +21,12 @@
 //  - Running and Restarting turn each other False instead of removing each other, so a finished
 //    job that restarted still shows "Restarting False" in its conditions.
 //  - Every restart, Always and OnFailure ones included, shows the Restarting condition and a
-//    TFJobRestarting event (the kubelet's in-place restarts show neither), and the job stays
-//    Restarting until the restarted replicas run again.
+//    <prefix>Restarting event (TFJobRestarting) (the kubelet's in-place restarts show neither), and
+//    the job stays Restarting until the restarted replicas run again.
 //  - Each event is recorded once where the operator repeats it on every pass (ExitedWithCode per
 //    exit, TFJobSuspended when the job is suspended, TFJobFailed per failure).
-//  - With enableDynamicWorker, a Worker's ExitCode exit 1-127 does not fail the job either.
+//  - A replica whose failure the kind tolerates (a TFJob's Worker with enableDynamicWorker) does
+//    not fail the job by an ExitCode exit 1-127 either.
 //  - Succeeded and Failed turn Restarting False as well as Running (RemoveConditionForReplacement);
 //    the operator flips only Running and leaves a Restarting True in a finished job's conditions.
 //    A finished job is not restarting; its state, the last condition, is the same either way.
@@ -32,7 +37,7 @@
 #include <vector>
 
 #include "base/time.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::job {
 
@@ -96,15 +101,15 @@ struct ReconcileResult {
 // back-off but shorter, since local restarts are cheap: 1 s doubling, at most 60 s.
 std::chrono::seconds RestartBackoff(int restart_count);
 
-// `job` must be defaulted and valid. `previous` is the status written by the last call (empty
-// for a new job). `observed` lists every replica that exists.
+// `job` must be defaulted and valid, with its job_kind set. `previous` is the status written by the
+// last call (empty for a new job). `observed` lists every replica that exists.
 //
 // Times written into the status and the events are `now` rounded down to whole seconds, as the
 // status JSON stores them, so a status read back from disk equals the one returned. ExitedWithCode
 // is recorded once per exit: an exited replica that stays exited is recognised as already reported
 // from the counters in `previous`, so the executor needs no bookkeeping for it, but it must pass
 // back the status of the last call and carry out kRestart and kStop before the next call.
-ReconcileResult Reconcile(const TFJob& job, const JobStatus& previous,
+ReconcileResult Reconcile(const Job& job, const JobStatus& previous,
                           const std::vector<ObservedReplica>& observed, Time now);
 
 // Condition bookkeeping exactly as the operator's setCondition: see reconciler.cc.
@@ -115,7 +120,7 @@ void SetCondition(JobStatus& status, const std::string& type, const std::string&
 std::string JobState(const JobStatus& status);
 bool IsSucceeded(const JobStatus& status);
 bool IsFailed(const JobStatus& status);
-// A Suspended condition with status True (§3.10).
+// A Suspended condition with status True (docs/behaviour.md §3.10).
 bool IsSuspended(const JobStatus& status);
 inline bool IsFinished(const JobStatus& status) { return IsSucceeded(status) || IsFailed(status); }
 

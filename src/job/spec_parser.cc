@@ -15,9 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kApiVersion = "kubeflow.org/v1";
-constexpr const char* kKind = "TFJob";
-
 constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
@@ -85,17 +82,17 @@ std::string JoinWithCommas(const std::vector<std::string>& items) {
   return text;
 }
 
-// Reads one TFJob object. Problems are collected rather than returned at the first, so that a
-// user fixes a manifest in one round.
+// Reads one job object of a kind in `kinds`. Problems are collected rather than returned at the
+// first, so that a user fixes a manifest in one round.
 class SpecDecoder {
  public:
-  SpecDecoder(PositionMap positions, std::string file_name)
-      : positions_(std::move(positions)), file_name_(std::move(file_name)) {}
+  SpecDecoder(PositionMap positions, std::string file_name, const KindRegistry& kinds)
+      : positions_(std::move(positions)), file_name_(std::move(file_name)), kinds_(kinds) {}
 
-  void Decode(const json& document, TFJob& job) {
+  void Decode(const json& document, Job& job) {
     job.source_file = file_name_;
     if (!document.is_object()) {
-      TypeError("", "a mapping (a TFJob manifest)", document);
+      TypeError("", "a mapping (a " + kinds_.Names(" or ") + " manifest)", document);
       return;
     }
     if (!DecodeTypeMeta(document, job)) return;
@@ -126,14 +123,16 @@ class SpecDecoder {
     Error(path, "expected " + expected + ", got " + DescribeValue(value));
   }
 
-  // `what` names the API the fields belong to, e.g. "the kubeflow.org/v1 TFJob API".
+  // `what` names the API the fields belong to, e.g. "a Kubernetes container"; empty means the
+  // job's kind, e.g. "the kubeflow.org/v1 TFJob API".
   void WarnUnknownFields(const json& object, const std::string& path,
-                         const std::set<std::string>& known,
-                         const std::string& what = "the kubeflow.org/v1 TFJob API") {
+                         const std::set<std::string>& known, const std::string& what = "") {
+    const std::string api =
+        what.empty() ? "the " + kind_->api_version() + " " + kind_->name() + " API" : what;
     for (const auto& [key, value] : object.items()) {
       if (known.count(key)) continue;
       Warning(ChildPath(path, key),
-              "not a field of " + what + "; ignored (a Kubernetes API server would drop it too)");
+              "not a field of " + api + "; ignored (a Kubernetes API server would drop it too)");
     }
   }
 
@@ -210,42 +209,54 @@ class SpecDecoder {
     return entries;
   }
 
-  // ---- The TFJob ----
+  // ---- The job ----
 
-  bool DecodeTypeMeta(const json& document, TFJob& job) {
+  // Finds the kind by kind and apiVersion. The apiVersion is checked against the kind named
+  // (the first kind when none is), so that each is reported where it was written.
+  bool DecodeTypeMeta(const json& document, Job& job) {
     bool supported = true;
+    const JobKind* named = nullptr;
+    const std::string kind_names = kinds_.Names(" or ");
     const json* kind = Field(document, "kind");
     if (kind == nullptr) {
-      Error("kind", "is required: this must be a TFJob manifest (kind: TFJob)");
+      Error("kind",
+            "is required: this must be a " + kind_names + " manifest (kind: " + kind_names + ")");
       supported = false;
     } else if (std::optional<std::string> text = ReadString(*kind, "kind")) {
-      if (*text != kKind) {
-        Error("kind", DescribeValue(*kind) + " is not supported: Cohort runs kind TFJob only");
+      named = kinds_.FindByName(*text);
+      if (named == nullptr) {
+        Error("kind",
+              DescribeValue(*kind) + " is not supported: Cohort runs kind " + kind_names + " only");
         supported = false;
       }
     } else {
       supported = false;
     }
+    const JobKind& expected = named != nullptr ? *named : *kinds_.kinds().front();
     const json* api_version = Field(document, "apiVersion");
     if (api_version == nullptr) {
-      Error("apiVersion", "is required: apiVersion: kubeflow.org/v1");
+      Error("apiVersion", "is required: apiVersion: " + expected.api_version());
       supported = false;
     } else if (std::optional<std::string> text = ReadString(*api_version, "apiVersion")) {
-      if (*text != kApiVersion) {
-        std::string advice = text->rfind("kubeflow.org/", 0) == 0
-                                 ? "; a v1alpha2, v1beta1 or v1beta2 TFJob usually needs only its "
-                                   "apiVersion changed"
+      if (*text != expected.api_version()) {
+        const KindFacts& facts = expected.facts();
+        std::string advice = !facts.older_versions.empty() && text->rfind(facts.group + "/", 0) == 0
+                                 ? "; a " + facts.older_versions + " " + expected.name() +
+                                       " usually needs only its apiVersion changed"
                                  : "";
-        Error("apiVersion", DescribeValue(*api_version) +
-                                " is not supported: Cohort reads kubeflow.org/v1 TFJobs" + advice);
+        Error("apiVersion", DescribeValue(*api_version) + " is not supported: Cohort reads " +
+                                expected.api_version() + " " + expected.name() + "s" + advice);
         supported = false;
       }
     } else {
       supported = false;
     }
-    job.api_version = kApiVersion;
-    job.kind = kKind;
-    return supported;
+    if (!supported) return false;
+    kind_ = named;
+    job.job_kind = named;
+    job.api_version = named->api_version();
+    job.kind = named->name();
+    return true;
   }
 
   void DecodeMetadata(const json& metadata, ObjectMeta& meta) {
@@ -272,10 +283,11 @@ class SpecDecoder {
     }
   }
 
-  void DecodeSpec(const json& spec, TFJob& job) {
+  void DecodeSpec(const json& spec, Job& job) {
     if (!ExpectObject(spec, "spec")) return;
-    std::set<std::string> known = {"runPolicy", "successPolicy", "tfReplicaSpecs",
-                                   "enableDynamicWorker"};
+    const KindFacts& facts = kind_->facts();
+    std::set<std::string> known = {"runPolicy", facts.replica_specs_field};
+    for (const SpecField& field : facts.spec_fields) known.insert(field.name);
     known.insert(LegacyRunPolicyFields().begin(), LegacyRunPolicyFields().end());
     WarnUnknownFields(spec, "spec", known);
 
@@ -284,21 +296,30 @@ class SpecDecoder {
       DecodeRunPolicy(*run_policy, job.run_policy, set_in_run_policy);
     }
     DecodeLegacyRunPolicy(spec, set_in_run_policy, job.run_policy);
-    if (const json* success_policy = Field(spec, "successPolicy")) {
-      if (std::optional<std::string> text = ReadString(*success_policy, "spec.successPolicy")) {
-        job.success_policy = *text;
-      }
-    }
-    if (const json* dynamic = Field(spec, "enableDynamicWorker")) {
-      if (std::optional<bool> value = ReadBool(*dynamic, "spec.enableDynamicWorker")) {
-        job.enable_dynamic_worker = *value;
-      }
-    }
-    if (const json* replica_specs = Field(spec, "tfReplicaSpecs")) {
-      if (!ExpectObject(*replica_specs, "spec.tfReplicaSpecs")) return;
+    for (const SpecField& field : facts.spec_fields) DecodeKindSpecField(spec, field, job);
+    const std::string replica_specs_path = ChildPath("spec", facts.replica_specs_field);
+    if (const json* replica_specs = Field(spec, facts.replica_specs_field)) {
+      if (!ExpectObject(*replica_specs, replica_specs_path)) return;
       for (const auto& [type, value] : replica_specs->items()) {
-        job.replica_specs[type] = DecodeReplicaSpec(value, ChildPath("spec.tfReplicaSpecs", type));
+        job.replica_specs[type] = DecodeReplicaSpec(value, ChildPath(replica_specs_path, type));
       }
+    }
+  }
+
+  // One of the kind's own spec fields, into Job::kind_spec when it has the declared type.
+  void DecodeKindSpecField(const json& spec, const SpecField& field, Job& job) {
+    const json* value = Field(spec, field.name);
+    if (value == nullptr) return;
+    const std::string path = ChildPath("spec", field.name);
+    switch (field.type) {
+      case SpecField::Type::kString:
+        if (std::optional<std::string> text = ReadString(*value, path)) {
+          job.kind_spec[field.name] = *text;
+        }
+        return;
+      case SpecField::Type::kBool:
+        if (std::optional<bool> flag = ReadBool(*value, path)) job.kind_spec[field.name] = *flag;
+        return;
     }
   }
 
@@ -533,6 +554,8 @@ class SpecDecoder {
 
   PositionMap positions_;
   std::string file_name_;
+  const KindRegistry& kinds_;
+  const JobKind* kind_ = nullptr;  // once DecodeTypeMeta has found it
   std::vector<Diagnostic> errors_;
   std::vector<Diagnostic> warnings_;
 };
@@ -543,43 +566,46 @@ std::string KindOf(const json& document) {
   return kind != document.end() && kind->is_string() ? kind->get<std::string>() : "";
 }
 
-// Which document of a multi-document file holds the TFJob.
-StatusOr<size_t> ChooseTFJobDocument(const std::vector<YamlDocument>& documents,
-                                     const std::string& file_name) {
+// Which document of a multi-document file holds the job: the one whose kind is in `kinds`.
+StatusOr<size_t> ChooseJobDocument(const std::vector<YamlDocument>& documents,
+                                   const std::string& file_name, const KindRegistry& kinds) {
   std::vector<size_t> non_empty;
-  std::vector<size_t> tfjobs;
+  std::vector<size_t> jobs;
   for (size_t i = 0; i < documents.size(); ++i) {
     if (documents[i].root.is_null()) continue;
     non_empty.push_back(i);
-    if (KindOf(documents[i].root) == kKind) tfjobs.push_back(i);
+    if (kinds.FindByName(KindOf(documents[i].root)) != nullptr) jobs.push_back(i);
   }
-  if (tfjobs.size() == 1) return tfjobs[0];
-  if (tfjobs.size() > 1) {
-    SourcePosition first = NearestPosition(documents[tfjobs[0]].positions, "kind");
-    SourcePosition second = NearestPosition(documents[tfjobs[1]].positions, "kind");
-    return Status::InvalidArgument(
-        LocatedMessage(file_name, second, "kind",
-                       "a second TFJob in this file (the first is at line " +
-                           std::to_string(first.line) + "); put each TFJob in its own file"));
+  if (jobs.size() == 1) return jobs[0];
+  if (jobs.size() > 1) {
+    SourcePosition first = NearestPosition(documents[jobs[0]].positions, "kind");
+    SourcePosition second = NearestPosition(documents[jobs[1]].positions, "kind");
+    const std::string kind = KindOf(documents[jobs[1]].root);
+    return Status::InvalidArgument(LocatedMessage(
+        file_name, second, "kind",
+        "a second " + kind + " in this file (the first is at line " + std::to_string(first.line) +
+            "); put each " + kind + " in its own file"));
   }
-  if (non_empty.empty()) return Status::InvalidArgument(file_name + ": the file holds no TFJob");
+  if (non_empty.empty()) {
+    return Status::InvalidArgument(file_name + ": the file holds no " + kinds.Names(" or "));
+  }
   // A single document of another kind is decoded anyway: the decoder explains what is wrong
   // with its apiVersion and kind, at their positions.
   if (non_empty.size() == 1) return non_empty[0];
-  std::vector<std::string> kinds;
+  std::vector<std::string> found;
   for (size_t i : non_empty) {
     std::string kind = KindOf(documents[i].root);
-    kinds.push_back(kind.empty() ? "(no kind)" : kind);
+    found.push_back(kind.empty() ? "(no kind)" : kind);
   }
   return Status::InvalidArgument(file_name + ": none of the " + std::to_string(non_empty.size()) +
-                                 " documents has kind: TFJob (found " + JoinWithCommas(kinds) +
-                                 ")");
+                                 " documents has kind: " + kinds.Names(" or ") + " (found " +
+                                 JoinWithCommas(found) + ")");
 }
 
-StatusOr<TFJob> Decode(const json& object, PositionMap positions, const std::string& file_name,
-                       std::vector<std::string>* warnings) {
-  SpecDecoder decoder(std::move(positions), file_name);
-  TFJob job;
+StatusOr<Job> Decode(const json& object, PositionMap positions, const std::string& file_name,
+                     std::vector<std::string>* warnings, const KindRegistry& kinds) {
+  SpecDecoder decoder(std::move(positions), file_name, kinds);
+  Job job;
   decoder.Decode(object, job);
   if (warnings != nullptr) {
     std::vector<std::string> found = decoder.warnings();
@@ -593,52 +619,54 @@ StatusOr<TFJob> Decode(const json& object, PositionMap positions, const std::str
 
 }  // namespace
 
-StatusOr<TFJob> DefaultAndValidate(StatusOr<TFJob> parsed) {
+StatusOr<Job> DefaultAndValidate(StatusOr<Job> parsed) {
   if (!parsed.ok()) return parsed.status();
-  TFJob job = std::move(parsed).value();
+  Job job = std::move(parsed).value();
   ApplyDefaults(job);
-  COHORT_RETURN_IF_ERROR(ValidateTFJob(job));
+  COHORT_RETURN_IF_ERROR(ValidateJob(job));
   return job;
 }
 
-StatusOr<TFJob> DecodeTFJob(const json& object,
-                            const std::map<std::string, SourcePosition>& positions,
-                            const std::string& file_name_for_messages,
-                            std::vector<std::string>* warnings) {
-  return Decode(object, positions, file_name_for_messages, warnings);
+StatusOr<Job> DecodeJob(const json& object, const std::map<std::string, SourcePosition>& positions,
+                        const std::string& file_name_for_messages,
+                        std::vector<std::string>* warnings, const KindRegistry& kinds) {
+  return Decode(object, positions, file_name_for_messages, warnings, kinds);
 }
 
-StatusOr<TFJob> ParseTFJob(const std::string& yaml_text, const std::string& file_name_for_messages,
-                           std::vector<std::string>* warnings) {
+StatusOr<Job> ParseJob(const std::string& yaml_text, const std::string& file_name_for_messages,
+                       std::vector<std::string>* warnings, const KindRegistry& kinds) {
   StatusOr<std::vector<YamlDocument>> documents =
       ReadYamlDocuments(yaml_text, file_name_for_messages);
   if (!documents.ok()) return documents.status();
-  StatusOr<size_t> chosen = ChooseTFJobDocument(*documents, file_name_for_messages);
+  StatusOr<size_t> chosen = ChooseJobDocument(*documents, file_name_for_messages, kinds);
   if (!chosen.ok()) return chosen.status();
   YamlDocument& document = (*documents)[*chosen];
-  return Decode(document.root, std::move(document.positions), file_name_for_messages, warnings);
+  return Decode(document.root, std::move(document.positions), file_name_for_messages, warnings,
+                kinds);
 }
 
-StatusOr<TFJob> ParseTFJobFile(const std::string& path, std::vector<std::string>* warnings) {
+StatusOr<Job> ParseJobFile(const std::string& path, std::vector<std::string>* warnings,
+                           const KindRegistry& kinds) {
   StatusOr<std::string> contents = ReadYamlFile(path);
   if (!contents.ok()) return contents.status();
-  return ParseTFJob(*contents, path, warnings);
+  return ParseJob(*contents, path, warnings, kinds);
 }
 
-StatusOr<TFJob> LoadTFJob(const std::string& yaml_text, const std::string& file_name_for_messages,
-                          std::vector<std::string>* warnings) {
-  return DefaultAndValidate(ParseTFJob(yaml_text, file_name_for_messages, warnings));
+StatusOr<Job> LoadJob(const std::string& yaml_text, const std::string& file_name_for_messages,
+                      std::vector<std::string>* warnings, const KindRegistry& kinds) {
+  return DefaultAndValidate(ParseJob(yaml_text, file_name_for_messages, warnings, kinds));
 }
 
-StatusOr<TFJob> LoadTFJobFile(const std::string& path, std::vector<std::string>* warnings) {
-  return DefaultAndValidate(ParseTFJobFile(path, warnings));
+StatusOr<Job> LoadJobFile(const std::string& path, std::vector<std::string>* warnings,
+                          const KindRegistry& kinds) {
+  return DefaultAndValidate(ParseJobFile(path, warnings, kinds));
 }
 
-SourcePosition FindPosition(const TFJob& job, const std::string& field_path) {
+SourcePosition FindPosition(const Job& job, const std::string& field_path) {
   return NearestPosition(job.positions, field_path);
 }
 
-std::string FieldMessage(const TFJob& job, const std::string& field_path,
+std::string FieldMessage(const Job& job, const std::string& field_path,
                          const std::string& message) {
   return LocatedMessage(job.source_file, FindPosition(job, field_path), field_path, message);
 }

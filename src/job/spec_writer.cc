@@ -188,7 +188,8 @@ json PodTemplateToJson(const PodTemplate& pod_template) {
   return out;
 }
 
-json ToJson(const TFJob& job) {
+json ToJson(const Job& job) {
+  const KindFacts& facts = job.job_kind->facts();
   json replica_specs = json::object();
   for (const auto& [type, replica] : job.replica_specs) {
     json out = json::object();
@@ -199,9 +200,11 @@ json ToJson(const TFJob& job) {
   }
   json spec = json::object();
   spec["runPolicy"] = RunPolicyToJson(job.run_policy);
-  spec["successPolicy"] = job.success_policy;
-  if (job.enable_dynamic_worker) spec["enableDynamicWorker"] = true;
-  spec["tfReplicaSpecs"] = std::move(replica_specs);
+  for (const SpecField& field : facts.spec_fields) {
+    json value = job.job_kind->SpecFieldValue(job, field.name);
+    if (field.written_when_default || value != field.default_value) spec[field.name] = value;
+  }
+  spec[facts.replica_specs_field] = std::move(replica_specs);
 
   json object = json::object();
   object["apiVersion"] = job.api_version;
@@ -211,8 +214,9 @@ json ToJson(const TFJob& job) {
   return object;
 }
 
-StatusOr<TFJob> TFJobFromJson(const json& object, std::vector<std::string>* warnings) {
-  return DecodeTFJob(object, {}, "", warnings);
+StatusOr<Job> JobFromJson(const json& object, std::vector<std::string>* warnings,
+                          const KindRegistry& kinds) {
+  return DecodeJob(object, {}, "", warnings, kinds);
 }
 
 std::string ToYaml(const json& value) {

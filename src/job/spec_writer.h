@@ -1,8 +1,8 @@
-// Writing a TFJob back out in the Kubernetes shape: the normalised spec Cohort saves next to a
-// job, and what `cohort get -o yaml|json` and `cohort describe` show.
+// Writing a job of any kind back out in the Kubernetes shape: the normalised spec Cohort saves next
+// to a job, and what `cohort get -o yaml|json` and `cohort describe` show.
 //
 // The object is what `kubectl get tfjob -o yaml` shows for the same manifest once the operator
-// has defaulted it (status aside, which status_json.h writes):
+// has defaulted it (status aside, which status_json.h writes); for a TFJob:
 //
 //   apiVersion: kubeflow.org/v1
 //   kind: TFJob
@@ -10,9 +10,9 @@
 //   spec:
 //     runPolicy: {cleanPodPolicy, ttlSecondsAfterFinished, activeDeadlineSeconds, backoffLimit,
 //                 suspend, managedBy, schedulingPolicy}    # the unset optional ones left out
-//     successPolicy: ""
-//     enableDynamicWorker: true                            # only when true
-//     tfReplicaSpecs:
+//     successPolicy: ""                                   # the kind's own spec fields
+//     enableDynamicWorker: true                            # (only when not the default)
+//     tfReplicaSpecs:                                      # the kind's replica-spec field
 //       Worker: {replicas, restartPolicy, template}
 //
 // A template is its PodTemplate::raw (every Kubernetes field as written) with the typed fields
@@ -20,8 +20,8 @@
 // show, and nothing the typed API does not model is lost. Keys come out sorted, as kubectl
 // prints them.
 //
-// TFJobFromJson reads that object back: TFJobFromJson(ToJson(job)) writes out equal to
-// ToJson(job) for every valid, defaulted job.
+// JobFromJson reads that object back: JobFromJson(ToJson(job)) writes out equal to ToJson(job)
+// for every valid, defaulted job.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -29,21 +29,23 @@
 #include <vector>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
+#include "job/job_kind.h"
 
 namespace cohort::job {
 
-nlohmann::json ToJson(const TFJob& job);
+nlohmann::json ToJson(const Job& job);
 
 // One replica's pod template as ToJson writes it: raw, with the typed fields laid over it. The
 // Kubernetes backend creates pods from this.
 nlohmann::json PodTemplateToJson(const PodTemplate& pod_template);
 
-// Reads what ToJson writes (or any kubeflow.org/v1 TFJob as JSON) with the rules and messages of
-// ParseTFJob, minus line:column. The job is not defaulted or validated again; a saved spec
+// Reads what ToJson writes (or any job of a kind in `kinds`, as JSON) with the rules and messages
+// of ParseJob, minus line:column. The job is not defaulted or validated again; a saved spec
 // already was.
-StatusOr<TFJob> TFJobFromJson(const nlohmann::json& object,
-                              std::vector<std::string>* warnings = nullptr);
+StatusOr<Job> JobFromJson(const nlohmann::json& object,
+                          std::vector<std::string>* warnings = nullptr,
+                          const KindRegistry& kinds = KindRegistry::Default());
 
 // Block-style YAML for any JSON value, ending in a newline. Text that YAML would read as
 // something else ("true", "2", "", "null") is quoted, so the YAML reads back to the same JSON.

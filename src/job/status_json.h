@@ -1,4 +1,5 @@
-// The TFJob status and its events as JSON, in the shapes Kubernetes writes them.
+// A job's status and its events as JSON (the same for every kind), in the shapes Kubernetes writes
+// them.
 //
 // A status is what `kubectl get tfjob -o json` shows under "status":
 //
@@ -24,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::job {
 

@@ -1,69 +1,85 @@
 #include "job/tfjob.h"
 
-#include <algorithm>
-#include <cctype>
+#include <optional>
+#include <vector>
+
+#include "job/cluster_builder.h"
 
 namespace cohort::job {
+namespace {
 
-std::string ToString(RestartPolicy policy) {
-  switch (policy) {
-    case RestartPolicy::kAlways:
-      return "Always";
-    case RestartPolicy::kOnFailure:
-      return "OnFailure";
-    case RestartPolicy::kNever:
-      return "Never";
-    case RestartPolicy::kExitCode:
-      return "ExitCode";
+KindFacts TFJobFacts() {
+  KindFacts facts;
+  facts.group = "kubeflow.org";
+  facts.version = "v1";
+  facts.kind = "TFJob";
+  facts.plural = "tfjobs";
+  facts.replica_specs_field = "tfReplicaSpecs";
+  facts.container_name = "tensorflow";
+  facts.port_name = "tfjob-port";
+  facts.port = 2222;
+  facts.replica_types = {kChief, kEvaluator, kMaster, kPS, kWorker};
+  facts.chief_types = {kChief, kMaster};
+  facts.worker_type = kWorker;
+  facts.reason_prefix = "TFJob";
+  facts.controller_name = "tfjob-controller";
+  facts.cluster_variable = "TF_CONFIG";
+  facts.older_versions = "v1alpha2, v1beta1 or v1beta2";
+  facts.spec_fields = {
+      SpecField{kSuccessPolicyField, SpecField::Type::kString, "", true},
+      SpecField{kEnableDynamicWorkerField, SpecField::Type::kBool, false, false},
+  };
+  return facts;
+}
+
+std::string Quote(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+class TFJobKindImpl : public JobKind {
+ public:
+  TFJobKindImpl() : JobKind(TFJobFacts()) {}
+
+  std::vector<FieldProblem> ValidateSpecFields(const Job& job) const override {
+    const std::string policy = TFJobSuccessPolicy(job);
+    if (policy.empty() || policy == kSuccessPolicyAllWorkers) return {};
+    return {FieldProblem{std::string("spec.") + kSuccessPolicyField,
+                         Quote(policy) + " is not one of \"\" (the default), AllWorkers"}};
   }
-  return "Never";
-}
 
-std::string ToString(CleanPodPolicy policy) {
-  switch (policy) {
-    case CleanPodPolicy::kAll:
-      return "All";
-    case CleanPodPolicy::kRunning:
-      return "Running";
-    case CleanPodPolicy::kNone:
-      return "None";
+  bool FirstWorkerDecidesSuccess(const Job& job) const override {
+    return TFJobSuccessPolicy(job) != kSuccessPolicyAllWorkers;
   }
-  return "None";
-}
 
-std::optional<RestartPolicy> ParseRestartPolicy(const std::string& text) {
-  for (auto policy : {RestartPolicy::kAlways, RestartPolicy::kOnFailure, RestartPolicy::kNever,
-                      RestartPolicy::kExitCode}) {
-    if (ToString(policy) == text) return policy;
+  bool ToleratesFailure(const Job& job, const std::string& replica_type) const override {
+    return DynamicWorkerEnabled(job) && replica_type == kWorker;
   }
-  return std::nullopt;
-}
 
-std::optional<CleanPodPolicy> ParseCleanPodPolicy(const std::string& text) {
-  for (auto policy : {CleanPodPolicy::kAll, CleanPodPolicy::kRunning, CleanPodPolicy::kNone}) {
-    if (ToString(policy) == text) return policy;
+  std::vector<EnvVar> ReplicaEnvironment(const Job& job, const std::string& replica_type, int index,
+                                         const EndpointFunction& endpoint) const override {
+    std::optional<std::string> tf_config = TfConfigForReplica(job, replica_type, index, endpoint);
+    if (!tf_config) return {};
+    return {EnvVar{facts().cluster_variable, *tf_config, {}}};
   }
-  return std::nullopt;
+};
+
+}  // namespace
+
+const JobKind& TFJobKind() {
+  static const TFJobKindImpl kind;
+  return kind;
 }
 
-std::string LowerCase(const std::string& text) {
-  std::string lower = text;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
+Job NewTFJob() { return TFJobKind().NewJob(); }
+
+std::string TFJobSuccessPolicy(const Job& job) {
+  nlohmann::json value = TFJobKind().SpecFieldValue(job, kSuccessPolicyField);
+  return value.is_string() ? value.get<std::string>() : "";
 }
 
-std::string ReplicaName(const std::string& job_name, const std::string& replica_type, int index) {
-  std::string name = job_name + "-" + LowerCase(replica_type) + "-" + std::to_string(index);
-  std::replace(name.begin(), name.end(), '/', '-');
-  return name;
-}
-
-const Container* TensorflowContainer(const PodTemplate& pod_template) {
-  for (const Container& container : pod_template.containers) {
-    if (container.name == "tensorflow") return &container;
-  }
-  return nullptr;
+bool DynamicWorkerEnabled(const Job& job) {
+  nlohmann::json value = TFJobKind().SpecFieldValue(job, kEnableDynamicWorkerField);
+  return value.is_boolean() && value.get<bool>();
 }
 
 }  // namespace cohort::job

@@ -1,179 +1,54 @@
-// The TFJob API (kubeflow.org/v1, kind TFJob) as plain C++ types.
+// The TFJob kind (kubeflow.org/v1, kind TFJob): its facts and hooks (job_kind.h) and the accessors
+// of its own spec fields. Everything else a TFJob has is the kind-independent Job of
+// common_types.h.
 //
-// These types are the API only: parsing lives in spec_parser.h, defaulting in defaults.h,
-// validation in validation.h and the controller logic in reconciler.h (the Kubeflow operator keeps
-// API types apart from its controller in the same way). Field names follow the JSON names of
-// Kubeflow's Go types; see ../shared/reference/tfjob.md for their semantics.
+// The facts, as Kubeflow's training operator defines them (pkg/apis/kubeflow.org/v1/
+// tensorflow_types.go and tensorflow_defaults.go): plural "tfjobs"; replica specs under
+// spec.tfReplicaSpecs; the container named "tensorflow", whose port "tfjob-port" defaults to 2222;
+// replica types Chief, Evaluator, Master, PS and Worker, in that (status) order; Chief or Master
+// as the chief, at most one of them; reasons "TFJobCreated", "TFJobRunning"... The hooks
+// (pkg/controller.v1/tensorflow):
+//  - success: the chief decides when there is one; otherwise worker 0 exiting 0 succeeds the job,
+//    unless spec.successPolicy is "AllWorkers", which waits for every worker;
+//  - spec.enableDynamicWorker: a failed Worker does not fail the job (and TF_CONFIG is sparse);
+//  - environment: TF_CONFIG (cluster_builder.h) in every replica of a distributed job, none when
+//    the job has exactly one replica of the five types.
+// docs/behaviour.md states each of these facts with its source: the API in §1, TF_CONFIG in §2,
+// success and failure in §3.5 and §3.6.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "base/time.h"
+#include "job/job_kind.h"
 
 namespace cohort::job {
 
-// Where a value was written: 1-based line and column in `file`. Zero line means "unknown"
-// (a value created by defaulting rather than read from a file).
-struct SourcePosition {
-  std::string file;
-  int line = 0;
-  int column = 0;
-};
-
-// The five replica types the operator knows, in the order it iterates them for status.
+// The five replica types, in the order the operator iterates them for status.
 inline constexpr const char* kChief = "Chief";
 inline constexpr const char* kEvaluator = "Evaluator";
 inline constexpr const char* kMaster = "Master";
 inline constexpr const char* kPS = "PS";
 inline constexpr const char* kWorker = "Worker";
-inline const std::vector<std::string>& KnownReplicaTypes() {
-  static const std::vector<std::string> types = {kChief, kEvaluator, kMaster, kPS, kWorker};
-  return types;
-}
 
-enum class RestartPolicy { kAlways, kOnFailure, kNever, kExitCode };
-enum class CleanPodPolicy { kAll, kRunning, kNone };
-
-struct EnvVar {
-  std::string name;
-  std::string value;
-  // Kubernetes-only sources (valueFrom: secretKeyRef, fieldRef...) are kept verbatim for the
-  // Kubernetes backend; a local run warns and leaves the variable unset.
-  nlohmann::json value_from;
-};
-
-struct ContainerPort {
-  std::string name;
-  int container_port = 0;
-  std::string protocol = "TCP";
-};
-
-struct Container {
-  std::string name;
-  std::string image;
-  std::vector<std::string> command;
-  std::vector<std::string> args;
-  std::vector<EnvVar> env;
-  std::string working_dir;
-  std::vector<ContainerPort> ports;
-  SourcePosition position;
-};
-
-struct PodTemplate {
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
-  std::vector<Container> containers;
-  std::string
-      restart_policy;  // the template's own spec.restartPolicy, overwritten by the replica's
-  // The whole template as written, so the Kubernetes backend loses nothing (resources, volumes,
-  // nodeSelector, tolerations, initContainers, sidecars...).
-  nlohmann::json raw;
-};
-
-struct ReplicaSpec {
-  int32_t replicas = 1;
-  RestartPolicy restart_policy = RestartPolicy::kNever;
-  PodTemplate template_spec;
-  SourcePosition position;  // of the replica's key under tfReplicaSpecs
-};
-
-struct RunPolicy {
-  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kNone;
-  std::optional<int32_t> ttl_seconds_after_finished;
-  std::optional<int64_t> active_deadline_seconds;
-  std::optional<int32_t> backoff_limit;
-  bool suspend = false;
-  std::optional<std::string> managed_by;
-  nlohmann::json scheduling_policy;  // gang scheduling; Kubernetes backend only
-};
-
-struct ObjectMeta {
-  std::string name;
-  std::string namespace_name = "default";
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
-};
+// The TFJob's own spec fields (Job::kind_spec keys) and the one non-default successPolicy.
+inline constexpr const char* kSuccessPolicyField = "successPolicy";
+inline constexpr const char* kEnableDynamicWorkerField = "enableDynamicWorker";
+inline constexpr const char* kSuccessPolicyAllWorkers = "AllWorkers";
 
 // Cohort's own per-job option, as an annotation so that the manifest stays a valid TFJob:
 // "false" leaves the evaluator out of TF_CONFIG's cluster, as TF1 Estimator expects.
 inline constexpr const char* kEvaluatorInClusterAnnotation = "cohort.dev/evaluator-in-cluster";
 
-struct TFJob {
-  std::string api_version = "kubeflow.org/v1";
-  std::string kind = "TFJob";
-  ObjectMeta metadata;
-  RunPolicy run_policy;
-  std::string success_policy;  // "" (default rules) or "AllWorkers"
-  // Keyed by canonical replica type ("Worker", "PS"...) after defaulting.
-  std::map<std::string, ReplicaSpec> replica_specs;
-  bool enable_dynamic_worker = false;
-  std::string source_file;  // the file it was read from, for messages
-  // Where each field was written, keyed by field path as messages print it
-  // ("spec.tfReplicaSpecs.Worker.restartPolicy", "...containers[0].image",
-  // "metadata.annotations[example.com/key]"), so that defaulting and validation, which run after
-  // parsing, still report file:line:column. Empty for a job that was not read from YAML. See
-  // FindPosition in spec_parser.h.
-  std::map<std::string, SourcePosition> positions;
-};
+// The TFJob kind, one static object.
+const JobKind& TFJobKind();
 
-// ---- Status (the TFJob status subresource) ----
+// TFJobKind().NewJob(): an empty TFJob.
+Job NewTFJob();
 
-inline constexpr const char* kConditionCreated = "Created";
-inline constexpr const char* kConditionRunning = "Running";
-inline constexpr const char* kConditionRestarting = "Restarting";
-inline constexpr const char* kConditionSucceeded = "Succeeded";
-inline constexpr const char* kConditionSuspended = "Suspended";
-inline constexpr const char* kConditionFailed = "Failed";
+// spec.successPolicy: "" (the default rules) or "AllWorkers" once validated.
+std::string TFJobSuccessPolicy(const Job& job);
 
-struct JobCondition {
-  std::string type;
-  std::string status;  // "True", "False" or "Unknown"
-  std::string reason;
-  std::string message;
-  Time last_update_time;
-  Time last_transition_time;
-};
-
-struct ReplicaStatus {
-  int32_t active = 0;
-  int32_t succeeded = 0;
-  int32_t failed = 0;
-};
-
-struct JobStatus {
-  std::vector<JobCondition> conditions;  // most recent change last
-  std::map<std::string, ReplicaStatus> replica_statuses;
-  std::optional<Time> start_time;
-  std::optional<Time> completion_time;
-};
-
-// An event as `kubectl describe` lists it (involved object: the TFJob; source: tfjob-controller).
-struct Event {
-  std::string type;  // "Normal" or "Warning"
-  std::string reason;
-  std::string message;
-  Time time;
-};
-
-// ---- Small helpers shared by every layer ----
-
-std::string ToString(RestartPolicy policy);
-std::string ToString(CleanPodPolicy policy);
-std::optional<RestartPolicy> ParseRestartPolicy(const std::string& text);
-std::optional<CleanPodPolicy> ParseCleanPodPolicy(const std::string& text);
-
-// "Worker" -> "worker".
-std::string LowerCase(const std::string& text);
-
-// "<job>-<type lower-case>-<index>", the name of a replica (a pod and service in Kubernetes).
-std::string ReplicaName(const std::string& job_name, const std::string& replica_type, int index);
-
-// The container named "tensorflow" (the one that gets TF_CONFIG), or nullptr.
-const Container* TensorflowContainer(const PodTemplate& pod_template);
+// spec.enableDynamicWorker (default false).
+bool DynamicWorkerEnabled(const Job& job);
 
 }  // namespace cohort::job

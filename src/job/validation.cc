@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "job/defaults.h"
+#include "job/job_kind.h"
 #include "job/spec_parser.h"
 #include "job/yaml_document.h"
 
@@ -13,7 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kReplicaSpecsPath = "spec.tfReplicaSpecs";
 constexpr size_t kMaxLabelLength = 63;
 
 // Text in double quotes, escaped as JSON would, for messages.
@@ -30,7 +29,7 @@ bool IsLabelText(const std::string& text) {
   return true;
 }
 
-// What is wrong with `name` as a Kubernetes DNS-1035 label (the rule for a TFJob's name, since
+// What is wrong with `name` as a Kubernetes DNS-1035 label (the rule for a job's name, since
 // it becomes part of service names), in Kubernetes' own words; nullopt when nothing is.
 std::optional<std::string> Dns1035LabelProblem(const std::string& name) {
   if (name.size() > kMaxLabelLength) return "must be no more than 63 characters";
@@ -57,13 +56,16 @@ std::optional<std::string> Dns1123LabelProblem(const std::string& name) {
 
 class Validator {
  public:
-  explicit Validator(const TFJob& job) : job_(job) {}
+  explicit Validator(const Job& job)
+      : job_(job),
+        kind_(*job.job_kind),
+        replica_specs_path_(ChildPath("spec", kind_.facts().replica_specs_field)) {}
 
   std::vector<std::string> Run() {
     CheckTypeMeta();
     CheckMetadata();
     CheckRunPolicy();
-    CheckSuccessPolicy();
+    CheckKindSpecFields();
     CheckReplicaSpecs();
     return InDocumentOrder(std::move(errors_));
   }
@@ -74,10 +76,13 @@ class Validator {
   }
 
   void CheckTypeMeta() {
-    if (job_.api_version != "kubeflow.org/v1") {
-      Error("apiVersion", Quote(job_.api_version) + " is not supported: must be kubeflow.org/v1");
+    if (job_.api_version != kind_.api_version()) {
+      Error("apiVersion",
+            Quote(job_.api_version) + " is not supported: must be " + kind_.api_version());
     }
-    if (job_.kind != "TFJob") Error("kind", Quote(job_.kind) + " is not supported: must be TFJob");
+    if (job_.kind != kind_.name()) {
+      Error("kind", Quote(job_.kind) + " is not supported: must be " + kind_.name());
+    }
   }
 
   void CheckMetadata() {
@@ -115,30 +120,36 @@ class Validator {
     }
   }
 
-  void CheckSuccessPolicy() {
-    if (job_.success_policy.empty() || job_.success_policy == "AllWorkers") return;
-    Error("spec.successPolicy",
-          Quote(job_.success_policy) + " is not one of \"\" (the default), AllWorkers");
+  void CheckKindSpecFields() {
+    for (const FieldProblem& problem : kind_.ValidateSpecFields(job_)) {
+      Error(problem.path, problem.message);
+    }
   }
 
   void CheckReplicaSpecs() {
+    const KindFacts& facts = kind_.facts();
     if (job_.replica_specs.empty()) {
-      Error(kReplicaSpecsPath, "is required: a TFJob needs at least one replica type, e.g. Worker");
+      Error(replica_specs_path_, "is required: a " + kind_.name() +
+                                     " needs at least one replica type, e.g. " + facts.worker_type);
       return;
     }
-    int chiefs_and_masters = 0;
+    int chiefs = 0;
     for (const auto& [type, replica] : job_.replica_specs) {
-      std::string path = ChildPath(kReplicaSpecsPath, type);
-      std::string canonical = CanonicalReplicaType(type);
+      std::string path = ChildPath(replica_specs_path_, type);
+      std::string canonical = kind_.CanonicalReplicaType(type);
       if (canonical != type && job_.replica_specs.count(canonical)) {
-        Error(path, "names the same replica type as " + ChildPath(kReplicaSpecsPath, canonical) +
+        Error(path, "names the same replica type as " + ChildPath(replica_specs_path_, canonical) +
                         " (replica types are case-insensitive)");
       }
-      if (type == kChief || type == kMaster) ++chiefs_and_masters;
+      if (kind_.IsChiefType(type)) ++chiefs;
       CheckReplica(replica, path);
     }
-    if (chiefs_and_masters > 1) {
-      Error(kReplicaSpecsPath, "must not have more than 1 Chief or Master role");
+    if (chiefs > 1) {
+      std::string roles;
+      for (size_t i = 0; i < facts.chief_types.size(); ++i) {
+        roles += (i == 0 ? "" : " or ") + facts.chief_types[i];
+      }
+      Error(replica_specs_path_, "must not have more than 1 " + roles + " role");
     }
   }
 
@@ -149,11 +160,12 @@ class Validator {
     }
     const std::string containers_path = path + ".template.spec.containers";
     const std::vector<Container>& containers = replica.template_spec.containers;
+    const std::string& main_name = kind_.facts().container_name;
     if (containers.empty()) {
-      Error(containers_path, "must be specified: a replica needs a container named tensorflow");
+      Error(containers_path, "must be specified: a replica needs a container named " + main_name);
       return;
     }
-    bool has_tensorflow = false;
+    bool has_main = false;
     std::map<std::string, size_t> index_of_name;
     for (size_t i = 0; i < containers.size(); ++i) {
       const Container& container = containers[i];
@@ -164,13 +176,13 @@ class Validator {
         Error(container_path + ".name", Quote(container.name) + " is also the name of " +
                                             IndexPath("containers", it->second));
       }
-      if (container.name == kDefaultContainerName) has_tensorflow = true;
+      if (container.name == main_name) has_main = true;
       if (container.image.empty()) Error(container_path + ".image", "is required");
       CheckEnvironment(container, container_path);
       CheckPorts(container, container_path);
     }
-    if (!has_tensorflow) {
-      Error(containers_path, "must have at least one container with name tensorflow");
+    if (!has_main) {
+      Error(containers_path, "must have at least one container with name " + main_name);
     }
   }
 
@@ -195,7 +207,9 @@ class Validator {
     }
   }
 
-  const TFJob& job_;
+  const Job& job_;
+  const JobKind& kind_;
+  const std::string replica_specs_path_;
   std::vector<Diagnostic> errors_;
 };
 
@@ -230,7 +244,7 @@ constexpr IgnoredField kIgnoredPodFields[] = {
     {"topologySpreadConstraints", "ignored by a local run: every replica runs on this machine"},
 };
 
-// Container fields the same, for the tensorflow container (the only one a local run starts).
+// Container fields the same, for the kind's container (the only one a local run starts).
 constexpr IgnoredField kIgnoredContainerFields[] = {
     {"resources", "ignored by a local run: requests and limits are not enforced"},
     {"envFrom",
@@ -260,7 +274,7 @@ class LocalRunReport {
     }
   }
 
-  std::vector<std::string> Messages(const TFJob& job) const {
+  std::vector<std::string> Messages(const Job& job) const {
     std::vector<std::string> messages;
     for (const Group& group : groups_) {
       std::string message = group.message;
@@ -283,13 +297,6 @@ class LocalRunReport {
   std::map<std::string, size_t> group_of_kind_;
 };
 
-bool IsKnownReplicaType(const std::string& type) {
-  for (const std::string& known : KnownReplicaTypes()) {
-    if (known == type) return true;
-  }
-  return false;
-}
-
 void ReportRunPolicy(const RunPolicy& policy, LocalRunReport& report) {
   if (!policy.scheduling_policy.is_null()) {
     report.Add("schedulingPolicy", "spec.runPolicy.schedulingPolicy",
@@ -302,12 +309,12 @@ void ReportRunPolicy(const RunPolicy& policy, LocalRunReport& report) {
   }
 }
 
-void ReportContainer(const Container& container, const json& raw_container, const std::string& path,
-                     LocalRunReport& report) {
-  if (container.name != kDefaultContainerName) {
+void ReportContainer(const KindFacts& facts, const Container& container, const json& raw_container,
+                     const std::string& path, LocalRunReport& report) {
+  if (container.name != facts.container_name) {
     report.Add("container:" + container.name, path,
-               "container " + Quote(container.name) +
-                   " is not run locally: a local run starts only the tensorflow container");
+               "container " + Quote(container.name) + " is not run locally: a local run starts " +
+                   "only the " + facts.container_name + " container");
     return;
   }
   if (raw_container.is_object()) {
@@ -326,7 +333,8 @@ void ReportContainer(const Container& container, const json& raw_container, cons
         if (port.is_object() && port.contains("hostPort") && !port["hostPort"].is_null()) {
           report.Add("container.ports.hostPort", IndexPath(path + ".ports", k) + ".hostPort",
                      "ignored by a local run: no host port is mapped; the replica listens on the "
-                     "local port in its TF_CONFIG");
+                     "local port in its " +
+                         facts.cluster_variable);
         }
       }
     }
@@ -340,13 +348,19 @@ void ReportContainer(const Container& container, const json& raw_container, cons
   }
 }
 
-void ReportReplica(const std::string& type, const ReplicaSpec& replica, LocalRunReport& report) {
-  std::string path = ChildPath(kReplicaSpecsPath, type);
-  if (!IsKnownReplicaType(type)) {
+void ReportReplica(const JobKind& kind, const std::string& type, const ReplicaSpec& replica,
+                   LocalRunReport& report) {
+  const KindFacts& facts = kind.facts();
+  std::string path = ChildPath(ChildPath("spec", facts.replica_specs_field), type);
+  if (!kind.IsReplicaType(type)) {
+    std::string known;
+    for (const std::string& known_type : facts.replica_types) {
+      known += (known.empty() ? "" : ", ") + known_type;
+    }
     report.Add("type:" + type, path,
-               Quote(type) +
-                   " is not a TFJob replica type (Chief, Evaluator, Master, PS, Worker): it is "
-                   "still run and listed in TF_CONFIG, but the job's status ignores it");
+               Quote(type) + " is not a " + kind.name() + " replica type (" + known +
+                   "): it is still run and listed in " + facts.cluster_variable +
+                   ", but the job's status ignores it");
   }
   const PodTemplate& pod_template = replica.template_spec;
   std::string spec_path = path + ".template.spec";
@@ -378,25 +392,27 @@ void ReportReplica(const std::string& type, const ReplicaSpec& replica, LocalRun
     json none;
     const json& raw_container =
         raw_containers != nullptr && i < raw_containers->size() ? (*raw_containers)[i] : none;
-    ReportContainer(pod_template.containers[i], raw_container,
+    ReportContainer(facts, pod_template.containers[i], raw_container,
                     IndexPath(spec_path + ".containers", i), report);
   }
 }
 
 }  // namespace
 
-std::vector<std::string> ValidationErrors(const TFJob& job) { return Validator(job).Run(); }
+std::vector<std::string> ValidationErrors(const Job& job) { return Validator(job).Run(); }
 
-Status ValidateTFJob(const TFJob& job) {
+Status ValidateJob(const Job& job) {
   std::vector<std::string> errors = ValidationErrors(job);
   if (errors.empty()) return Status::OK();
   return Status::InvalidArgument(JoinMessages(errors));
 }
 
-std::vector<std::string> LocalRunWarnings(const TFJob& job) {
+std::vector<std::string> LocalRunWarnings(const Job& job) {
   LocalRunReport report;
   ReportRunPolicy(job.run_policy, report);
-  for (const auto& [type, replica] : job.replica_specs) ReportReplica(type, replica, report);
+  for (const auto& [type, replica] : job.replica_specs) {
+    ReportReplica(*job.job_kind, type, replica, report);
+  }
   return report.Messages(job);
 }
 

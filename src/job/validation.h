@@ -1,25 +1,28 @@
-// Checking a defaulted TFJob, as the Kubeflow operator's validating webhook does, and listing
-// what a local run of it cannot honour.
+// Checking a defaulted job of any kind, as the Kubeflow operator's validating webhook does, and
+// listing what a local run of it cannot honour. The job's kind (job_kind.h) supplies the names
+// that the rules and messages use; below they are TFJob's.
 //
 // Validation runs after ApplyDefaults (defaults.h): it expects canonical replica type keys.
 // Every message has the form "<file>:<line>:<column>: <field path>: <problem>" (see
 // FieldMessage in spec_parser.h); a field that is missing is reported at its nearest enclosing
 // field that was written.
 //
-// The webhook's rules: metadata.name is a DNS-1035 label; spec.tfReplicaSpecs is required; every
-// replica has at least one container, every container an image, and one container is named
-// tensorflow; at most one Chief or Master; runPolicy's numbers are in range and managedBy names a
-// known controller. Cohort adds what the API server would reject when it creates the pods
-// (replicas >= 0, a valid namespace, container names present and unique, ports in range, env
-// names present, successPolicy "" or AllWorkers) and the replica-type collisions that the
-// operator's defaulting resolves silently ("ps" and "PS" in one manifest).
+// The webhook's rules (Kubeflow: pkg/apis/kubeflow.org/v1/tensorflow_validation.go for TFJob):
+// metadata.name is a DNS-1035 label; spec.tfReplicaSpecs is required; every replica has at least
+// one container, every container an image, and one container is named tensorflow; at most one Chief
+// or Master; runPolicy's numbers are in range and managedBy names a known controller. Cohort adds
+// what the API server would reject when it creates the pods (replicas >= 0, a valid namespace,
+// container names present and unique, ports in range, env names present) and the replica-type
+// collisions that the operator's defaulting resolves silently ("ps" and "PS" in one manifest). The
+// kind's own spec fields are checked by its ValidateSpecFields hook (TFJob: successPolicy "" or
+// AllWorkers).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::job {
 
@@ -28,11 +31,11 @@ inline constexpr const char* kManagedByTrainingOperator = "kubeflow.org/training
 inline constexpr const char* kManagedByMultiKueue = "kueue.x-k8s.io/multikueue";
 
 // Every problem with `job`, in document order; empty when it is valid.
-std::vector<std::string> ValidationErrors(const TFJob& job);
+std::vector<std::string> ValidationErrors(const Job& job);
 
 // OK, or InvalidArgument whose message is ValidationErrors joined by newlines (the first 20,
 // then how many more).
-Status ValidateTFJob(const TFJob& job);
+Status ValidateJob(const Job& job);
 
 // The fields of a valid job that a local run cannot honour, one message per kind of field (the
 // first place it is written, with the count of the others), for example
@@ -42,10 +45,10 @@ Status ValidateTFJob(const TFJob& job);
 // topologySpreadConstraints, imagePullSecrets, serviceAccountName, initContainers, liveness,
 // readiness and startup probes, lifecycle hooks, pod and container securityContext, hostNetwork,
 // ports[].hostPort, schedulerName, priorityClassName, runtimeClassName, dnsPolicy, dnsConfig,
-// hostAliases, containers other than tensorflow, env valueFrom, a template restartPolicy,
-// runPolicy.schedulingPolicy, a managedBy naming an external controller, and replica types other
-// than the five. None of these fail validation: a manifest written for Kubernetes runs locally as
-// it is.
-std::vector<std::string> LocalRunWarnings(const TFJob& job);
+// hostAliases, containers other than the kind's (tensorflow), env valueFrom, a template
+// restartPolicy, runPolicy.schedulingPolicy, a managedBy naming an external controller, and
+// replica types that are not the kind's. None of these fail validation: a manifest written for
+// Kubernetes runs locally as it is.
+std::vector<std::string> LocalRunWarnings(const Job& job);
 
 }  // namespace cohort::job

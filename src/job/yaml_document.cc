@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "base/file.h"
+#include "job/job_kind.h"
 
 namespace cohort::job {
 namespace {
@@ -327,9 +328,9 @@ std::optional<int64_t> ParseInteger(const std::string& text, size_t begin, int b
 StatusOr<std::vector<YamlDocument>> ReadYamlDocuments(const std::string& text,
                                                       const std::string& file_name) {
   if (text.size() > kMaxYamlBytes) {
-    return Status::InvalidArgument(file_name + ": the file is larger than " +
-                                   std::to_string(kMaxYamlBytes / (1024 * 1024)) +
-                                   " MiB; a TFJob manifest is a few kilobytes");
+    return Status::InvalidArgument(
+        file_name + ": the file is larger than " + std::to_string(kMaxYamlBytes / (1024 * 1024)) +
+        " MiB; a " + KindRegistry::Default().Names(" or ") + " manifest is a few kilobytes");
   }
   std::istringstream stream(text);
   DocumentBuilder builder(file_name);

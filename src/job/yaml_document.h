@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "job/tfjob.h"
+#include "job/common_types.h"
 
 namespace cohort::job {
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/status_json.h"
@@ -145,7 +146,7 @@ std::string JobTable(const exec::JobStateStore& store, const std::vector<exec::J
           failed += counts.failed;
         }
       }
-      if (StatusOr<job::TFJob> spec = store.ReadSpec(key); spec.ok()) {
+      if (StatusOr<job::Job> spec = store.ReadSpec(key); spec.ok()) {
         for (const auto& [type, replica_spec] : spec->replica_specs) {
           replicas +=
               (replicas.empty() ? "" : ",") + type + "=" + std::to_string(replica_spec.replicas);
@@ -247,14 +248,18 @@ StatusOr<std::string> DescribeJob(const exec::JobStateStore& store, const exec::
     entry.event.time = event.time;
     entry.count += 1;
   }
+  // The event source, as kubectl prints it: the kind's controller.
+  StatusOr<job::Job> spec = store.ReadSpec(key);
+  const job::JobKind& kind =
+      spec.ok() ? *spec->job_kind : *job::KindRegistry::Default().kinds().front();
   std::vector<Row> rows = {{"Type", "Reason", "Age", "From", "Message"},
                            {"----", "------", "----", "----", "-------"}};
   for (const Folded& entry : folded) {
     std::string age = Age(entry.event.time, now);
     if (entry.count > 1)
       age += " (x" + std::to_string(entry.count) + " over " + Age(entry.first, now) + ")";
-    rows.push_back(
-        {entry.event.type, entry.event.reason, age, "tfjob-controller", entry.event.message});
+    rows.push_back({entry.event.type, entry.event.reason, age, kind.facts().controller_name,
+                    entry.event.message});
   }
   out << FormatTable(rows, "  ");
   return out.str();

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "job/common_types.h"
 #include "job/spec_parser.h"
-#include "job/tfjob.h"
 #include "testing/files.h"
 #include "testing/processes.h"
 #include "testing/scratch_directory.h"
@@ -29,16 +29,16 @@ inline std::string ReadWhole(const std::filesystem::path& path) {
 inline bool ProcessRuns(pid_t pid) { return cohort::testing::ProcessAlive(pid); }
 
 // A defaulted, validated job from a manifest; fails the test when it is not valid.
-inline job::TFJob JobFromYaml(const std::string& yaml) {
-  StatusOr<job::TFJob> job = job::LoadTFJob(yaml, "job.yaml");
+inline job::Job JobFromYaml(const std::string& yaml) {
+  StatusOr<job::Job> job = job::LoadJob(yaml, "job.yaml");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
-  return job.ok() ? *job : job::TFJob{};
+  return job.ok() ? *job : job::Job{};
 }
 
 // A job named `name` with `workers` Worker replicas that run `/bin/sh -c script`.
-inline job::TFJob ShellJob(const std::string& name, int workers, const std::string& script,
-                           const std::string& run_policy = "",
-                           int termination_grace_period_seconds = 30) {
+inline job::Job ShellJob(const std::string& name, int workers, const std::string& script,
+                         const std::string& run_policy = "",
+                         int termination_grace_period_seconds = 30) {
   std::ostringstream yaml;
   yaml << "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: " << name << "}\nspec:\n";
   if (!run_policy.empty()) yaml << "  runPolicy: " << run_policy << "\n";

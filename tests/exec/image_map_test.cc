@@ -60,7 +60,7 @@ TEST(ImageMapTest, UnmappedImageIsNotFoundAndSaysHowToMapIt) {
 }
 
 TEST(ImageMapTest, CheckJobReportsAnUnmappedImageBeforeAnythingStarts) {
-  job::TFJob job = JobFromYaml(
+  job::Job job = JobFromYaml(
       "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: unmapped}\nspec:\n"
       "  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n      template:\n        spec:\n"
       "          containers: [{name: tensorflow, image: example/trainer:1.0}]\n");

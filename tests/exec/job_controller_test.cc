@@ -38,7 +38,7 @@ class JobControllerTest : public ::testing::Test {
          << "\n      restartPolicy: " << restart_policy
          << "\n      template:\n        spec:\n          containers:\n"
          << "            - {name: tensorflow, image: test}\n";
-    job::TFJob job = JobFromYaml(yaml.str());
+    job::Job job = JobFromYaml(yaml.str());
     store_.SetCreationTime(start_);
     ASSERT_TRUE(store_.CreateJob(job, nullptr).ok());
     std::map<std::string, int> ports;

@@ -32,8 +32,8 @@ template <typename Holder>
 class JobStateStoreTest : public ::testing::Test {
  protected:
   JobStateStore& store() { return holder_.store; }
-  job::TFJob Job(const std::string& name, const std::string& namespace_name = "default") {
-    job::TFJob job = ShellJob(name, 2, "true");
+  job::Job Job(const std::string& name, const std::string& namespace_name = "default") {
+    job::Job job = ShellJob(name, 2, "true");
     job.metadata.namespace_name = namespace_name;
     return job;
   }
@@ -67,7 +67,7 @@ TYPED_TEST(JobStateStoreTest, TheSpecReadsBackWithItsCreationTime) {
   Time before = Clock::now() - std::chrono::seconds(1);
   ASSERT_TRUE(store.CreateJob(this->Job("spec"), &lock).ok());
   JobKey key{"default", "spec"};
-  StatusOr<job::TFJob> spec = store.ReadSpec(key);
+  StatusOr<job::Job> spec = store.ReadSpec(key);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->replica_specs.at("Worker").replicas, 2);
   StatusOr<nlohmann::json> object = store.ReadSpecObject(key);
@@ -89,7 +89,7 @@ TYPED_TEST(JobStateStoreTest, SuspendingRewritesTheSpecAndChangesItsVersion) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(store.SetSuspended(key, true).ok());
   EXPECT_NE(store.SpecVersion(key), version);
-  StatusOr<job::TFJob> spec = store.ReadSpec(key);
+  StatusOr<job::Job> spec = store.ReadSpec(key);
   ASSERT_TRUE(spec.ok());
   EXPECT_TRUE(spec->run_policy.suspend);
   EXPECT_EQ(store.SetSuspended({"default", "absent"}, true).code(), Status::Code::kNotFound);

@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
   ScratchDirectory home;
   JobStore store(home.path());
-  job::TFJob job = ShellJob("twice", 1, "exit 0");
+  job::Job job = ShellJob("twice", 1, "exit 0");
   SupervisorLock first;
   ASSERT_TRUE(store.CreateJob(job, &first).ok());
   SupervisorLock second;
@@ -32,7 +32,7 @@ TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
 TEST(JobStoreTest, TheReplicaTableRoundTripsThroughItsFile) {
   ScratchDirectory home;
   JobStore store(home.path());
-  job::TFJob job = ShellJob("table", 2, "exit 0");
+  job::Job job = ShellJob("table", 2, "exit 0");
   SupervisorLock lock;
   ASSERT_TRUE(store.CreateJob(job, &lock).ok());
   JobKey key{"default", "table"};

@@ -18,7 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // Prepares `job` in `store` and supervises it to the end, as `cohort run` does.
-StatusOr<job::JobStatus> RunJob(LocalJobs& jobs, const job::TFJob& job) {
+StatusOr<job::JobStatus> RunJob(LocalJobs& jobs, const job::Job& job) {
   StatusOr<CreatedJob> created = jobs.Create(job, ImageMap());
   if (!created.ok()) return created.status();
   return jobs.Supervise(std::move(*created), ImageMap());
@@ -42,7 +42,7 @@ TEST(LocalJobsTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) {
       "; while true; do sleep 0.05; done\" & "
       "while true; do sleep 0.05; done";
   constexpr int kGraceSeconds = 2;
-  job::TFJob job = ShellJob("stubborn", 1, script, "{activeDeadlineSeconds: 1}", kGraceSeconds);
+  job::Job job = ShellJob("stubborn", 1, script, "{activeDeadlineSeconds: 1}", kGraceSeconds);
 
   StatusOr<job::JobStatus> status = RunJob(jobs, job);
   double finished_at = SecondsSinceEpoch(Clock::now());
@@ -119,7 +119,7 @@ TEST(LocalJobsTest, TidyDeletesAFinishedJobOnceItsTtlHasRunOut) {
 TEST(ReplicaEnvironmentTest, SetsTheJobIdentityAndSecretOverInheritedValues) {
   setenv("COHORT_JOB_SECRET", "inherited", 1);
   setenv("TF_CONFIG", "inherited", 1);
-  job::TFJob job = ShellJob("identity", 2, "true");
+  job::Job job = ShellJob("identity", 2, "true");
   std::map<std::string, std::string> environment =
       ReplicaEnvironment(job, "Worker", 1, {{"worker-0", 4000}, {"worker-1", 4001}}, "s3cret");
   EXPECT_EQ(environment["COHORT_JOB_SECRET"], "s3cret");

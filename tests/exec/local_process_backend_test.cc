@@ -53,7 +53,7 @@ class LocalProcessBackendTest : public ::testing::Test {
 TEST_F(LocalProcessBackendTest, AnExitIsObservedWithItsCode) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
-  job::TFJob job =
+  job::Job job =
       ShellJob("exits", 1, "echo \"port of worker-0: $TF_CONFIG $COHORT_JOB_SECRET\"; exit 3");
   StatusOr<ReplicaState> started = backend->Start({kWorker0, &job, 0, 0});
   ASSERT_TRUE(started.ok()) << started.status().ToString();
@@ -79,9 +79,9 @@ TEST_F(LocalProcessBackendTest, AStoppedReplicaIsAbsentOnceItHasExited) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
   std::filesystem::path ready = scratch_.path() / "ready";
-  job::TFJob job = ShellJob("stops", 1,
-                            "trap \"echo got TERM; exit 0\" TERM; echo > " + ready.string() +
-                                "; while true; do sleep 0.05; done");
+  job::Job job = ShellJob("stops", 1,
+                          "trap \"echo got TERM; exit 0\" TERM; echo > " + ready.string() +
+                              "; while true; do sleep 0.05; done");
   StatusOr<ReplicaState> started = backend->Start({kWorker0, &job, 0, 0});
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   // The replica says when its trap is set.
@@ -102,7 +102,7 @@ TEST_F(LocalProcessBackendTest, AStoppedReplicaIsAbsentOnceItHasExited) {
 TEST_F(LocalProcessBackendTest, ARestartIsAnnouncedInTheLog) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
-  job::TFJob job = ShellJob("restarts", 1, "echo second run");
+  job::Job job = ShellJob("restarts", 1, "echo second run");
   ASSERT_TRUE(backend->Start({kWorker0, &job, /*restart_count=*/1, /*previous=*/137}).ok());
   ObserveUntil(*backend, [](const auto& states) {
     return states.size() == 1 && states[0].phase == job::ReplicaPhase::kSucceeded;
@@ -122,7 +122,7 @@ TEST_F(LocalProcessBackendTest, AReplicaInheritsNoDescriptorOfTheBackend) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
   // ls lists the replica's descriptors as it was started (exec keeps them).
-  job::TFJob job = ShellJob("descriptors", 1, "exec ls -l /proc/self/fd");
+  job::Job job = ShellJob("descriptors", 1, "exec ls -l /proc/self/fd");
   ASSERT_TRUE(backend->Start({kWorker0, &job, 0, 0}).ok());
   ObserveUntil(*backend, [](const auto& states) {
     return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;

@@ -8,6 +8,7 @@
 
 #include "job/cluster_builder.h"
 #include "job/job_file.h"
+#include "job/tfjob.h"
 
 namespace cohort::job {
 namespace {
@@ -51,14 +52,14 @@ std::string LoadError(const std::string& text, const std::string& name = "") {
   return loaded.ok() ? "" : loaded.status().message();
 }
 
-std::map<std::string, int32_t> ReplicaCounts(const TFJob& job) {
+std::map<std::string, int32_t> ReplicaCounts(const Job& job) {
   std::map<std::string, int32_t> counts;
   for (const auto& [type, spec] : job.replica_specs) counts[type] = spec.replicas;
   return counts;
 }
 
-const Container& TensorflowOf(const TFJob& job, const std::string& type) {
-  return *TensorflowContainer(job.replica_specs.at(type).template_spec);
+const Container& TensorflowOf(const Job& job, const std::string& type) {
+  return *TFJobKind().MainContainer(job.replica_specs.at(type).template_spec);
 }
 
 // ---- Detection ----
@@ -94,7 +95,7 @@ spec:
 )";
   StatusOr<JobFile> loaded = Load(manifest);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  EXPECT_EQ(loaded->format, JobFileFormat::kTFJob);
+  EXPECT_EQ(loaded->format, JobFileFormat::kManifest);
   EXPECT_EQ(loaded->job.metadata.name, "plain");
   EXPECT_EQ(LoadError(manifest, "other"),
             "job.yaml: --name is for AI Platform job specs; a TFJob manifest names its job in "

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "job/tfjob.h"
+
 namespace cohort::job {
 namespace {
 
@@ -18,9 +20,9 @@ ReplicaSpec Replicas(int count, int port = 0) {
   return spec;
 }
 
-TFJob Job(const std::string& name, const std::string& namespace_name,
-          std::map<std::string, ReplicaSpec> replica_specs) {
-  TFJob job;
+Job MakeJob(const std::string& name, const std::string& namespace_name,
+            std::map<std::string, ReplicaSpec> replica_specs) {
+  Job job = NewTFJob();
   job.metadata.name = name;
   job.metadata.namespace_name = namespace_name;
   job.replica_specs = std::move(replica_specs);
@@ -28,12 +30,13 @@ TFJob Job(const std::string& name, const std::string& namespace_name,
 }
 
 // docs/behaviour.md §2.3: job mnist in namespace kubeflow with 1 chief, 2 ps and 2 workers.
-TFJob Mnist() {
-  return Job("mnist", "kubeflow",
-             {{kChief, Replicas(1, 2222)}, {kPS, Replicas(2, 2222)}, {kWorker, Replicas(2, 2222)}});
+Job Mnist() {
+  return MakeJob(
+      "mnist", "kubeflow",
+      {{kChief, Replicas(1, 2222)}, {kPS, Replicas(2, 2222)}, {kWorker, Replicas(2, 2222)}});
 }
 
-std::string ConfigOf(const TFJob& job, const std::string& type, int index,
+std::string ConfigOf(const Job& job, const std::string& type, int index,
                      const std::string& cluster_domain = "") {
   std::optional<std::string> config =
       TfConfigForReplica(job, type, index, KubernetesEndpoints(job, cluster_domain));
@@ -60,30 +63,30 @@ TEST(TfConfigForReplica, EveryReplicaSharesTheClusterAndHasItsOwnTask) {
 }
 
 TEST(TfConfigForReplica, UsesEachReplicasOwnPortAndNamespace) {
-  TFJob job = Job("dist", "team-a", {{kPS, Replicas(1, 3333)}, {kWorker, Replicas(2)}});
+  Job job = MakeJob("dist", "team-a", {{kPS, Replicas(1, 3333)}, {kWorker, Replicas(2)}});
   EXPECT_EQ(
       ConfigOf(job, kPS, 0),
       R"({"cluster":{"ps":["dist-ps-0.team-a.svc:3333"],"worker":["dist-worker-0.team-a.svc:2222","dist-worker-1.team-a.svc:2222"]},"task":{"type":"ps","index":0},"environment":"cloud"})");
 }
 
 TEST(TfConfigForReplica, AppendsTheClusterDomain) {
-  TFJob job = Job("j", "default", {{kWorker, Replicas(2)}});
+  Job job = MakeJob("j", "default", {{kWorker, Replicas(2)}});
   EXPECT_EQ(
       ConfigOf(job, kWorker, 1, "cluster.local"),
       R"({"cluster":{"worker":["j-worker-0.default.svc.cluster.local:2222","j-worker-1.default.svc.cluster.local:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
 }
 
 TEST(TfConfigForReplica, EvaluatorIsInTheClusterByDefault) {
-  TFJob job =
-      Job("e", "ns", {{kChief, Replicas(1)}, {kEvaluator, Replicas(1)}, {kWorker, Replicas(1)}});
+  Job job = MakeJob("e", "ns",
+                    {{kChief, Replicas(1)}, {kEvaluator, Replicas(1)}, {kWorker, Replicas(1)}});
   EXPECT_EQ(
       ConfigOf(job, kEvaluator, 0),
       R"({"cluster":{"chief":["e-chief-0.ns.svc:2222"],"evaluator":["e-evaluator-0.ns.svc:2222"],"worker":["e-worker-0.ns.svc:2222"]},"task":{"type":"evaluator","index":0},"environment":"cloud"})");
 }
 
 TEST(TfConfigForReplica, AnnotationLeavesTheEvaluatorOut) {
-  TFJob job =
-      Job("e", "ns", {{kChief, Replicas(1)}, {kEvaluator, Replicas(1)}, {kWorker, Replicas(1)}});
+  Job job = MakeJob("e", "ns",
+                    {{kChief, Replicas(1)}, {kEvaluator, Replicas(1)}, {kWorker, Replicas(1)}});
   job.metadata.annotations[kEvaluatorInClusterAnnotation] = "false";
   const std::string cluster =
       R"({"cluster":{"chief":["e-chief-0.ns.svc:2222"],"worker":["e-worker-0.ns.svc:2222"]},)";
@@ -96,8 +99,8 @@ TEST(TfConfigForReplica, AnnotationLeavesTheEvaluatorOut) {
 }
 
 TEST(TfConfigForReplica, TheEvaluatorsConfigParsesWhenItIsOutOfTheCluster) {
-  TFJob job =
-      Job("e", "ns", {{kChief, Replicas(1)}, {kEvaluator, Replicas(1)}, {kWorker, Replicas(1)}});
+  Job job = MakeJob("e", "ns",
+                    {{kChief, Replicas(1)}, {kEvaluator, Replicas(1)}, {kWorker, Replicas(1)}});
   job.metadata.annotations[kEvaluatorInClusterAnnotation] = "false";
   StatusOr<cluster::TfConfig> parsed = cluster::ParseTfConfig(ConfigOf(job, kEvaluator, 0));
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -105,37 +108,37 @@ TEST(TfConfigForReplica, TheEvaluatorsConfigParsesWhenItIsOutOfTheCluster) {
 }
 
 TEST(TfConfigForReplica, UnknownReplicaTypesAreIncludedLowerCased) {
-  TFJob job = Job("u", "ns", {{"Sidecar", Replicas(1, 4444)}, {kWorker, Replicas(2)}});
+  Job job = MakeJob("u", "ns", {{"Sidecar", Replicas(1, 4444)}, {kWorker, Replicas(2)}});
   EXPECT_EQ(
       ConfigOf(job, "Sidecar", 0),
       R"({"cluster":{"sidecar":["u-sidecar-0.ns.svc:4444"],"worker":["u-worker-0.ns.svc:2222","u-worker-1.ns.svc:2222"]},"task":{"type":"sidecar","index":0},"environment":"cloud"})");
 }
 
 TEST(TfConfigForReplica, MasterIsWrittenAsMaster) {
-  TFJob job = Job("m", "ns", {{kMaster, Replicas(1)}, {kWorker, Replicas(1)}});
+  Job job = MakeJob("m", "ns", {{kMaster, Replicas(1)}, {kWorker, Replicas(1)}});
   EXPECT_EQ(
       ConfigOf(job, kMaster, 0),
       R"({"cluster":{"master":["m-master-0.ns.svc:2222"],"worker":["m-worker-0.ns.svc:2222"]},"task":{"type":"master","index":0},"environment":"cloud"})");
 }
 
 TEST(TfConfigForReplica, ASingleReplicaGetsNone) {
-  TFJob job = Job("one", "ns", {{kWorker, Replicas(1)}});
+  Job job = MakeJob("one", "ns", {{kWorker, Replicas(1)}});
   EXPECT_FALSE(IsDistributed(job));
   EXPECT_EQ(TfConfigForReplica(job, kWorker, 0, KubernetesEndpoints(job)), std::nullopt);
-  job = Job("one", "ns", {{kChief, Replicas(1)}, {kWorker, Replicas(0)}});
+  job = MakeJob("one", "ns", {{kChief, Replicas(1)}, {kWorker, Replicas(0)}});
   EXPECT_EQ(TfConfigForReplica(job, kChief, 0, KubernetesEndpoints(job)), std::nullopt);
 }
 
 TEST(TfConfigForReplica, UnknownTypesDoNotCountTowardsDistributed) {
   // The operator counts only Chief, Evaluator, Master, PS and Worker.
-  TFJob job = Job("one", "ns", {{kWorker, Replicas(1)}, {"Sidecar", Replicas(3)}});
+  Job job = MakeJob("one", "ns", {{kWorker, Replicas(1)}, {"Sidecar", Replicas(3)}});
   EXPECT_FALSE(IsDistributed(job));
-  EXPECT_TRUE(IsDistributed(Job("two", "ns", {{kWorker, Replicas(2)}})));
+  EXPECT_TRUE(IsDistributed(MakeJob("two", "ns", {{kWorker, Replicas(2)}})));
 }
 
-TFJob DynamicMnist() {
-  TFJob job = Mnist();
-  job.enable_dynamic_worker = true;
+Job DynamicMnist() {
+  Job job = Mnist();
+  job.kind_spec[kEnableDynamicWorkerField] = true;
   return job;
 }
 
@@ -157,15 +160,15 @@ TEST(TfConfigForReplica, SparseChiefSeesNobody) {
 }
 
 TEST(TfConfigForReplica, SparseWorkerOfAJobWithoutPsGetsNull) {
-  TFJob job = Job("d", "ns", {{kWorker, Replicas(3)}});
-  job.enable_dynamic_worker = true;
+  Job job = MakeJob("d", "ns", {{kWorker, Replicas(3)}});
+  job.kind_spec[kEnableDynamicWorkerField] = true;
   EXPECT_EQ(
       ConfigOf(job, kWorker, 2),
       R"({"sparseCluster":{"worker":{"2":"d-worker-2.ns.svc:2222"},"ps":null},"task":{"type":"worker","index":2}})");
 }
 
 TEST(TfConfigForReplica, EveryConfigParsesBackToWhatWasBuilt) {
-  for (const TFJob& job : {Mnist(), DynamicMnist()}) {
+  for (const Job& job : {Mnist(), DynamicMnist()}) {
     const EndpointFunction endpoints = KubernetesEndpoints(job);
     for (const auto& [type, spec] : job.replica_specs) {
       for (int index = 0; index < spec.replicas; ++index) {
@@ -179,7 +182,7 @@ TEST(TfConfigForReplica, EveryConfigParsesBackToWhatWasBuilt) {
 }
 
 TEST(BuildClusterSpec, UsesTheGivenEndpoints) {
-  TFJob job = Job("local", "ns", {{kChief, Replicas(1)}, {kWorker, Replicas(2)}});
+  Job job = MakeJob("local", "ns", {{kChief, Replicas(1)}, {kWorker, Replicas(2)}});
   cluster::ClusterSpec cluster = BuildClusterSpec(job, [](const std::string& type, int index) {
     return "127.0.0.1:" + std::to_string((type == kChief ? 20000 : 21000) + index);
   });

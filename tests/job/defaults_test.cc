@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "job/spec_parser.h"
+#include "job/tfjob.h"
 #include "job/validation.h"
 
 namespace cohort::job {
@@ -16,10 +17,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-TFJob ParseOrDie(const std::string& text, std::vector<std::string>* warnings = nullptr) {
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml", warnings);
+Job ParseOrDie(const std::string& text, std::vector<std::string>* warnings = nullptr) {
+  StatusOr<Job> job = ParseJob(text, "job.yaml", warnings);
   EXPECT_TRUE(job.ok()) << job.status().ToString();
-  return job.ok() ? *job : TFJob{};
+  return job.ok() ? *job : Job{};
 }
 
 // A manifest with one replica type `type` whose single container is `container_yaml` (indented
@@ -45,7 +46,7 @@ constexpr const char* kTensorflowContainer =
     "              image: tf:2.15\n";
 
 TEST(ApplyDefaults, OperatorDefaultsForAMinimalJob) {
-  TFJob job = ParseOrDie(Manifest("Worker", kTensorflowContainer));
+  Job job = ParseOrDie(Manifest("Worker", kTensorflowContainer));
   ApplyDefaults(job);
   EXPECT_EQ(job.metadata.namespace_name, "default");
   EXPECT_EQ(job.run_policy.clean_pod_policy, CleanPodPolicy::kNone);
@@ -54,7 +55,7 @@ TEST(ApplyDefaults, OperatorDefaultsForAMinimalJob) {
   EXPECT_FALSE(job.run_policy.ttl_seconds_after_finished.has_value());
   EXPECT_FALSE(job.run_policy.managed_by.has_value());
   EXPECT_FALSE(job.run_policy.suspend);
-  EXPECT_EQ(job.success_policy, "");
+  EXPECT_EQ(TFJobSuccessPolicy(job), "");
   const ReplicaSpec& worker = job.replica_specs.at("Worker");
   EXPECT_EQ(worker.replicas, 1);
   EXPECT_EQ(worker.restart_policy, RestartPolicy::kNever);
@@ -68,7 +69,7 @@ TEST(ApplyDefaults, OperatorDefaultsForAMinimalJob) {
 TEST(ApplyDefaults, KeepsAnExplicitNamespace) {
   std::string text = Manifest("Worker", kTensorflowContainer);
   text.replace(text.find("  name: mnist\n"), 14, "  name: mnist\n  namespace: kubeflow\n");
-  TFJob job = ParseOrDie(text);
+  Job job = ParseOrDie(text);
   ApplyDefaults(job);
   EXPECT_EQ(job.metadata.namespace_name, "kubeflow");
 }
@@ -83,7 +84,7 @@ struct PortCase {
 class DefaultPortTest : public ::testing::TestWithParam<PortCase> {};
 
 TEST_P(DefaultPortTest, AddsTfjobPortWhereTheOperatorDoes) {
-  TFJob job = ParseOrDie(Manifest("Worker", GetParam().containers));
+  Job job = ParseOrDie(Manifest("Worker", GetParam().containers));
   ApplyDefaults(job);
   std::vector<std::string> ports;
   for (const Container& container : job.replica_specs.at("Worker").template_spec.containers) {
@@ -125,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ApplyDefaults, NoContainersNoPort) {
   std::string text = Manifest("Worker", "");
   text.replace(text.find("containers:\n"), 12, "containers: []\n");
-  TFJob job = ParseOrDie(text);
+  Job job = ParseOrDie(text);
   ApplyDefaults(job);
   EXPECT_THAT(job.replica_specs.at("Worker").template_spec.containers, IsEmpty());
 }
@@ -134,11 +135,11 @@ class ReplicaTypeCaseTest : public ::testing::TestWithParam<std::pair<const char
 
 TEST_P(ReplicaTypeCaseTest, NormalisesKeysCaseInsensitively) {
   auto [written, canonical] = GetParam();
-  TFJob job = ParseOrDie(Manifest(written, kTensorflowContainer));
+  Job job = ParseOrDie(Manifest(written, kTensorflowContainer));
   ApplyDefaults(job);
   ASSERT_EQ(job.replica_specs.size(), 1u);
   EXPECT_EQ(job.replica_specs.begin()->first, canonical);
-  EXPECT_EQ(CanonicalReplicaType(written), canonical);
+  EXPECT_EQ(TFJobKind().CanonicalReplicaType(written), canonical);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -151,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ApplyDefaults, PositionsFollowRenamedReplicaTypes) {
   std::string text = Manifest("worker", "            - name: tensorflow\n");
-  TFJob job = ParseOrDie(text);
+  Job job = ParseOrDie(text);
   ApplyDefaults(job);
   SourcePosition replica = FindPosition(job, "spec.tfReplicaSpecs.Worker");
   EXPECT_EQ(replica.line, 7);
@@ -169,7 +170,7 @@ TEST(ApplyDefaults, TwoSpellingsOfOneTypeAreLeftForValidation) {
                      "        spec:\n"
                      "          containers:\n" +
                      kTensorflowContainer;
-  TFJob job = ParseOrDie(text);
+  Job job = ParseOrDie(text);
   ApplyDefaults(job);
   EXPECT_EQ(job.replica_specs.size(), 2u);
   EXPECT_THAT(ValidationErrors(job),
@@ -178,9 +179,9 @@ TEST(ApplyDefaults, TwoSpellingsOfOneTypeAreLeftForValidation) {
 }
 
 TEST(ApplyDefaults, IsIdempotent) {
-  TFJob job = ParseOrDie(Manifest("ps", kTensorflowContainer));
+  Job job = ParseOrDie(Manifest("ps", kTensorflowContainer));
   ApplyDefaults(job);
-  TFJob again = job;
+  Job again = job;
   ApplyDefaults(again);
   EXPECT_EQ(again.replica_specs.at("PS").template_spec.containers[0].ports.size(), 1u);
   EXPECT_EQ(again.positions.size(), job.positions.size());
@@ -198,7 +199,7 @@ std::string WithSpecFields(const std::string& fields) {
 
 TEST(LegacyRunPolicy, SpecCleanPodPolicyMovesToRunPolicy) {
   std::vector<std::string> warnings;
-  TFJob job = ParseOrDie(WithSpecFields("  cleanPodPolicy: All\n"), &warnings);
+  Job job = ParseOrDie(WithSpecFields("  cleanPodPolicy: All\n"), &warnings);
   EXPECT_EQ(job.run_policy.clean_pod_policy, CleanPodPolicy::kAll);
   EXPECT_THAT(warnings,
               ElementsAre("job.yaml:6:19: spec.cleanPodPolicy: read as "
@@ -211,7 +212,7 @@ TEST(LegacyRunPolicy, SpecCleanPodPolicyMovesToRunPolicy) {
 
 TEST(LegacyRunPolicy, RunPolicyWinsWhenBothAreSet) {
   std::vector<std::string> warnings;
-  TFJob job = ParseOrDie(
+  Job job = ParseOrDie(
       WithSpecFields("  cleanPodPolicy: All\n  runPolicy:\n    cleanPodPolicy: Running\n"),
       &warnings);
   EXPECT_EQ(job.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
@@ -222,12 +223,12 @@ TEST(LegacyRunPolicy, RunPolicyWinsWhenBothAreSet) {
 
 TEST(LegacyRunPolicy, OtherFieldsMoveToo) {
   std::vector<std::string> warnings;
-  TFJob job = ParseOrDie(WithSpecFields("  ttlSecondsAfterFinished: 60\n"
-                                        "  activeDeadlineSeconds: 3600\n"
-                                        "  backoffLimit: 2\n"
-                                        "  runPolicy:\n"
-                                        "    backoffLimit: 5\n"),
-                         &warnings);
+  Job job = ParseOrDie(WithSpecFields("  ttlSecondsAfterFinished: 60\n"
+                                      "  activeDeadlineSeconds: 3600\n"
+                                      "  backoffLimit: 2\n"
+                                      "  runPolicy:\n"
+                                      "    backoffLimit: 5\n"),
+                       &warnings);
   EXPECT_EQ(job.run_policy.ttl_seconds_after_finished, 60);
   EXPECT_EQ(job.run_policy.active_deadline_seconds, 3600);
   EXPECT_EQ(job.run_policy.backoff_limit, 5);
@@ -235,7 +236,7 @@ TEST(LegacyRunPolicy, OtherFieldsMoveToo) {
 }
 
 TEST(LegacyRunPolicy, ValidationErrorsPointAtTheLegacyLine) {
-  TFJob job = ParseOrDie(WithSpecFields("  backoffLimit: -1\n"));
+  Job job = ParseOrDie(WithSpecFields("  backoffLimit: -1\n"));
   ApplyDefaults(job);
   EXPECT_THAT(ValidationErrors(job),
               ElementsAre("job.yaml:6:17: spec.runPolicy.backoffLimit: must be greater than or "
@@ -243,7 +244,7 @@ TEST(LegacyRunPolicy, ValidationErrorsPointAtTheLegacyLine) {
 }
 
 TEST(LegacyRunPolicy, TypeErrorsNameTheLegacyPath) {
-  StatusOr<TFJob> job = ParseTFJob(WithSpecFields("  cleanPodPolicy: Sometimes\n"), "job.yaml");
+  StatusOr<Job> job = ParseJob(WithSpecFields("  cleanPodPolicy: Sometimes\n"), "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(),
               HasSubstr("job.yaml:6:19: spec.cleanPodPolicy: \"Sometimes\" is not one of All"));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "job/status_json.h"
+#include "job/tfjob.h"
 
 namespace cohort::job {
 namespace {
@@ -31,8 +32,8 @@ struct ReplicaSetup {
   RestartPolicy policy;
 };
 
-TFJob MakeJob(const std::vector<ReplicaSetup>& replicas) {
-  TFJob job;
+Job MakeJob(const std::vector<ReplicaSetup>& replicas) {
+  Job job = NewTFJob();
   job.metadata.name = "mnist";
   job.metadata.namespace_name = "kubeflow";
   for (const ReplicaSetup& setup : replicas) {
@@ -90,9 +91,9 @@ std::vector<std::string> Describe(const std::vector<JobCondition>& conditions) {
 // restarted ones wait in kPending with restart_count + 1 until EndBackoff(), stopped ones vanish.
 class Simulation {
  public:
-  explicit Simulation(TFJob job) : job_(std::move(job)) {}
+  explicit Simulation(Job job) : job_(std::move(job)) {}
 
-  TFJob& job() { return job_; }
+  Job& job() { return job_; }
   const JobStatus& status() const { return status_; }
   const std::vector<Event>& events() const { return events_; }
   const std::vector<std::string>& states() const { return states_; }
@@ -179,7 +180,7 @@ class Simulation {
     }
   }
 
-  TFJob job_;
+  Job job_;
   JobStatus status_;
   std::map<std::pair<std::string, int>, ObservedReplica> replicas_;
   std::vector<Event> events_;
@@ -254,7 +255,7 @@ TEST(ReconcileTest, PendingReplicasAreNotCounted) {
 TEST(ReconcileTest, JobManagedByAnotherControllerIsLeftAlone) {
   for (const std::string managed_by : {"kueue.x-k8s.io/multikueue", ""}) {
     SCOPED_TRACE(managed_by);
-    TFJob job = MakeJob({{"Worker", 1, RestartPolicy::kNever}});
+    Job job = MakeJob({{"Worker", 1, RestartPolicy::kNever}});
     job.run_policy.managed_by = managed_by;
     JobStatus previous;
     previous.start_time = kStart;
@@ -265,7 +266,7 @@ TEST(ReconcileTest, JobManagedByAnotherControllerIsLeftAlone) {
     EXPECT_THAT(result.events, IsEmpty());
     EXPECT_FALSE(result.requeue_at);
   }
-  TFJob job = MakeJob({{"Worker", 1, RestartPolicy::kNever}});
+  Job job = MakeJob({{"Worker", 1, RestartPolicy::kNever}});
   job.run_policy.managed_by = "kubeflow.org/training-operator";
   EXPECT_THAT(Describe(Reconcile(job, JobStatus{}, {}, kStart).actions),
               ElementsAre("Start Worker 0"));
@@ -280,7 +281,7 @@ ObservedReplica Running(const std::string& type, int index) {
 }
 
 TEST(ReconcileTest, ReplicaOutsideTheSpecIsStopped) {
-  TFJob job = MakeJob({{"Worker", 1, RestartPolicy::kNever}});
+  Job job = MakeJob({{"Worker", 1, RestartPolicy::kNever}});
   const std::vector<ObservedReplica> observed = {Running("Worker", 0), Running("Worker", 1),
                                                  Running("PS", 0)};
   ReconcileResult result = Reconcile(job, JobStatus{}, observed, kStart);
@@ -574,8 +575,8 @@ TEST(ReconcileTest, WorkerZeroDecidesByDefault) {
 }
 
 TEST(ReconcileTest, AllWorkersWaitsForEveryWorker) {
-  TFJob job = MakeJob({{"Worker", 2, kNever}});
-  job.success_policy = "AllWorkers";
+  Job job = MakeJob({{"Worker", 2, kNever}});
+  job.kind_spec[kSuccessPolicyField] = kSuccessPolicyAllWorkers;
   Simulation simulation(job);
   simulation.StartRunning();
   simulation.Exit("Worker", 0, 0);
@@ -674,7 +675,7 @@ class BackoffTest : public ::testing::TestWithParam<BackoffCase> {};
 // backoffLimit N allows N restarts; the failure that would need restart N + 1 fails the job.
 TEST_P(BackoffTest, LimitCountsEveryRestart) {
   const BackoffCase& c = GetParam();
-  TFJob job = MakeJob({{"Worker", 1, c.policy}, {"PS", 1, kNever}});
+  Job job = MakeJob({{"Worker", 1, c.policy}, {"PS", 1, kNever}});
   job.run_policy.backoff_limit = c.backoff_limit;
   Simulation simulation(job);
   simulation.StartRunning();
@@ -728,7 +729,7 @@ TEST(ReconcileTest, WithoutBackoffLimitRestartsNeverEnd) {
 }
 
 TEST(ReconcileTest, SimultaneousFailuresEachNeedARestart) {
-  TFJob job = MakeJob({{"Worker", 2, kOnFailure}});
+  Job job = MakeJob({{"Worker", 2, kOnFailure}});
   job.run_policy.backoff_limit = 1;
   Simulation simulation(job);
   simulation.StartRunning();
@@ -751,7 +752,7 @@ void PrintTo(const DeadlineCase& c, std::ostream* out) { *out << c.elapsed_secon
 class DeadlineTest : public ::testing::TestWithParam<DeadlineCase> {};
 
 TEST_P(DeadlineTest, MeasuredFromStartTime) {
-  TFJob job = MakeJob({{"Worker", 2, kNever}});
+  Job job = MakeJob({{"Worker", 2, kNever}});
   job.run_policy.active_deadline_seconds = 60;
   Simulation simulation(job);
   EXPECT_EQ(simulation.Step().requeue_at, kStart + seconds(60));
@@ -782,7 +783,7 @@ INSTANTIATE_TEST_SUITE_P(Elapsed, DeadlineTest,
                          });
 
 TEST(ReconcileTest, DeadlineFailureRequeuesForTtl) {
-  TFJob job = MakeJob({{"Worker", 1, kNever}});
+  Job job = MakeJob({{"Worker", 1, kNever}});
   job.run_policy.active_deadline_seconds = 60;
   job.run_policy.ttl_seconds_after_finished = 300;
   Simulation simulation(job);
@@ -805,7 +806,7 @@ void PrintTo(const CleanCase& c, std::ostream* out) { *out << ToString(c.policy)
 class CleanPodPolicyTest : public ::testing::TestWithParam<CleanCase> {};
 
 TEST_P(CleanPodPolicyTest, AppliesOnSuccess) {
-  TFJob job = MakeJob({{"Worker", 3, kNever}, {"PS", 1, kNever}});
+  Job job = MakeJob({{"Worker", 3, kNever}, {"PS", 1, kNever}});
   job.run_policy.clean_pod_policy = GetParam().policy;
   Simulation simulation(job);
   simulation.StartRunning();
@@ -835,7 +836,7 @@ INSTANTIATE_TEST_SUITE_P(
 // ---- ttlSecondsAfterFinished (§3.8) ----
 
 TEST(ReconcileTest, TtlRequeuesThenDeletesTheJob) {
-  TFJob job = MakeJob({{"Worker", 1, kNever}});
+  Job job = MakeJob({{"Worker", 1, kNever}});
   job.run_policy.ttl_seconds_after_finished = 30;
   Simulation simulation(job);
   simulation.StartRunning();
@@ -859,7 +860,7 @@ TEST(ReconcileTest, TtlRequeuesThenDeletesTheJob) {
 }
 
 TEST(ReconcileTest, ZeroTtlDeletesInTheFinishingPass) {
-  TFJob job = MakeJob({{"Worker", 1, kNever}});
+  Job job = MakeJob({{"Worker", 1, kNever}});
   job.run_policy.ttl_seconds_after_finished = 0;
   Simulation simulation(job);
   simulation.StartRunning();
@@ -870,7 +871,7 @@ TEST(ReconcileTest, ZeroTtlDeletesInTheFinishingPass) {
 // ---- suspend (§3.10) ----
 
 TEST(ReconcileTest, SuspendStopsEverythingAndResumeRestartsTheClock) {
-  TFJob job = MakeJob({{"Worker", 2, kNever}, {"PS", 1, kNever}});
+  Job job = MakeJob({{"Worker", 2, kNever}, {"PS", 1, kNever}});
   job.run_policy.active_deadline_seconds = 100;
   job.run_policy.clean_pod_policy = CleanPodPolicy::kNone;  // ignored by suspend
   Simulation simulation(job);
@@ -921,7 +922,7 @@ TEST(ReconcileTest, SuspendStopsEverythingAndResumeRestartsTheClock) {
 }
 
 TEST(ReconcileTest, JobCreatedSuspendedStartsNothing) {
-  TFJob job = MakeJob({{"Worker", 1, kNever}});
+  Job job = MakeJob({{"Worker", 1, kNever}});
   job.run_policy.suspend = true;
   Simulation simulation(job);
   ReconcileResult result = simulation.Step();
@@ -965,8 +966,8 @@ TEST(ReconcileTest, FailedJobChangesNoMore) {
 TEST(ReconcileTest, DynamicWorkerFailuresDoNotFailTheJob) {
   for (RestartPolicy policy : {kNever, kExitCode}) {
     SCOPED_TRACE(ToString(policy));
-    TFJob job = MakeJob({{"Worker", 3, policy}, {"PS", 1, policy}});
-    job.enable_dynamic_worker = true;
+    Job job = MakeJob({{"Worker", 3, policy}, {"PS", 1, policy}});
+    job.kind_spec[kEnableDynamicWorkerField] = true;
     Simulation simulation(job);
     simulation.StartRunning();
     simulation.Exit("Worker", 1, 1);
@@ -978,8 +979,8 @@ TEST(ReconcileTest, DynamicWorkerFailuresDoNotFailTheJob) {
     simulation.Exit("Worker", 0, 0);
     EXPECT_EQ(JobState(simulation.Step().status), "Succeeded");
   }
-  TFJob job = MakeJob({{"Worker", 1, kNever}, {"PS", 1, kNever}});
-  job.enable_dynamic_worker = true;
+  Job job = MakeJob({{"Worker", 1, kNever}, {"PS", 1, kNever}});
+  job.kind_spec[kEnableDynamicWorkerField] = true;
   Simulation simulation(job);
   simulation.StartRunning();
   simulation.Exit("PS", 0, 1);
@@ -1064,7 +1065,7 @@ TEST(JobStateTest, EmptyWithoutConditions) { EXPECT_EQ(JobState(JobStatus{}), ""
 // ---- Odds and ends ----
 
 TEST(ReconcileTest, StatusTimesAreWholeSeconds) {
-  TFJob job = MakeJob({{"Worker", 1, kNever}});
+  Job job = MakeJob({{"Worker", 1, kNever}});
   const Time now = kStart + std::chrono::milliseconds(1750);
   ReconcileResult result = Reconcile(job, JobStatus{}, {}, now);
   EXPECT_EQ(result.status.start_time, kStart + seconds(1));

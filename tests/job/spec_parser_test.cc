@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "job/defaults.h"
+#include "job/tfjob.h"
 #include "job/validation.h"
 #include "job/yaml_document.h"
 
@@ -53,12 +54,12 @@ class KubeflowExampleTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(KubeflowExampleTest, ParsesDefaultsAndValidates) {
   std::vector<std::string> warnings;
-  StatusOr<TFJob> job = LoadTFJobFile(SpecPath(std::string("kubeflow/") + GetParam()), &warnings);
+  StatusOr<Job> job = LoadJobFile(SpecPath(std::string("kubeflow/") + GetParam()), &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_FALSE(job->metadata.name.empty());
   EXPECT_FALSE(job->replica_specs.empty());
   for (const auto& [type, replica] : job->replica_specs) {
-    const Container* tensorflow = TensorflowContainer(replica.template_spec);
+    const Container* tensorflow = TFJobKind().MainContainer(replica.template_spec);
     ASSERT_NE(tensorflow, nullptr) << type;
     ASSERT_FALSE(tensorflow->ports.empty());
     EXPECT_EQ(tensorflow->ports.back().name, "tfjob-port");
@@ -83,7 +84,7 @@ INSTANTIATE_TEST_SUITE_P(AllExamples, KubeflowExampleTest,
                          });
 
 TEST(KubeflowExamples, SimpleReadsEveryField) {
-  StatusOr<TFJob> job = LoadTFJobFile(SpecPath("kubeflow/simple.yaml"));
+  StatusOr<Job> job = LoadJobFile(SpecPath("kubeflow/simple.yaml"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->metadata.name, "tfjob-simple");
   EXPECT_EQ(job->metadata.namespace_name, "kubeflow");
@@ -104,7 +105,7 @@ TEST(KubeflowExamples, SimpleReadsEveryField) {
 }
 
 TEST(KubeflowExamples, DistMnistHasPsAndWorkers) {
-  StatusOr<TFJob> job = LoadTFJobFile(SpecPath("kubeflow/dist-mnist.yaml"));
+  StatusOr<Job> job = LoadJobFile(SpecPath("kubeflow/dist-mnist.yaml"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->metadata.namespace_name, "default");
   EXPECT_EQ(job->replica_specs.at("PS").replicas, 2);
@@ -115,7 +116,7 @@ TEST(KubeflowExamples, DistMnistHasPsAndWorkers) {
 TEST(KubeflowExamples, ExitHandlerWarnsAboutUnknownField) {
   std::vector<std::string> warnings;
   std::string path = SpecPath("kubeflow/dist-mnist-with-exithandler.yaml");
-  StatusOr<TFJob> job = LoadTFJobFile(path, &warnings);
+  StatusOr<Job> job = LoadJobFile(path, &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(warnings,
               ElementsAre(path + ":23:3: spec.onExit: not a field of the kubeflow.org/v1 TFJob "
@@ -125,7 +126,7 @@ TEST(KubeflowExamples, ExitHandlerWarnsAboutUnknownField) {
 TEST(KubeflowExamples, LegacyCleanPodPolicyIsReadWithAWarning) {
   std::vector<std::string> warnings;
   std::string path = SpecPath("kubeflow/monitored-training-session.yaml");
-  StatusOr<TFJob> job = LoadTFJobFile(path, &warnings);
+  StatusOr<Job> job = LoadJobFile(path, &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kNone);
   ASSERT_EQ(warnings.size(), 1u);
@@ -134,7 +135,7 @@ TEST(KubeflowExamples, LegacyCleanPodPolicyIsReadWithAWarning) {
 }
 
 TEST(KubeflowExamples, TemplateAnnotationsAreRead) {
-  StatusOr<TFJob> job = LoadTFJobFile(SpecPath("kubeflow/estimator-api-distributed.yaml"));
+  StatusOr<Job> job = LoadJobFile(SpecPath("kubeflow/estimator-api-distributed.yaml"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(
       job->replica_specs.at("Worker").template_spec.annotations.at("scheduling.k8s.io/group-name"),
@@ -143,9 +144,9 @@ TEST(KubeflowExamples, TemplateAnnotationsAreRead) {
 
 // ---- What is read ----
 
-TEST(ParseTFJob, ReadsMinimalManifest) {
+TEST(ParseJob, ReadsMinimalManifest) {
   std::vector<std::string> warnings;
-  StatusOr<TFJob> job = ParseTFJob(kMinimal, "job.yaml", &warnings);
+  StatusOr<Job> job = ParseJob(kMinimal, "job.yaml", &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(warnings, IsEmpty());
   EXPECT_EQ(job->api_version, "kubeflow.org/v1");
@@ -160,8 +161,8 @@ TEST(ParseTFJob, ReadsMinimalManifest) {
   EXPECT_THAT(worker.template_spec.containers[0].ports, IsEmpty());
 }
 
-TEST(ParseTFJob, RecordsPositionsByFieldPath) {
-  StatusOr<TFJob> job = ParseTFJob(kMinimal, "job.yaml");
+TEST(ParseJob, RecordsPositionsByFieldPath) {
+  StatusOr<Job> job = ParseJob(kMinimal, "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   SourcePosition image =
       FindPosition(*job, "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image");
@@ -176,7 +177,7 @@ TEST(ParseTFJob, RecordsPositionsByFieldPath) {
             "job.yaml:5:1: spec.runPolicy.backoffLimit: oops");
 }
 
-TEST(ParseTFJob, KeepsTheWholeTemplateWithTypes) {
+TEST(ParseJob, KeepsTheWholeTemplateWithTypes) {
   std::string text = Replace(kMinimal, "              command: [python, train.py]\n",
                              R"(              resources:
                 limits:
@@ -187,7 +188,7 @@ TEST(ParseTFJob, KeepsTheWholeTemplateWithTypes) {
           hostNetwork: false
           terminationGracePeriodSeconds: 30
 )");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   const nlohmann::json& raw = job->replica_specs.at("Worker").template_spec.raw;
   const nlohmann::json& container = raw["spec"]["containers"][0];
@@ -199,7 +200,7 @@ TEST(ParseTFJob, KeepsTheWholeTemplateWithTypes) {
   EXPECT_EQ(raw["spec"]["terminationGracePeriodSeconds"], 30);
 }
 
-TEST(ParseTFJob, ReadsEnvironmentIncludingValueFrom) {
+TEST(ParseJob, ReadsEnvironmentIncludingValueFrom) {
   std::string text = Replace(kMinimal, "              command: [python, train.py]\n",
                              R"(              env:
                 - name: RATE
@@ -208,7 +209,7 @@ TEST(ParseTFJob, ReadsEnvironmentIncludingValueFrom) {
                   valueFrom:
                     secretKeyRef: {name: s, key: k}
 )");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   const std::vector<EnvVar>& env = job->replica_specs.at("Worker").template_spec.containers[0].env;
   ASSERT_EQ(env.size(), 2u);
@@ -218,11 +219,11 @@ TEST(ParseTFJob, ReadsEnvironmentIncludingValueFrom) {
   EXPECT_EQ(env[1].value_from["secretKeyRef"]["key"], "k");
 }
 
-TEST(ParseTFJob, WarnsAboutMisspeltContainerFields) {
+TEST(ParseJob, WarnsAboutMisspeltContainerFields) {
   std::string text = Replace(kMinimal, "command: [python, train.py]",
                              "comand: [python, train.py]\n              env: [{name: A, valu: x}]");
   std::vector<std::string> warnings;
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml", &warnings);
+  StatusOr<Job> job = ParseJob(text, "job.yaml", &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(warnings,
               ElementsAre("job.yaml:15:15: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
@@ -233,8 +234,8 @@ TEST(ParseTFJob, WarnsAboutMisspeltContainerFields) {
                           "(a Kubernetes API server would drop it too)"));
 }
 
-TEST(ParseTFJob, ReadsEveryRunPolicyField) {
-  StatusOr<TFJob> job = ParseTFJobFile(SpecPath("full.yaml"));
+TEST(ParseJob, ReadsEveryRunPolicyField) {
+  StatusOr<Job> job = ParseJobFile(SpecPath("full.yaml"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   const RunPolicy& policy = job->run_policy;
   EXPECT_EQ(policy.clean_pod_policy, CleanPodPolicy::kRunning);
@@ -244,20 +245,20 @@ TEST(ParseTFJob, ReadsEveryRunPolicyField) {
   EXPECT_FALSE(policy.suspend);
   EXPECT_EQ(policy.managed_by, "kubeflow.org/training-operator");
   EXPECT_EQ(policy.scheduling_policy["minAvailable"], 4);
-  EXPECT_EQ(job->success_policy, "AllWorkers");
+  EXPECT_EQ(TFJobSuccessPolicy(*job), "AllWorkers");
   EXPECT_EQ(job->metadata.labels.at("team"), "vision");
   EXPECT_EQ(job->metadata.annotations.at(kEvaluatorInClusterAnnotation), "false");
 }
 
-TEST(ParseTFJob, TakesTheTFJobOfAMultiDocumentFile) {
-  StatusOr<TFJob> job = ParseTFJobFile(SpecPath("full.yaml"));
+TEST(ParseJob, TakesTheTFJobOfAMultiDocumentFile) {
+  StatusOr<Job> job = ParseJobFile(SpecPath("full.yaml"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->metadata.name, "full-job");
   EXPECT_EQ(job->metadata.namespace_name, "research");
   EXPECT_EQ(job->replica_specs.size(), 4u);
 }
 
-TEST(ParseTFJob, ExpandsAliasesAndMergeKeys) {
+TEST(ParseJob, ExpandsAliasesAndMergeKeys) {
   constexpr const char* kText = R"(apiVersion: kubeflow.org/v1
 kind: TFJob
 metadata: {name: merged}
@@ -279,7 +280,7 @@ spec:
             - <<: *container
               args: [--role=worker]
 )";
-  StatusOr<TFJob> job = ParseTFJob(kText, "job.yaml");
+  StatusOr<Job> job = ParseJob(kText, "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   const Container& worker = job->replica_specs.at("Worker").template_spec.containers[0];
   EXPECT_EQ(worker.name, "tensorflow");
@@ -287,7 +288,7 @@ spec:
   EXPECT_THAT(worker.args, ElementsAre("--role=worker"));  // written keys win over merged ones
 }
 
-TEST(ParseTFJob, ScalarsFollowTheCoreSchema) {
+TEST(ParseJob, ScalarsFollowTheCoreSchema) {
   EXPECT_EQ(ResolvePlainScalar("2"), 2);
   EXPECT_EQ(ResolvePlainScalar("-7"), -7);
   EXPECT_EQ(ResolvePlainScalar("+7"), 7);
@@ -306,13 +307,13 @@ TEST(ParseTFJob, ScalarsFollowTheCoreSchema) {
   EXPECT_EQ(ResolvePlainScalar("1.2.3"), "1.2.3");
 }
 
-TEST(ParseTFJob, QuotedNumbersStayText) {
-  StatusOr<TFJob> job = ParseTFJob(Replace(kMinimal, "image: tf:2.15", "image: \"2.15\""), "j");
+TEST(ParseJob, QuotedNumbersStayText) {
+  StatusOr<Job> job = ParseJob(Replace(kMinimal, "image: tf:2.15", "image: \"2.15\""), "j");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->replica_specs.at("Worker").template_spec.containers[0].image, "2.15");
 }
 
-TEST(ParseTFJob, IgnoresStatusAndServerSetMetadata) {
+TEST(ParseJob, IgnoresStatusAndServerSetMetadata) {
   std::string text = Replace(kMinimal, "  name: mnist\n", R"(  name: mnist
   uid: 0d7c9e63-1111-2222-3333-444444444444
   resourceVersion: "1234"
@@ -320,21 +321,21 @@ TEST(ParseTFJob, IgnoresStatusAndServerSetMetadata) {
 )");
   text += "status:\n  conditions: []\n";
   std::vector<std::string> warnings;
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml", &warnings);
+  StatusOr<Job> job = ParseJob(text, "job.yaml", &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(warnings, IsEmpty());
 }
 
-TEST(ParseTFJob, NullMeansUnset) {
+TEST(ParseJob, NullMeansUnset) {
   std::string text = Replace(kMinimal, "      replicas: 2\n", "      replicas: ~\n");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->replica_specs.at("Worker").replicas, 1);
 }
 
-TEST(ParseTFJob, EmptyRestartPolicyIsTheDefault) {
+TEST(ParseJob, EmptyRestartPolicyIsTheDefault) {
   std::string text = Replace(kMinimal, "restartPolicy: OnFailure", "restartPolicy: \"\"");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->replica_specs.at("Worker").restart_policy, RestartPolicy::kNever);
 }
@@ -352,7 +353,7 @@ class ParseErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ParseErrorTest, NamesFileLineColumnAndField) {
   const ErrorCase& error_case = GetParam();
-  StatusOr<TFJob> job = ParseTFJob(Replace(kMinimal, error_case.from, error_case.to), "job.yaml");
+  StatusOr<Job> job = ParseJob(Replace(kMinimal, error_case.from, error_case.to), "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(job.status().message(), error_case.message);
@@ -413,10 +414,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "job.yaml:7:2: invalid YAML: end of map not found"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ParseTFJob, ReportsEveryErrorAtOnce) {
+TEST(ParseJob, ReportsEveryErrorAtOnce) {
   std::string text = Replace(kMinimal, "replicas: 2", "replicas: two");
   text = Replace(text, "restartPolicy: OnFailure", "restartPolicy: Sometimes");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "job.yaml:8:17: spec.tfReplicaSpecs.Worker.replicas: expected an integer, got "
@@ -425,52 +426,51 @@ TEST(ParseTFJob, ReportsEveryErrorAtOnce) {
             "Always, OnFailure, Never, ExitCode");
 }
 
-TEST(ParseTFJob, CleanPodPolicyEnum) {
+TEST(ParseJob, CleanPodPolicyEnum) {
   std::string text =
       Replace(kMinimal, "spec:\n  tfReplicaSpecs:",
               "spec:\n  runPolicy:\n    cleanPodPolicy: Sometimes\n  tfReplicaSpecs:");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "job.yaml:7:21: spec.runPolicy.cleanPodPolicy: \"Sometimes\" is not one of All, "
             "Running, None");
 }
 
-TEST(ParseTFJob, TwoTFJobDocumentsAreAnError) {
+TEST(ParseJob, TwoTFJobDocumentsAreAnError) {
   std::string text = std::string(kMinimal) + "---\n" + kMinimal;
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "job.yaml:18:7: kind: a second TFJob in this file (the first is at line 2); put "
             "each TFJob in its own file");
 }
 
-TEST(ParseTFJob, NoTFJobAmongSeveralDocuments) {
-  StatusOr<TFJob> job =
-      ParseTFJob("kind: Service\n---\nkind: ConfigMap\n---\nfoo: bar\n", "job.yaml");
+TEST(ParseJob, NoTFJobAmongSeveralDocuments) {
+  StatusOr<Job> job = ParseJob("kind: Service\n---\nkind: ConfigMap\n---\nfoo: bar\n", "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "job.yaml: none of the 3 documents has kind: TFJob (found Service, ConfigMap, (no "
             "kind))");
 }
 
-TEST(ParseTFJob, EmptyFile) {
+TEST(ParseJob, EmptyFile) {
   for (const char* text : {"", "# just a comment\n", "---\n"}) {
-    StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+    StatusOr<Job> job = ParseJob(text, "job.yaml");
     ASSERT_FALSE(job.ok()) << text;
     EXPECT_EQ(job.status().message(), "job.yaml: the file holds no TFJob");
   }
 }
 
-TEST(ParseTFJob, TopLevelMustBeAMapping) {
-  StatusOr<TFJob> job = ParseTFJob("- a\n- b\n", "job.yaml");
+TEST(ParseJob, TopLevelMustBeAMapping) {
+  StatusOr<Job> job = ParseJob("- a\n- b\n", "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "job.yaml:1:1: expected a mapping (a TFJob manifest), got a list");
 }
 
-TEST(ParseTFJob, MissingFile) {
-  StatusOr<TFJob> job = ParseTFJobFile("/nonexistent/job.yaml");
+TEST(ParseJob, MissingFile) {
+  StatusOr<Job> job = ParseJobFile("/nonexistent/job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), Status::Code::kNotFound);
   EXPECT_EQ(job.status().message(), "/nonexistent/job.yaml: no such file");
@@ -478,23 +478,23 @@ TEST(ParseTFJob, MissingFile) {
 
 // ---- Hostile input is refused, not crashed on ----
 
-TEST(ParseTFJob, RefusesDeepNesting) {
+TEST(ParseJob, RefusesDeepNesting) {
   std::string text = "a: " + std::string(200, '[') + std::string(200, ']') + "\n";
-  StatusOr<TFJob> job = ParseTFJob(text, "deep.yaml");
+  StatusOr<Job> job = ParseJob(text, "deep.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), StartsWith("deep.yaml:1:"));
   EXPECT_THAT(job.status().message(), HasSubstr("nests deeper than 64 levels"));
 }
 
-TEST(ParseTFJob, RefusesDeepBlockNesting) {
+TEST(ParseJob, RefusesDeepBlockNesting) {
   std::string text;
   for (int depth = 0; depth < 100; ++depth) text += std::string(depth, ' ') + "k:\n";
-  StatusOr<TFJob> job = ParseTFJob(text, "deep.yaml");
+  StatusOr<Job> job = ParseJob(text, "deep.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), HasSubstr("nests deeper than 64 levels"));
 }
 
-TEST(ParseTFJob, RefusesAliasBombs) {
+TEST(ParseJob, RefusesAliasBombs) {
   std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int level = 1; level < 10; ++level) {
     std::string previous = "*a" + std::to_string(level - 1);
@@ -502,53 +502,53 @@ TEST(ParseTFJob, RefusesAliasBombs) {
     for (int i = 0; i < 10; ++i) text += (i ? ", " : "") + previous;
     text += "]\n";
   }
-  StatusOr<TFJob> job = ParseTFJob(text, "bomb.yaml");
+  StatusOr<Job> job = ParseJob(text, "bomb.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), HasSubstr("more than 100000 nodes"));
 }
 
-TEST(ParseTFJob, RefusesRecursiveAliases) {
-  StatusOr<TFJob> job = ParseTFJob("a: &x [1, *x]\n", "loop.yaml");
+TEST(ParseJob, RefusesRecursiveAliases) {
+  StatusOr<Job> job = ParseJob("a: &x [1, *x]\n", "loop.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), HasSubstr("recursive alias"));
 }
 
-TEST(ParseTFJob, RefusesHugeInput) {
+TEST(ParseJob, RefusesHugeInput) {
   std::string text(kMaxYamlBytes + 1, '#');
-  StatusOr<TFJob> job = ParseTFJob(text, "huge.yaml");
+  StatusOr<Job> job = ParseJob(text, "huge.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), StartsWith("huge.yaml: the file is larger than 4 MiB"));
 }
 
-TEST(ParseTFJob, RefusesInvalidUtf8) {
+TEST(ParseJob, RefusesInvalidUtf8) {
   std::string text = Replace(kMinimal, "image: tf:2.15", "image: tf\xff");
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(), "job.yaml:14:22: the text is not valid UTF-8");
 }
 
-TEST(ParseTFJob, LimitsTheNumberOfErrorsShown) {
+TEST(ParseJob, LimitsTheNumberOfErrorsShown) {
   std::string text =
       "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\nspec:\n"
       "  tfReplicaSpecs:\n";
   for (int i = 0; i < 30; ++i) text += "    T" + std::to_string(i) + ": {replicas: x}\n";
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), HasSubstr("\n... and 10 more"));
 }
 
 // ---- LoadTFJob: all three steps ----
 
-TEST(LoadTFJob, DefaultsAndValidates) {
-  StatusOr<TFJob> job = LoadTFJob(Replace(kMinimal, "    Worker:", "    worker:"), "job.yaml");
+TEST(LoadJob, DefaultsAndValidates) {
+  StatusOr<Job> job = LoadJob(Replace(kMinimal, "    Worker:", "    worker:"), "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   ASSERT_EQ(job->replica_specs.count("Worker"), 1u);
   EXPECT_EQ(job->replica_specs.at("Worker").template_spec.containers[0].ports[0].container_port,
             2222);
 }
 
-TEST(LoadTFJob, ReportsValidationErrorsWithPositions) {
-  StatusOr<TFJob> job = LoadTFJob(Replace(kMinimal, "name: mnist", "name: MNIST"), "job.yaml");
+TEST(LoadJob, ReportsValidationErrorsWithPositions) {
+  StatusOr<Job> job = LoadJob(Replace(kMinimal, "name: mnist", "name: MNIST"), "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(),
               StartsWith("job.yaml:4:9: metadata.name: \"MNIST\" is not valid: a DNS-1035 label"));

@@ -8,6 +8,7 @@
 
 #include "job/defaults.h"
 #include "job/spec_parser.h"
+#include "job/tfjob.h"
 
 namespace cohort::job {
 namespace {
@@ -19,10 +20,10 @@ std::string SpecPath(const std::string& name) {
   return std::string(COHORT_TEST_DATA_DIR) + "/specs/" + name;
 }
 
-TFJob LoadOrDie(const std::string& path) {
-  StatusOr<TFJob> job = LoadTFJobFile(path);
+Job LoadOrDie(const std::string& path) {
+  StatusOr<Job> job = LoadJobFile(path);
   EXPECT_TRUE(job.ok()) << job.status().ToString();
-  return job.ok() ? *job : TFJob{};
+  return job.ok() ? *job : Job{};
 }
 
 TEST(ToJson, WritesTheKubernetesShape) {
@@ -80,7 +81,7 @@ TEST(ToJson, KeepsKubernetesOnlyFieldsAndWritesEveryRunPolicyField) {
 }
 
 TEST(ToJson, TypedFieldsWinOverRaw) {
-  TFJob job = LoadOrDie(SpecPath("kubeflow/dist-mnist.yaml"));
+  Job job = LoadOrDie(SpecPath("kubeflow/dist-mnist.yaml"));
   PodTemplate& pod = job.replica_specs.at("Worker").template_spec;
   pod.containers[0].image = "other:2";
   pod.containers[0].env.push_back(EnvVar{"TF_CPP_MIN_LOG_LEVEL", "2", json()});
@@ -93,9 +94,9 @@ TEST(ToJson, TypedFieldsWinOverRaw) {
 }
 
 TEST(ToJson, EnableDynamicWorkerOnlyWhenTrue) {
-  TFJob job = LoadOrDie(SpecPath("kubeflow/dist-mnist.yaml"));
+  Job job = LoadOrDie(SpecPath("kubeflow/dist-mnist.yaml"));
   EXPECT_FALSE(ToJson(job)["spec"].contains("enableDynamicWorker"));
-  job.enable_dynamic_worker = true;
+  job.kind_spec[kEnableDynamicWorkerField] = true;
   job.run_policy.suspend = true;
   json written = ToJson(job);
   EXPECT_EQ(written["spec"]["enableDynamicWorker"], true);
@@ -107,10 +108,10 @@ TEST(ToJson, EnableDynamicWorkerOnlyWhenTrue) {
 class RoundTripTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RoundTripTest, JsonReadsBackToTheSameJob) {
-  TFJob job = LoadOrDie(SpecPath(GetParam()));
+  Job job = LoadOrDie(SpecPath(GetParam()));
   json written = ToJson(job);
   std::vector<std::string> warnings;
-  StatusOr<TFJob> read_back = TFJobFromJson(written, &warnings);
+  StatusOr<Job> read_back = JobFromJson(written, &warnings);
   ASSERT_TRUE(read_back.ok()) << read_back.status().ToString();
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(ToJson(*read_back), written);
@@ -121,7 +122,7 @@ TEST_P(RoundTripTest, JsonReadsBackToTheSameJob) {
 TEST_P(RoundTripTest, YamlReadsBackToTheSameJob) {
   json written = ToJson(LoadOrDie(SpecPath(GetParam())));
   std::string yaml = ToYaml(written);
-  StatusOr<TFJob> read_back = LoadTFJob(yaml, "written.yaml");
+  StatusOr<Job> read_back = LoadJob(yaml, "written.yaml");
   ASSERT_TRUE(read_back.ok()) << read_back.status().ToString() << "\n" << yaml;
   EXPECT_EQ(ToJson(*read_back), written) << yaml;
 }
@@ -132,7 +133,7 @@ TEST_P(RoundTripTest, SavedSpecWithServerFieldsReadsBack) {
   saved["metadata"]["creationTimestamp"] = "2021-09-06T11:48:10Z";
   saved["status"] = json::parse(R"({"conditions": []})");
   std::vector<std::string> warnings;
-  StatusOr<TFJob> read_back = TFJobFromJson(saved, &warnings);
+  StatusOr<Job> read_back = JobFromJson(saved, &warnings);
   ASSERT_TRUE(read_back.ok()) << read_back.status().ToString();
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(ToJson(*read_back), written);
@@ -148,21 +149,21 @@ INSTANTIATE_TEST_SUITE_P(Specs, RoundTripTest,
                                            "kubeflow/monitored-training-session.yaml",
                                            "kubeflow/v1-mnist-with-summaries.yaml"));
 
-TEST(TFJobFromJson, ErrorsNameTheFieldPath) {
+TEST(JobFromJson, ErrorsNameTheFieldPath) {
   json written = ToJson(LoadOrDie(SpecPath("kubeflow/simple.yaml")));
   written["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = "two";
-  StatusOr<TFJob> job = TFJobFromJson(written);
+  StatusOr<Job> job = JobFromJson(written);
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "spec.tfReplicaSpecs.Worker.replicas: expected an integer, got \"two\"");
 }
 
-TEST(TFJobFromJson, RejectsOtherKinds) {
-  StatusOr<TFJob> job = TFJobFromJson(json::parse(R"({"apiVersion": "v1", "kind": "Pod"})"));
+TEST(JobFromJson, RejectsOtherKinds) {
+  StatusOr<Job> job = JobFromJson(json::parse(R"({"apiVersion": "v1", "kind": "Pod"})"));
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), HasSubstr("kind: \"Pod\" is not supported"));
-  EXPECT_FALSE(TFJobFromJson(json::array()).ok());
-  EXPECT_FALSE(TFJobFromJson(json()).ok());
+  EXPECT_FALSE(JobFromJson(json::array()).ok());
+  EXPECT_FALSE(JobFromJson(json()).ok());
 }
 
 // ---- YAML output ----
@@ -199,7 +200,7 @@ TEST(ToYaml, ReadsBackToTheSameJson) {
     if (item.is_string()) object["metadata"]["annotations"][key] = item;
   }
   object["spec"] = {{"tfReplicaSpecs", {{"Worker", {{"template", {{"raw", value}}}}}}}};
-  StatusOr<TFJob> job = ParseTFJob(ToYaml(object), "round.yaml");
+  StatusOr<Job> job = ParseJob(ToYaml(object), "round.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString() << "\n" << ToYaml(object);
   EXPECT_EQ(job->replica_specs.at("Worker").template_spec.raw["raw"], value) << ToYaml(object);
   EXPECT_EQ(job->metadata.annotations.size(), 17u);

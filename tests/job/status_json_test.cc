@@ -7,6 +7,7 @@
 #include <string>
 
 #include "job/reconciler.h"
+#include "job/tfjob.h"
 
 namespace cohort::job {
 namespace {
@@ -103,7 +104,7 @@ TEST(JobStatusJsonTest, RoundTrips) {
 
 // The reconciler writes whole seconds, so what it returns is exactly what is read back.
 TEST(JobStatusJsonTest, ReconcilerStatusSurvivesTheRoundTrip) {
-  TFJob job;
+  Job job = NewTFJob();
   job.metadata.name = "mnist";
   job.replica_specs["Worker"] = ReplicaSpec{};
   ReconcileResult result = Reconcile(job, JobStatus{}, {}, kStart + std::chrono::milliseconds(420));

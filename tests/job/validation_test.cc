@@ -8,6 +8,7 @@
 
 #include "job/defaults.h"
 #include "job/spec_parser.h"
+#include "job/tfjob.h"
 
 namespace cohort::job {
 namespace {
@@ -44,22 +45,22 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text;
 }
 
-TFJob ParseAndDefault(const std::string& text) {
-  StatusOr<TFJob> job = ParseTFJob(text, "job.yaml");
+Job ParseAndDefault(const std::string& text) {
+  StatusOr<Job> job = ParseJob(text, "job.yaml");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
-  if (!job.ok()) return TFJob{};
+  if (!job.ok()) return Job{};
   ApplyDefaults(*job);
   return *job;
 }
 
-TEST(ValidateTFJob, AcceptsAValidJob) {
-  TFJob job = ParseAndDefault(kValid);
+TEST(ValidateJob, AcceptsAValidJob) {
+  Job job = ParseAndDefault(kValid);
   EXPECT_THAT(ValidationErrors(job), IsEmpty());
-  EXPECT_TRUE(ValidateTFJob(job).ok());
+  EXPECT_TRUE(ValidateJob(job).ok());
 }
 
-TEST(ValidateTFJob, AcceptsEveryKubernetesOnlyField) {
-  StatusOr<TFJob> job = LoadTFJobFile(SpecPath("full.yaml"));
+TEST(ValidateJob, AcceptsEveryKubernetesOnlyField) {
+  StatusOr<Job> job = LoadJobFile(SpecPath("full.yaml"));
   EXPECT_TRUE(job.ok()) << job.status().ToString();
 }
 
@@ -74,7 +75,7 @@ class ValidationErrorTest : public ::testing::TestWithParam<ValidationCase> {};
 
 TEST_P(ValidationErrorTest, ReportsTheOperatorsRules) {
   const ValidationCase& test_case = GetParam();
-  TFJob job = ParseAndDefault(Replace(kValid, test_case.from, test_case.to));
+  Job job = ParseAndDefault(Replace(kValid, test_case.from, test_case.to));
   EXPECT_EQ(ValidationErrors(job), test_case.errors);
 }
 
@@ -210,19 +211,19 @@ INSTANTIATE_TEST_SUITE_P(
                         "env[0].valueFrom: may not be specified when value is not empty"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ValidateTFJob, ValidNames) {
+TEST(ValidateJob, ValidNames) {
   for (const char* name : {"a", "mnist", "dist-mnist-for-e2e-test", "a1", "x-2-y"}) {
-    TFJob job = ParseAndDefault(Replace(kValid, "name: mnist", std::string("name: ") + name));
+    Job job = ParseAndDefault(Replace(kValid, "name: mnist", std::string("name: ") + name));
     EXPECT_THAT(ValidationErrors(job), IsEmpty()) << name;
   }
-  TFJob longest = ParseAndDefault(Replace(kValid, "name: mnist", "name: " + std::string(63, 'a')));
+  Job longest = ParseAndDefault(Replace(kValid, "name: mnist", "name: " + std::string(63, 'a')));
   EXPECT_THAT(ValidationErrors(longest), IsEmpty());
 }
 
-TEST(ValidateTFJob, JoinsEveryErrorIntoOneStatus) {
+TEST(ValidateJob, JoinsEveryErrorIntoOneStatus) {
   std::string text = Replace(kValid, "name: mnist", "name: Mnist");
   text = Replace(text, "replicas: 2", "replicas: -1");
-  Status status = ValidateTFJob(ParseAndDefault(text));
+  Status status = ValidateJob(ParseAndDefault(text));
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(status.message(),
@@ -231,8 +232,8 @@ TEST(ValidateTFJob, JoinsEveryErrorIntoOneStatus) {
                 "equal to 0, got -1");
 }
 
-TEST(ValidateTFJob, JobsBuiltInCodeHaveNoPositions) {
-  TFJob job;
+TEST(ValidateJob, JobsBuiltInCodeHaveNoPositions) {
+  Job job = NewTFJob();
   job.metadata.name = "built";
   ReplicaSpec worker;
   worker.template_spec.containers.push_back(Container{});
@@ -243,16 +244,16 @@ TEST(ValidateTFJob, JobsBuiltInCodeHaveNoPositions) {
                           "required"));
 }
 
-TEST(ValidateTFJob, AllowsMultiKueueAndTheOperator) {
+TEST(ValidateJob, AllowsMultiKueueAndTheOperator) {
   for (const char* managed_by : {kManagedByTrainingOperator, kManagedByMultiKueue}) {
-    TFJob job = ParseAndDefault(
+    Job job = ParseAndDefault(
         Replace(kValid, "backoffLimit: 3", std::string("managedBy: ") + managed_by));
     EXPECT_THAT(ValidationErrors(job), IsEmpty()) << managed_by;
   }
 }
 
-TEST(ValidateTFJob, UnknownReplicaTypesAreAllowed) {
-  TFJob job = ParseAndDefault(Replace(kValid, "    Worker:\n", "    Launcher:\n"));
+TEST(ValidateJob, UnknownReplicaTypesAreAllowed) {
+  Job job = ParseAndDefault(Replace(kValid, "    Worker:\n", "    Launcher:\n"));
   EXPECT_THAT(ValidationErrors(job), IsEmpty());
 }
 
@@ -264,7 +265,7 @@ TEST(LocalRunWarnings, NoneForAPlainJob) {
 
 TEST(LocalRunWarnings, KerasExampleOnce) {
   std::string path = SpecPath("kubeflow/keras-multi-worker.yaml");
-  StatusOr<TFJob> job = LoadTFJobFile(path);
+  StatusOr<Job> job = LoadJobFile(path);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(
       LocalRunWarnings(*job),
@@ -279,7 +280,7 @@ TEST(LocalRunWarnings, KerasExampleOnce) {
 
 TEST(LocalRunWarnings, EveryKindOnceWithACountOfTheOthers) {
   std::string path = SpecPath("full.yaml");
-  StatusOr<TFJob> job = LoadTFJobFile(path);
+  StatusOr<Job> job = LoadJobFile(path);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   std::vector<std::string> warnings = LocalRunWarnings(*job);
   EXPECT_THAT(

@@ -57,7 +57,7 @@ class JobViewTest : public ::testing::Test {
   }
 
   void AddJob(const std::string& name, const std::string& namespace_name) {
-    StatusOr<job::TFJob> job = job::LoadTFJob(
+    StatusOr<job::Job> job = job::LoadJob(
         "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: " + name +
             ", namespace: " + namespace_name +
             "}\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n      template:\n"

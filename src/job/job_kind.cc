@@ -1,0 +1,86 @@
+#include "job/job_kind.h"
+
+#include "job/tfjob.h"
+
+namespace cohort::job {
+
+Job JobKind::NewJob() const {
+  Job job;
+  job.job_kind = this;
+  job.api_version = api_version();
+  job.kind = name();
+  return job;
+}
+
+std::string JobKind::CanonicalReplicaType(const std::string& type) const {
+  for (const std::string& known : facts_.replica_types) {
+    if (LowerCase(known) == LowerCase(type)) return known;
+  }
+  return type;
+}
+
+bool JobKind::IsReplicaType(const std::string& type) const {
+  for (const std::string& known : facts_.replica_types) {
+    if (known == type) return true;
+  }
+  return false;
+}
+
+bool JobKind::IsChiefType(const std::string& type) const {
+  for (const std::string& chief : facts_.chief_types) {
+    if (chief == type) return true;
+  }
+  return false;
+}
+
+const Container* JobKind::MainContainer(const PodTemplate& pod_template) const {
+  for (const Container& container : pod_template.containers) {
+    if (container.name == facts_.container_name) return &container;
+  }
+  return nullptr;
+}
+
+const SpecField* JobKind::FindSpecField(const std::string& name) const {
+  for (const SpecField& field : facts_.spec_fields) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+nlohmann::json JobKind::SpecFieldValue(const Job& job, const std::string& name) const {
+  auto written = job.kind_spec.find(name);
+  if (written != job.kind_spec.end()) return written->second;
+  const SpecField* field = FindSpecField(name);
+  return field == nullptr ? nlohmann::json() : field->default_value;
+}
+
+std::vector<FieldProblem> JobKind::ValidateSpecFields(const Job&) const { return {}; }
+
+std::vector<std::string> JobKind::EnvironmentNames() const { return {facts_.cluster_variable}; }
+
+const KindRegistry& KindRegistry::Default() {
+  static const KindRegistry registry({&TFJobKind()});
+  return registry;
+}
+
+const JobKind* KindRegistry::Find(const std::string& api_version, const std::string& kind) const {
+  for (const JobKind* candidate : kinds_) {
+    if (candidate->api_version() == api_version && candidate->name() == kind) return candidate;
+  }
+  return nullptr;
+}
+
+const JobKind* KindRegistry::FindByName(const std::string& kind) const {
+  for (const JobKind* candidate : kinds_) {
+    if (candidate->name() == kind) return candidate;
+  }
+  return nullptr;
+}
+
+std::string KindRegistry::Names(const std::string& separator) const {
+  std::string names;
+  for (const JobKind* kind : kinds_) names += (names.empty() ? "" : separator) + kind->name();
+  return names;
+}
+
+}  // namespace cohort::job
