@@ -12,9 +12,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <thread>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
+#include "testing/wait.h"
 
 namespace {
 
@@ -75,12 +75,9 @@ TEST_F(KillWorkerTest, JobSurvivesAKilledWorkerAndMatchesAnUninterruptedRun) {
   pid_t cohort = StartJob("killed", log);
   // Wait for the chief's second step backup (global step 50 of 100 in epoch 1), then strike.
   const fs::path state = sandbox_.root() / "killed" / "backup" / "chief" / "checkpoint";
-  const auto deadline = std::chrono::steady_clock::now() + seconds(300);
-  while (ReadText(state).find("ckpt-2") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_NE(ReadText(state).find("ckpt-2"), std::string::npos) << ReadText(log);
+  ASSERT_TRUE(cohort::testing::WaitUntil(
+      [&] { return ReadText(state).find("ckpt-2") != std::string::npos; }, seconds(300)))
+      << ReadText(log);
   const pid_t victim = cohort::testing::FindTrainerProcess("killed", "worker", 1);
   ASSERT_GT(victim, 0) << ReadText(log);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);

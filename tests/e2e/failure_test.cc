@@ -4,10 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
+#include "testing/wait.h"
 
 namespace cohort::testing {
 namespace {
@@ -16,43 +17,40 @@ using ::testing::HasSubstr;
 
 // Waits until replica.sh has written the pids of `count` replicas.
 std::map<std::string, pid_t> WaitForReplicas(const CohortSandbox& sandbox, size_t count) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::map<std::string, pid_t> pids;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pids = sandbox.ReplicaPids();
-    if (pids.size() >= count &&
-        std::all_of(pids.begin(), pids.end(), [](const auto& entry) { return entry.second > 0; })) {
-      return pids;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "timed out waiting for " << count << " replicas to start";
+  const bool started = WaitUntil(
+      [&] {
+        pids = sandbox.ReplicaPids();
+        return pids.size() >= count && std::all_of(pids.begin(), pids.end(), [](const auto& entry) {
+                 return entry.second > 0;
+               });
+      },
+      std::chrono::seconds(20));
+  if (!started) ADD_FAILURE() << "timed out waiting for " << count << " replicas to start";
   return pids;
 }
 
 bool WaitUntilGone(pid_t pid, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (!ProcessAlive(pid)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return WaitUntil([pid] { return !ProcessAlive(pid); }, timeout);
 }
 
 // The last condition of the job's status.json, read directly (no `cohort` command, since any of
 // them would mark the job Failed itself), once it is Failed; null if it is not within `timeout`.
 nlohmann::json WaitForFailedCondition(const std::filesystem::path& status_file,
                                       std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    nlohmann::json status = nlohmann::json::parse(ReadText(status_file), nullptr, false);
-    if (status.is_object() && status.contains("conditions") && !status["conditions"].empty() &&
-        status["conditions"].back().value("type", "") == "Failed") {
-      return status["conditions"].back();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return nullptr;
+  nlohmann::json failed = nullptr;
+  WaitUntil(
+      [&] {
+        nlohmann::json status = nlohmann::json::parse(ReadText(status_file), nullptr, false);
+        if (status.is_object() && status.contains("conditions") && !status["conditions"].empty() &&
+            status["conditions"].back().value("type", "") == "Failed") {
+          failed = status["conditions"].back();
+          return true;
+        }
+        return false;
+      },
+      timeout);
+  return failed;
 }
 
 // What only the watchdog does: when the supervisor is SIGKILLed it kills every replica's whole

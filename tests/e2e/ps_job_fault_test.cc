@@ -17,7 +17,8 @@
 #include <regex>
 #include <thread>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
+#include "testing/scratch_directory.h"
 
 namespace {
 
@@ -29,10 +30,12 @@ using std::chrono::seconds;
 
 const fs::path kTaxiTrain = fs::path(COHORT_BINARY_DIR) / "examples/taxi/taxi-train";
 
-// The data set is the same for every test; generating it once saves seconds per job.
+// The data set is the same for every job of a test process; generating it once saves seconds per
+// job. It lives in a directory of this process's own, removed at exit, so that no run meets a
+// data set an earlier run left (which cohort-train refuses when the generator has changed).
 const fs::path& DataDir() {
-  static const fs::path dir = fs::temp_directory_path() / "cohort-ps-job-test-data";
-  return dir;
+  static const cohort::testing::ScratchDirectory dir("cohort-ps-job-data");
+  return dir.path();
 }
 
 class ParameterServerJobTest : public ::testing::Test {

@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
+#include "testing/scratch_directory.h"
 
 namespace {
 
@@ -22,14 +23,20 @@ using std::chrono::seconds;
 const fs::path kTaxiTrain = fs::path(COHORT_BINARY_DIR) / "examples/taxi/taxi-train";
 const fs::path kExamples = fs::path(COHORT_SOURCE_DIR) / "examples/taxi";
 
-// The generated data set, shared with the fault tests (the same generator and seed as the
-// example's): generating it takes seconds.
-const fs::path kDataDir = fs::temp_directory_path() / "cohort-ps-job-test-data";
+// The generated data set (the same generator and seed as the example's), once per test process
+// in a directory of its own, removed at exit: generating it takes seconds, and a data set an
+// earlier run left could be of another generator version. (Its name must not start with
+// /tmp/cohort-taxi, which Relocated replaces.)
+const fs::path& DataDir() {
+  static const cohort::testing::ScratchDirectory dir("cohort-example-data");
+  return dir.path();
+}
 
-// The example's text with its data in kDataDir and every other /tmp/cohort-taxi path under `out`.
+// The example's text with its data in DataDir() and every other /tmp/cohort-taxi path under
+// `out`.
 std::string Relocated(const fs::path& example, const fs::path& out) {
-  const std::string text =
-      std::regex_replace(ReadText(example), std::regex("/tmp/cohort-taxi/data"), kDataDir.string());
+  const std::string text = std::regex_replace(
+      ReadText(example), std::regex("/tmp/cohort-taxi/data"), DataDir().string());
   return std::regex_replace(text, std::regex("/tmp/cohort-taxi"), out.string());
 }
 
@@ -49,7 +56,7 @@ TEST_P(TaxiExampleTest, ReachesTheAucGoalWithEveryRoleDoingItsPart) {
   const std::string output = ReadText(log);
   EXPECT_NE(output.find("job default/taxi Succeeded"), std::string::npos) << output;
 
-  const double ceiling = nlohmann::json::parse(ReadText(kDataDir / "ground_truth.json"))
+  const double ceiling = nlohmann::json::parse(ReadText(DataDir() / "ground_truth.json"))
                              .at("ceiling_auc")
                              .get<double>();
   std::smatch match;

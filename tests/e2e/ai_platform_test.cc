@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 
 namespace cohort::testing {
 namespace {
@@ -81,11 +81,14 @@ TEST_F(AiPlatformCliTest, AnAiPlatformSpecRunsToSucceededWithMasterInTfConfig) {
       "  parameterServerType: n1-standard-4\n"
       "  parameterServerCount: 1\n"
       "  args: [--epochs=1]\n";
-  // Every replica works 2 s, so that the master, whose exit ends the job and stops the others,
-  // cannot finish before the workers have printed their arguments.
-  CommandResult run = sandbox_.Cohort(
-      {"run", sandbox_.WriteFile("census.yaml", spec).string(), "--image",
-       "cohort/census=env SLEEP_SECONDS=2 " + kSource + "/tests/integration/replica.sh"});
+  // Every replica waits until all four (master, two workers, parameter server) have started and
+  // printed their arguments, so that the master, whose exit ends the job and stops the others,
+  // cannot finish before the workers have printed theirs.
+  const std::string pid_dir = (sandbox_.root() / "pids").string();
+  CommandResult run =
+      sandbox_.Cohort({"run", sandbox_.WriteFile("census.yaml", spec).string(), "--image",
+                       "cohort/census=env PID_DIR=" + pid_dir + " WAIT_FOR_REPLICAS=4 " + kSource +
+                           "/tests/e2e/replica.sh"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("[master-0] ARGS=--epochs=1"));
   EXPECT_THAT(run.output, HasSubstr("[worker-1] ARGS=--epochs=1"));

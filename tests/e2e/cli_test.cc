@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
+#include "testing/wait.h"
 
 namespace cohort::testing {
 namespace {
@@ -17,6 +17,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using namespace std::chrono_literals;
 
 class CohortCliTest : public ::testing::Test {
  protected:
@@ -92,12 +93,12 @@ TEST_F(CohortCliTest, PermanentExitCodeFailsTheJobWithTheOperatorsMessage) {
   std::string manifest =
       Manifest("exit-code-permanent",
                // Worker 0 works long enough that its success (which alone would succeed the job)
-               // cannot come before worker 1's failure; worker 1 fails after a second, once every
-               // replica has started (ExpectNothingLeftRunning counts them).
+               // cannot come before worker 1's failure; worker 1 fails once every replica has
+               // started (ExpectNothingLeftRunning counts them).
                ReplicaSpec("Worker", 2, "ExitCode",
                            {{"FAIL_INDEX", "1"},
                             {"FAIL_CODE", "1"},
-                            {"FAIL_DELAY_SECONDS", "1"},
+                            {"WAIT_FOR_REPLICAS", "3"},
                             {"SLEEP_SECONDS", "30"}}) +
                    ReplicaSpec("PS", 1, "Never", {{"SLEEP_SECONDS", "60"}}));
   CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
@@ -207,6 +208,9 @@ TEST_F(CohortCliTest, SubmitGetDescribeLogsWaitDelete) {
 // and over while jobs are submitted, so that some `get` falls between a job's creation and its
 // supervisor's start.
 TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
+  // The readers stop once this file exists, after their `cohort get` in flight has ended, so that
+  // none still writes into the sandbox while it is removed.
+  const std::filesystem::path stop = sandbox_.root() / "stop-reading";
   std::vector<pid_t> readers;
   for (int reader = 0; reader < 2; ++reader) {
     pid_t pid = fork();
@@ -216,7 +220,7 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       std::filesystem::path output = sandbox_.root() / ("reader-" + std::to_string(reader));
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-      while (std::chrono::steady_clock::now() < deadline) {
+      while (!std::filesystem::exists(stop) && std::chrono::steady_clock::now() < deadline) {
         waitpid(sandbox_.StartCohort({"get"}, output), nullptr, 0);
       }
       _exit(0);
@@ -236,9 +240,9 @@ TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
     CommandResult wait = sandbox_.Cohort({"wait", name, "--timeout", "30"});
     EXPECT_EQ(wait.exit_code, 0) << wait.output << sandbox_.Cohort({"describe", name}).output;
   }
+  WriteText(stop, "");
   for (pid_t reader : readers) {
-    kill(reader, SIGKILL);
-    waitpid(reader, nullptr, 0);
+    EXPECT_NE(WaitForChild(reader, 30s), -1) << "a reader did not stop";
   }
   ExpectNothingLeftRunning(1);
 }
@@ -269,26 +273,58 @@ TEST_F(CohortCliTest, DeleteStopsALiveJob) {
   ExpectNothingLeftRunning(2);
 }
 
+// Suspending a running job stops its replicas with SIGTERM, and nothing of the job runs while it
+// is suspended; resuming starts them again and the job runs to the end.
 TEST_F(CohortCliTest, SuspendStopsTheReplicasAndResumeRunsTheJobToTheEnd) {
-  std::string manifest =
-      Manifest("pausable", ReplicaSpec("Worker", 2, "OnFailure", {{"SLEEP_SECONDS", "2"}}));
+  // The replicas work until the test releases them, so that they are surely running when the job
+  // is suspended and surely finish after it is resumed.
+  const std::filesystem::path release = sandbox_.root() / "release";
+  std::string manifest = Manifest(
+      "pausable", ReplicaSpec("Worker", 2, "OnFailure", {{"RUN_UNTIL_FILE", release.string()}}));
   ASSERT_EQ(
       sandbox_.Cohort({"submit", sandbox_.WriteFile("job.yaml", manifest).string()}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return sandbox_.ReplicaPids().size() == 2; }, 30s))
+      << "the replicas did not start";
+  const std::map<std::string, pid_t> running = sandbox_.ReplicaPids();
+  // Every process the job started (the replicas and what they run) carries its COHORT_HOME and
+  // name in its environment.
+  auto job_processes = [&] {
+    return ProcessesWithEnvironment(
+        {{"COHORT_HOME", sandbox_.home().string()}, {"COHORT_JOB_NAME", "pausable"}});
+  };
+  EXPECT_GE(job_processes().size(), 2u);
+
   CommandResult suspend = sandbox_.Cohort({"suspend", "pausable"});
   EXPECT_EQ(suspend.exit_code, 0) << suspend.output;
   auto state = [&] {
     CommandResult get = sandbox_.Cohort({"get", "pausable"});
     return get.output.substr(get.output.find('\n') + 1);
   };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (state().find("Suspended") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(WaitUntil([&] { return state().find("Suspended") != std::string::npos; }, 20s))
+      << state();
+  for (const auto& [replica, pid] : running) {
+    EXPECT_TRUE(WaitUntil([pid = pid] { return !ProcessAlive(pid); }, 20s))
+        << replica << " (pid " << pid << ") still runs";
+    EXPECT_EQ(ReadText(sandbox_.root() / "pids" / (replica + ".sigterm")),
+              std::to_string(pid) + "\n")
+        << replica << " was not stopped with SIGTERM";
   }
-  EXPECT_THAT(state(), HasSubstr("Suspended"));
+  // While suspended nothing runs and nothing starts: `wait` times out, and no replica wrote a new
+  // pid meanwhile.
   EXPECT_EQ(sandbox_.Cohort({"wait", "pausable", "--timeout", "1"}).exit_code, 3);
+  EXPECT_EQ(sandbox_.ReplicaPids(), running);
+  EXPECT_TRUE(job_processes().empty()) << "a process of the suspended job runs";
 
   EXPECT_EQ(sandbox_.Cohort({"resume", "pausable"}).exit_code, 0);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        std::map<std::string, pid_t> pids = sandbox_.ReplicaPids();
+        return pids.size() == 2 && pids["worker-0"] != running.at("worker-0") &&
+               pids["worker-1"] != running.at("worker-1");
+      },
+      30s))
+      << "the replicas did not start again after resume";
+  WriteText(release, "");
   CommandResult wait = sandbox_.Cohort({"wait", "pausable", "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 0) << wait.output;
   CommandResult describe = sandbox_.Cohort({"describe", "pausable"});

@@ -1,4 +1,4 @@
-#include "cohort_runner.h"
+#include "testing/cohort_runner.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path CohortBinary() { return fs::path(COHORT_BINARY_DIR) / "apps" / "cohort" / "cohort"; }
-fs::path ReplicaScript() {
-  return fs::path(COHORT_SOURCE_DIR) / "tests" / "integration" / "replica.sh";
-}
+fs::path ReplicaScript() { return fs::path(COHORT_SOURCE_DIR) / "tests" / "e2e" / "replica.sh"; }
 
 pid_t Spawn(const fs::path& home, const fs::path& working_directory,
             const std::vector<std::string>& arguments, const fs::path& output_file) {
@@ -44,22 +42,17 @@ pid_t Spawn(const fs::path& home, const fs::path& working_directory,
 }  // namespace
 
 CohortSandbox::CohortSandbox() {
-  char pattern[] = "/tmp/cohort-test-XXXXXX";
-  root_ = mkdtemp(pattern);
   fs::create_directories(home());
-  fs::create_directories(root_ / "pids");
+  fs::create_directories(root() / "pids");
 }
 
-CohortSandbox::~CohortSandbox() {
-  std::error_code ignored;
-  fs::remove_all(root_, ignored);
-}
+CohortSandbox::~CohortSandbox() = default;
 
 CommandResult CohortSandbox::Cohort(const std::vector<std::string>& arguments,
                                     std::chrono::seconds timeout) const {
   static int counter = 0;
-  fs::path output_file = root_ / ("output-" + std::to_string(++counter) + ".txt");
-  pid_t pid = Spawn(home(), root_, arguments, output_file);
+  fs::path output_file = root() / ("output-" + std::to_string(++counter) + ".txt");
+  pid_t pid = Spawn(home(), root(), arguments, output_file);
   CommandResult result;
   result.exit_code = WaitForChild(pid, timeout);
   if (result.exit_code == -1) {
@@ -73,11 +66,11 @@ CommandResult CohortSandbox::Cohort(const std::vector<std::string>& arguments,
 
 pid_t CohortSandbox::StartCohort(const std::vector<std::string>& arguments,
                                  const fs::path& output_file) const {
-  return Spawn(home(), root_, arguments, output_file);
+  return Spawn(home(), root(), arguments, output_file);
 }
 
 fs::path CohortSandbox::WriteFile(const std::string& name, const std::string& contents) const {
-  fs::path path = root_ / name;
+  fs::path path = root() / name;
   std::ofstream(path) << contents;
   return path;
 }
@@ -90,25 +83,12 @@ std::map<std::string, pid_t> CohortSandbox::BackgroundChildPids() const {
 
 std::map<std::string, pid_t> CohortSandbox::PidFiles(const std::string& extension) const {
   std::map<std::string, pid_t> pids;
-  for (const auto& entry : fs::directory_iterator(root_ / "pids")) {
+  for (const auto& entry : fs::directory_iterator(root() / "pids")) {
     if (entry.path().extension() != extension) continue;
     pids[entry.path().stem().string()] =
         static_cast<pid_t>(std::atoi(ReadText(entry.path()).c_str()));
   }
   return pids;
-}
-
-int WaitForChild(pid_t pid, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      return 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return -1;
 }
 
 int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout) {
@@ -118,14 +98,6 @@ int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout) {
     waitpid(pid, nullptr, 0);
   }
   return exit_code;
-}
-
-bool ProcessAlive(pid_t pid) {
-  if (pid <= 0 || kill(pid, 0) != 0) return false;
-  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
-  size_t close_paren = stat.rfind(')');
-  return close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
-         stat[close_paren + 2] != 'Z';
 }
 
 pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index) {
@@ -176,13 +148,6 @@ std::string ReplicaSpec(const std::string& type, int replicas, const std::string
     yaml << "                - {name: " << name << ", value: \"" << value << "\"}\n";
   }
   return yaml.str();
-}
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace cohort::testing

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "testing/files.h"
+#include "testing/processes.h"
+#include "testing/scratch_directory.h"
+
 namespace cohort::testing {
 
 struct CommandResult {
@@ -23,8 +27,8 @@ class CohortSandbox {
   CohortSandbox();
   ~CohortSandbox();
 
-  const std::filesystem::path& root() const { return root_; }
-  std::filesystem::path home() const { return root_ / "home"; }
+  const std::filesystem::path& root() const { return scratch_.path(); }
+  std::filesystem::path home() const { return root() / "home"; }
 
   // Runs `cohort ARGS...` to completion, killing it after `timeout`.
   CommandResult Cohort(const std::vector<std::string>& arguments,
@@ -45,25 +49,19 @@ class CohortSandbox {
  private:
   std::map<std::string, pid_t> PidFiles(const std::string& extension) const;
 
-  std::filesystem::path root_;
+  ScratchDirectory scratch_{"cohort-sandbox"};
 };
-
-// Waits for `pid` (a child of this process) for at most `timeout`; returns its exit code or -1.
-int WaitForChild(pid_t pid, std::chrono::seconds timeout);
 
 // The same, but a `pid` still running after `timeout` gets SIGTERM (so that `cohort run` stops its
 // replicas) and is reaped: nothing outlives the test.
 int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout);
-
-// True while any process with this pid exists (and is not a zombie).
-bool ProcessAlive(pid_t pid);
 
 // The pid of the trainer process (cohort-train, or the taxi example's taxi-train) that runs
 // replica `type`-`index` of job `job`, found by the environment its supervisor gave it; -1 if none
 // runs.
 pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index);
 
-// A TFJob manifest running tests/integration/replica.sh. `replicas` is the YAML under
+// A TFJob manifest running tests/e2e/replica.sh. `replicas` is the YAML under
 // tfReplicaSpecs; `run_policy` the YAML under runPolicy and `spec_fields` more YAML under spec
 // (either may be empty).
 std::string Manifest(const std::string& name, const std::string& replicas,
@@ -72,8 +70,5 @@ std::string Manifest(const std::string& name, const std::string& replicas,
 // The YAML of one replica spec using replica.sh, with `environment` as its env.
 std::string ReplicaSpec(const std::string& type, int replicas, const std::string& restart_policy,
                         const std::map<std::string, std::string>& environment = {});
-
-// Reads a whole file ("" if absent).
-std::string ReadText(const std::filesystem::path& path);
 
 }  // namespace cohort::testing
