@@ -1,5 +1,6 @@
-// Processes for tests: is one still running, wait for a child with a bound, and which processes a
-// job has started (found by the environment their supervisor gave them).
+// Processes for tests: run a command and keep what it printed, is one still running, wait for a
+// child with a bound, and which processes a job has started (found by the environment their
+// supervisor gave them).
 #pragma once
 
 #include <sys/types.h>
@@ -10,6 +11,16 @@
 #include <vector>
 
 namespace cohort::testing {
+
+// How a command ended and everything it printed.
+struct CommandResult {
+  int exit_code = -1;  // -1 when a signal ended it or it did not start
+  std::string output;  // standard output and standard error, interleaved as printed
+};
+
+// Runs `command` with /bin/sh, standard error joined to standard output, and waits for it, e.g.
+//   RunCommand("FOO=1 " + binary + " --help").
+CommandResult RunCommand(const std::string& command);
 
 // True while a process with this pid exists and is not a zombie waiting to be reaped.
 bool ProcessAlive(pid_t pid);
