@@ -1,7 +1,6 @@
 // taxi-train's command line: --help documents every flag, bad flags exit 2 saying why, and
 // --bad_rows decides what a malformed row of the taxi data does.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 
 #include "taxi/taxi_dataset.h"
 #include "testing/processes.h"
+#include "testing/scratch_directory.h"
 
 namespace {
 
@@ -75,7 +75,8 @@ TEST(TaxiTrainCli, BadFlagsExitWithTwoAndSayWhy) {
 // A generated taxi data set whose eval.csv has one bad fare on its third line, as the chief of a
 // parameter-server job reads it before it connects anywhere (the ps it names never answers).
 TEST(TaxiTrainCli, BadRowsOfTheTaxiDataFailOrAreSkippedByFlag) {
-  const fs::path data = fs::temp_directory_path() / ("cohort-bad-rows-" + std::to_string(getpid()));
+  const cohort::testing::ScratchDirectory scratch("cohort-bad-rows");
+  const fs::path data = scratch.path();
   ASSERT_TRUE(cohort::taxi::EnsureTaxiDataset(data.string(), {}).ok());
   const fs::path eval = data / cohort::taxi::kTaxiEvalFile;
   std::stringstream text;
@@ -103,7 +104,6 @@ TEST(TaxiTrainCli, BadRowsOfTheTaxiDataFailOrAreSkippedByFlag) {
   // Past the data, the chief then looks for its ps, which is not there.
   EXPECT_NE(skipped.exit_code, 0) << skipped.output;
   EXPECT_NE(skipped.output.find("ps:0"), std::string::npos) << skipped.output;
-  fs::remove_all(data);
 }
 
 // Without ps tasks there is no parameter-server job to be part of.

@@ -47,6 +47,15 @@ int WaitForChild(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+int WaitForChildOrKill(pid_t pid, std::chrono::milliseconds timeout) {
+  const int exit_code = WaitForChild(pid, timeout);
+  if (exit_code == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return exit_code;
+}
+
 std::vector<pid_t> ProcessesWithEnvironment(const std::map<std::string, std::string>& environment) {
   std::vector<pid_t> pids;
   std::error_code error;

@@ -29,6 +29,10 @@ bool ProcessAlive(pid_t pid);
 // code (128 + N when signal N ended it), or -1 when it is still running.
 int WaitForChild(pid_t pid, std::chrono::milliseconds timeout);
 
+// The same, but a `pid` still running after `timeout` gets SIGKILL and is reaped (-1 is returned):
+// nothing outlives the test.
+int WaitForChildOrKill(pid_t pid, std::chrono::milliseconds timeout);
+
 // The pids of the running processes (this user's, zombies excluded) whose environment holds every
 // NAME=VALUE of `environment`, e.g. {{"COHORT_HOME", home}, {"COHORT_JOB_NAME", "pausable"}}.
 std::vector<pid_t> ProcessesWithEnvironment(const std::map<std::string, std::string>& environment);
