@@ -1,7 +1,6 @@
 #include "flags.h"
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 
 #include "train/program/flag_checks.h"
 #include "train/program/process.h"
@@ -112,22 +111,9 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
     PrintError(std::string("--model=") + kMovedWideDeepModel + ": " + kMovedToTaxiTrain);
     return kExitUsage;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return kExitOk;
-  } catch (const CLI::ParseError& error) {
-    PrintError(std::string(error.what()) + "\nRun cohort-train --help for usage.");
-    return kExitUsage;
-  }
-  if (flags.evaluate && flags.model_path.empty()) {
-    PrintError("--evaluate needs --model_path DIR");
-    return kExitUsage;
-  }
-  if (!flags.evaluate && !flags.model_path.empty()) {
-    PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
-    return kExitUsage;
+  if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return exit_code;
+  if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {
+    return exit_code;
   }
   flags.data_dir_given = app.count("--data_dir") > 0;
   return std::nullopt;

@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -371,22 +372,9 @@ int Main(int argc, char** argv) {
                "instead of training");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return kExitOk;
-  } catch (const CLI::ParseError& error) {
-    PrintError(std::string(error.what()) + "\nRun " + kProgram + " --help for usage.");
-    return kExitUsage;
-  }
-  if (flags.evaluate && flags.model_path.empty()) {
-    PrintError("--evaluate needs --model_path DIR");
-    return kExitUsage;
-  }
-  if (!flags.evaluate && !flags.model_path.empty()) {
-    PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
-    return kExitUsage;
+  if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
+  if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {
+    return *exit_code;
   }
   const bool data_dir_given = app.count("--data_dir") > 0;
   if (flags.evaluate) return EvaluateSavedModel(flags, data_dir_given);

@@ -1,6 +1,9 @@
 #include "train/program/flag_checks.h"
 
 #include <cmath>
+#include <cstdio>
+
+#include "train/program/process.h"
 
 namespace cohort::train::program {
 
@@ -49,6 +52,31 @@ CLI::Validator PositiveReal() {
 
 CLI::Validator AtLeastThreeSeconds() {
   return Real([](double value) { return value >= 3; }, "a number of seconds >= 3", "SECONDS>=3");
+}
+
+std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app->help().c_str());
+    return kExitOk;
+  } catch (const CLI::ParseError& error) {
+    PrintError(std::string(error.what()) + "\nRun " + CurrentProgram().name + " --help for usage.");
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> CheckEvaluateFlags(bool evaluate, const std::string& model_path) {
+  if (evaluate && model_path.empty()) {
+    PrintError("--evaluate needs --model_path DIR");
+    return kExitUsage;
+  }
+  if (!evaluate && !model_path.empty()) {
+    PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
+    return kExitUsage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace cohort::train::program
