@@ -22,7 +22,11 @@ CommandResult RunCommand(const std::string& command) {
     result.output.append(buffer.data(), n);
   }
   const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.exit_code = 128 + WTERMSIG(status);
+  }
   return result;
 }
 
@@ -47,10 +51,10 @@ int WaitForChild(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
-int WaitForChildOrKill(pid_t pid, std::chrono::milliseconds timeout) {
+int WaitForChildOrSignal(pid_t pid, std::chrono::milliseconds timeout, int signal) {
   const int exit_code = WaitForChild(pid, timeout);
   if (exit_code == -1) {
-    kill(pid, SIGKILL);
+    kill(pid, signal);
     waitpid(pid, nullptr, 0);
   }
   return exit_code;

@@ -14,8 +14,9 @@ namespace cohort::testing {
 
 // How a command ended and everything it printed.
 struct CommandResult {
-  int exit_code = -1;  // -1 when a signal ended it or it did not start
-  std::string output;  // standard output and standard error, interleaved as printed
+  int exit_code = -1;      // 128 + N when signal N ended it; -1 when it did not start
+  std::string output;      // standard output and standard error, interleaved as printed
+  bool timed_out = false;  // it ran past the caller's timeout and was killed
 };
 
 // Runs `command` with /bin/sh, standard error joined to standard output, and waits for it, e.g.
@@ -29,9 +30,9 @@ bool ProcessAlive(pid_t pid);
 // code (128 + N when signal N ended it), or -1 when it is still running.
 int WaitForChild(pid_t pid, std::chrono::milliseconds timeout);
 
-// The same, but a `pid` still running after `timeout` gets SIGKILL and is reaped (-1 is returned):
-// nothing outlives the test.
-int WaitForChildOrKill(pid_t pid, std::chrono::milliseconds timeout);
+// The same, but a `pid` still running after `timeout` gets `signal` (SIGKILL; SIGTERM to let it
+// stop what it started) and is reaped, and -1 is returned: nothing outlives the test.
+int WaitForChildOrSignal(pid_t pid, std::chrono::milliseconds timeout, int signal);
 
 // The pids of the running processes (this user's, zombies excluded) whose environment holds every
 // NAME=VALUE of `environment`, e.g. {{"COHORT_HOME", home}, {"COHORT_JOB_NAME", "pausable"}}.

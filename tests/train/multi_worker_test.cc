@@ -33,7 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using cohort::testing::ReadText;
-using cohort::testing::WaitForChildOrKill;
+using cohort::testing::WaitForChildOrSignal;
 
 constexpr char kWorkerOutVariable[] = "COHORT_TRAIN_TEST_WORKER_OUT";
 constexpr int kWorkerRetryableExit = 138;
@@ -272,7 +272,8 @@ void ExpectEquivalence(const std::string& optimizer, double learning_rate, doubl
 
   std::vector<std::vector<float>> results;
   for (const Worker& worker : workers) {
-    ASSERT_EQ(WaitForChildOrKill(worker.pid, std::chrono::seconds(150)), 0) << ReadText(worker.log);
+    ASSERT_EQ(WaitForChildOrSignal(worker.pid, std::chrono::seconds(150), SIGKILL), 0)
+        << ReadText(worker.log);
     results.push_back(ReadParameters(worker.out));
     ASSERT_EQ(results.back().size(), expected.size());
   }
@@ -328,9 +329,10 @@ TEST(MultiWorker, SurvivorsOfADeadWorkerExitRetryablyNamingIt) {
   ASSERT_TRUE(fs::exists(workers[2].out + ".training")) << ReadText(workers[2].log);
   ::kill(workers[2].pid, SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();
-  EXPECT_EQ(WaitForChildOrKill(workers[2].pid, std::chrono::seconds(10)), 128 + SIGKILL);
+  EXPECT_EQ(WaitForChildOrSignal(workers[2].pid, std::chrono::seconds(10), SIGKILL), 128 + SIGKILL);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(WaitForChildOrKill(workers[i].pid, std::chrono::seconds(60)), kWorkerRetryableExit)
+    EXPECT_EQ(WaitForChildOrSignal(workers[i].pid, std::chrono::seconds(60), SIGKILL),
+              kWorkerRetryableExit)
         << ReadText(workers[i].log);
     EXPECT_NE(ReadText(workers[i].log).find("worker:2"), std::string::npos)
         << ReadText(workers[i].log);
