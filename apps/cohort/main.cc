@@ -667,7 +667,7 @@ int Main(int argc, char** argv) {
 
   std::string file, name, namespace_name = "default", replica;
   std::vector<std::string> image_flags, files, arguments;
-  bool all_namespaces = false, ignore_not_found = false, kubernetes = false;
+  bool ignore_not_found = false, kubernetes = false;
   double timeout_seconds = 3600;
   job::JobFileOptions job_file_options;
   GetFlags get_flags;
