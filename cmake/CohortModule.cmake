@@ -1,24 +1,40 @@
-# cohort_module(NAME DEPS...): a static library from every .cc in src/NAME, with src/ as include
-# root, so that headers are included as "job/tfjob.h". One library per layer keeps dependencies
-# pointing one way: a layer can only include what it links.
+# cohort_module(NAME [DIR PATH] DEPS...): a static library cohort_NAME from every .cc in src/PATH
+# (PATH defaults to NAME; a layer's sub-library names its folder, e.g. DIR train/data), with src/ as
+# include root, so that headers are included as "job/tfjob.h" or "train/data/idx_file.h". One
+# library per layer keeps dependencies pointing one way: a layer can only include what it links.
 function(cohort_module name)
-  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR" "")
+  if(NOT arg_DIR)
+    set(arg_DIR ${name})
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${arg_DIR}/*.cc)
   add_library(cohort_${name} STATIC ${sources})
   target_include_directories(cohort_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(cohort_${name} PUBLIC ${ARGN})
+  target_link_libraries(cohort_${name} PUBLIC ${arg_UNPARSED_ARGUMENTS})
 endfunction()
 
-# cohort_test(NAME DEPS...): one gtest binary from every *_test.cc in tests/NAME, registered
-# with ctest test by test.
+# cohort_test(NAME DEPS... [HEAVY gtest_filter]): one gtest binary from every *_test.cc in
+# tests/NAME, registered with ctest test by test, each with a TIMEOUT of 300 s. The tests that
+# HEAVY's gtest filter selects (many processes, all cores busy for seconds) run with RUN_SERIAL:
+# alone, so that under `ctest -j` they do not starve the tests that measure time.
 function(cohort_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "HEAVY" "")
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${name}/*_test.cc)
   if(NOT sources)
     return()
   endif()
   add_executable(${name}_test ${sources})
-  target_link_libraries(${name}_test PRIVATE ${ARGN} GTest::gtest_main GTest::gmock)
+  target_link_libraries(${name}_test PRIVATE ${arg_UNPARSED_ARGUMENTS} cohort_testing
+    GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name}_test PRIVATE
     COHORT_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     COHORT_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name}_test PROPERTIES LABELS ${name} DISCOVERY_TIMEOUT 60)
+  if(arg_HEAVY)
+    gtest_discover_tests(${name}_test TEST_FILTER "-${arg_HEAVY}"
+      PROPERTIES LABELS ${name} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+    gtest_discover_tests(${name}_test TEST_FILTER "${arg_HEAVY}"
+      PROPERTIES LABELS ${name} TIMEOUT 300 RUN_SERIAL TRUE DISCOVERY_TIMEOUT 60)
+  else()
+    gtest_discover_tests(${name}_test PROPERTIES LABELS ${name} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()

@@ -1,5 +1,6 @@
 // Replays fuzz inputs without libFuzzer: each argument is a file or a directory of files, and
-// each file's bytes are passed once to LLVMFuzzerTestOneInput. A crash fails the run.
+// each file's bytes are passed once to LLVMFuzzerTestOneInput. A crash fails the run, and so does
+// an argument that does not exist.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +21,10 @@ int main(int argc, char** argv) {
   int files = 0;
   for (int i = 1; i < argc; ++i) {
     std::filesystem::path path(argv[i]);
+    if (!std::filesystem::exists(path)) {
+      std::fprintf(stderr, "%s: no such file or directory\n", argv[i]);
+      return 1;
+    }
     if (std::filesystem::is_directory(path)) {
       for (const auto& entry : std::filesystem::recursive_directory_iterator(path)) {
         if (entry.is_regular_file()) RunFile(entry.path()), ++files;

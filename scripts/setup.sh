@@ -8,7 +8,7 @@ export COHORT_ROOT
 
 # Debian packages the build, the tests and the benchmarks need.
 COHORT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libssl-dev zlib1g-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
@@ -66,8 +66,11 @@ cohort_install_missing_packages() {
 cohort_build() {
   local build_dir="$1"
   shift
+  # ccache makes a rebuild in a fresh clone (CI's) cheap; paths are hashed relative to the clone.
+  export CCACHE_BASEDIR="$COHORT_ROOT"
   if [ ! -f "$build_dir/build.ninja" ]; then
-    cmake -S "$COHORT_ROOT" -B "$build_dir" -G Ninja "$@" >/dev/null
+    cmake -S "$COHORT_ROOT" -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" \
+      >/dev/null
   fi
   local targets=()
   if [ -n "${COHORT_BUILD_TARGETS:-}" ]; then

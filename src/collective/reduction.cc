@@ -220,17 +220,35 @@ bool HasF16c() {
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
 }
 
-Kernels ChooseKernels() {
+bool CanRun(ReductionKernel kernel) {
   __builtin_cpu_init();
-  const bool f16c = HasF16c();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && f16c) {
-    return {ReduceAvx512, "avx512"};
+  switch (kernel) {
+    case ReductionKernel::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && HasF16c();
+    case ReductionKernel::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
+    case ReductionKernel::kBaseline:
+      return true;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
-    return {ReduceAvx2, "avx2"};
+  return false;
+}
+
+ReduceFunction KernelFunction(ReductionKernel kernel) {
+  switch (kernel) {
+    case ReductionKernel::kAvx512:
+      return ReduceAvx512;
+    case ReductionKernel::kAvx2:
+      return ReduceAvx2;
+    case ReductionKernel::kBaseline:
+      return ReduceBaseline;
   }
-  return {ReduceBaseline, "baseline"};
+  return ReduceBaseline;
+}
+
+Kernels ChooseKernels() {
+  const ReductionKernel widest = ReductionKernelsThisHostRuns().front();
+  return {KernelFunction(widest), ReductionKernelName(widest)};
 }
 
 const Kernels& SelectedKernels() {
@@ -274,5 +292,32 @@ void DivideInPlace(DataType type, void* data, size_t count, int divisor) {
 }
 
 const char* ReductionKernelName() { return SelectedKernels().name; }
+
+std::vector<ReductionKernel> ReductionKernelsThisHostRuns() {
+  std::vector<ReductionKernel> kernels;
+  for (ReductionKernel kernel :
+       {ReductionKernel::kAvx512, ReductionKernel::kAvx2, ReductionKernel::kBaseline}) {
+    if (CanRun(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+const char* ReductionKernelName(ReductionKernel kernel) {
+  switch (kernel) {
+    case ReductionKernel::kAvx512:
+      return "avx512";
+    case ReductionKernel::kAvx2:
+      return "avx2";
+    case ReductionKernel::kBaseline:
+      return "baseline";
+  }
+  return "baseline";
+}
+
+void ReduceWith(ReductionKernel kernel, DataType type, ReduceOp op, void* accumulator,
+                const void* input, size_t count) {
+  if (count == 0) return;
+  KernelFunction(kernel)(type, op, accumulator, input, count);
+}
 
 }  // namespace cohort::collective

@@ -2,12 +2,14 @@
 //
 // The kernels are written once as plain loops over fixed-size blocks, which compilers vectorise,
 // and compiled three times: for AVX-512, for AVX2 (with F16C for float16 conversions) and for
-// baseline x86-64. The widest one the CPU supports is picked once, at the first call. Reduction
-// runs on data that has just arrived from the network and is still in cache, so its speed is the
-// speed of the cache, and vector width matters.
+// baseline x86-64. The widest one the CPU supports is picked once, at the first call; ReduceWith
+// runs a named one, so that tests can check every kernel the host executes. Reduction runs on
+// data that has just arrived from the network and is still in cache, so its speed is the speed of
+// the cache, and vector width matters.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "collective/data_type.h"
 
@@ -25,5 +27,19 @@ void DivideInPlace(DataType type, void* data, size_t count, int divisor);
 
 // The instruction set the kernels run with: "avx512", "avx2" or "baseline".
 const char* ReductionKernelName();
+
+// One compilation of the kernels: AVX-512 (F, BW, VL, with F16C), AVX2 (with FMA and F16C), or
+// baseline x86-64.
+enum class ReductionKernel { kAvx512, kAvx2, kBaseline };
+
+// The kernels this CPU can execute, widest first; baseline is always among them.
+std::vector<ReductionKernel> ReductionKernelsThisHostRuns();
+
+// "avx512", "avx2" or "baseline".
+const char* ReductionKernelName(ReductionKernel kernel);
+
+// ReduceInto with `kernel`, which must be one of ReductionKernelsThisHostRuns().
+void ReduceWith(ReductionKernel kernel, DataType type, ReduceOp op, void* accumulator,
+                const void* input, size_t count);
 
 }  // namespace cohort::collective

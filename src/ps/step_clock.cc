@@ -35,11 +35,13 @@ StatusOr<int64_t> StepClock::Advance(const cluster::TaskId& worker, int64_t step
           std::to_string(max_lead) + " ahead of " + slowest.ToString() + " (" +
           std::to_string(slowest_steps) + " steps), and waited for it until the deadline");
     }
+    ++waiting_;
     if (deadline.IsNever()) {
       changed_.wait(lock);
     } else {
       changed_.wait_until(lock, deadline.time());
     }
+    --waiting_;
   }
 }
 
@@ -47,6 +49,11 @@ void StepClock::Forget(const cluster::TaskId& worker) {
   std::lock_guard<std::mutex> lock(mutex_);
   steps_.erase(worker);
   changed_.notify_all();
+}
+
+int StepClock::waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiting_;
 }
 
 void StepClock::Stop() {

@@ -34,13 +34,18 @@ class StepClock {
   // Ends every wait with Unavailable.
   void Stop();
 
+  // How many Advance calls are held now, waiting for slower workers. A test uses it to know that
+  // a worker is held before it lets the slowest one advance.
+  int waiting() const;
+
  private:
   // The live worker with the fewest steps. Requires mutex_ and a non-empty clock.
   std::pair<cluster::TaskId, int64_t> Slowest() const;
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<cluster::TaskId, int64_t> steps_;
+  int waiting_ = 0;
   bool stopped_ = false;
 };
 

@@ -1,7 +1,7 @@
 // BackupAndRestore: the callback that lets a restarted job carry on where it stopped.
 //
-// Keras's semantics (tf.keras.callbacks.BackupAndRestore, ../shared/reference/tfdistribute.md
-// §4.1), with one deliberate difference noted below:
+// Keras's semantics (tf.keras.callbacks.BackupAndRestore, as TensorFlow documents it and its
+// keras/callbacks.py implements it), with one deliberate difference noted below:
 //   - A backup holds the model, the optimizer state, the random-generator state and the training
 //     position. It is taken at every epoch end and, with save_every_steps = N > 0, also every N
 //     global steps.

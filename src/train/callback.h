@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "base/status.h"
@@ -59,8 +60,8 @@ struct BatchLogs {
   TrainingPosition position;  // after the step
   int64_t global_step = 0;    // steps done since training started, after this one
   double loss = 0;
-  double accuracy = 0;
-  double samples_per_second = 0;  // global samples (all workers) per second this epoch
+  std::map<std::string, double> metrics;  // the model's named metrics ("accuracy"), by name
+  double samples_per_second = 0;          // global samples (all workers) per second this epoch
 };
 
 // What OnEpochEnd reports: metrics over all workers.
@@ -69,12 +70,19 @@ struct EpochLogs {
   int64_t global_step = 0;  // steps done since training started
   int64_t steps = 0;        // steps run in this epoch by this process (fewer after a resume)
   double loss = 0;          // training loss, averaged over the samples of the epoch's steps
-  double accuracy = 0;
-  double val_loss = 0;  // on the test split, after the epoch
-  double val_accuracy = 0;
+  std::map<std::string, double> metrics;  // the model's named metrics, averaged likewise
+  double val_loss = 0;                    // on the test split, after the epoch
+  std::map<std::string, double> val_metrics;
   double learning_rate = 0;
   double samples_per_second = 0;  // global samples per second of training (evaluation excluded)
   double seconds = 0;             // wall time of the epoch, evaluation included
+};
+
+// What Trainer::Evaluate and SavedModel::Evaluate return: averages over the evaluated samples.
+struct EvaluationResult {
+  double loss = 0;
+  std::map<std::string, double> metrics;  // by the names the model reports ("accuracy")
+  int64_t samples = 0;
 };
 
 // The parts of a run a callback can save and load. Implemented by the trainer, so callbacks need

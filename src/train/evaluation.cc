@@ -1,38 +1,57 @@
 #include "train/evaluation.h"
 
-#include <torch/nn/functional/loss.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <numeric>
-
-#include "train/batch_prefetcher.h"
 
 namespace cohort::train {
 
-EvaluationSums EvaluateRange(torch::nn::Sequential& model, const ImageDataset& dataset,
-                             int64_t begin, int64_t end, int64_t batch) {
+std::vector<double> EvaluationSums::ToVector() const {
+  std::vector<double> values = {loss_sum, samples};
+  for (const auto& [name, sum] : metric_sums) values.push_back(sum);
+  return values;
+}
+
+void EvaluationSums::FromVector(const std::vector<double>& values) {
+  loss_sum = values[0];
+  samples = values[1];
+  size_t next = 2;
+  for (auto& [name, sum] : metric_sums) sum = values[next++];
+}
+
+EvaluationResult EvaluationSums::Averages() const {
+  EvaluationResult result;
+  result.loss = samples > 0 ? loss_sum / samples : 0;
+  for (const auto& [name, sum] : metric_sums)
+    result.metrics[name] = samples > 0 ? sum / samples : 0;
+  result.samples = static_cast<int64_t>(samples);
+  return result;
+}
+
+StatusOr<EvaluationSums> EvaluateRange(TrainableModel& model, const BatchSource& source,
+                                       int64_t begin, int64_t end, int64_t batch) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  torch::nn::Module& module = model.module();
+  const bool was_training = module.is_training();
+  module.eval();
   EvaluationSums sums;
   std::vector<int64_t> indices;
   for (int64_t first = begin; first < end; first += batch) {
     const int64_t count = std::min(batch, end - first);
     indices.resize(static_cast<size_t>(count));
     std::iota(indices.begin(), indices.end(), first);
-    HostBatch host = GatherBatch(dataset, indices, 0);
-    torch::Tensor images =
-        torch::from_blob(host.images.data(), {count, 1, dataset.rows, dataset.cols});
-    torch::Tensor labels = torch::from_blob(host.labels.data(), {count}, torch::kInt64);
-    torch::Tensor logits = model->forward(images);
-    sums.loss_sum +=
-        torch::nn::functional::cross_entropy(
-            logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .item<double>();
-    sums.correct += logits.argmax(1).eq(labels).sum().item<double>();
+    auto gathered = source.Gather(indices);
+    if (!gathered.ok()) {
+      module.train(was_training);
+      return gathered.status().WithContext("evaluation");
+    }
+    StepResult result = model.Step(*gathered);
+    sums.loss_sum += result.loss.item<double>() * static_cast<double>(count);
+    for (const auto& [name, sum] : result.metric_sums) sums.metric_sums[name] += sum;
     sums.samples += static_cast<double>(count);
   }
-  model->train(was_training);
+  module.train(was_training);
   return sums;
 }
 

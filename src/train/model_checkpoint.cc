@@ -31,8 +31,11 @@ std::vector<std::string> ExistingCheckpoints(const std::string& dir) {
 
 Status ModelCheckpoint::OnEpochEnd(const FitPlan& plan, TrainingState& state,
                                    const EpochLogs& logs) {
-  if (options_.save_best_only && logs.val_accuracy <= best_val_accuracy_) return Status::OK();
-  best_val_accuracy_ = std::max(best_val_accuracy_, logs.val_accuracy);
+  // Higher is better: val_accuracy when the model reports accuracy, else the negated val_loss.
+  const auto accuracy = logs.val_metrics.find("accuracy");
+  const double score = accuracy != logs.val_metrics.end() ? accuracy->second : -logs.val_loss;
+  if (options_.save_best_only && best_score_ && score <= *best_score_) return Status::OK();
+  best_score_ = best_score_ ? std::max(*best_score_, score) : score;
 
   const std::string dir = WriteDirPath(options_.dir, plan);
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir));

@@ -3,11 +3,13 @@
 // Keras's ModelCheckpoint(save_weights_only=True) with filepath <dir>/ckpt-{epoch}: after epoch e
 // (counting from 1) the weights go to <dir>/ckpt-<e>.pt in libtorch's format, and the TF-style
 // `checkpoint` file lists every kept file, newest last. With save_best_only, an epoch is saved only
-// when val_accuracy beats every earlier epoch's. Unlike BackupAndRestore this is for people (pick
+// when val_accuracy beats every earlier epoch's (for a model without an "accuracy" metric, when
+// val_loss is below every earlier epoch's). Unlike BackupAndRestore this is for people (pick
 // an epoch's weights later), not for fault tolerance, and it is never deleted. Non-chief workers
 // write into <dir>/workertemp_<index> and remove it, as in Keras.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,8 @@ class ModelCheckpoint : public Callback {
 
  private:
   ModelCheckpointOptions options_;
-  double best_val_accuracy_ = -1;
-  std::vector<std::string> kept_;  // names written, oldest first
+  std::optional<double> best_score_;  // the best epoch's, higher is better
+  std::vector<std::string> kept_;     // names written, oldest first
 };
 
 }  // namespace cohort::train

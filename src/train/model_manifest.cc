@@ -78,10 +78,6 @@ StatusOr<ModelManifest> ParseManifest(const std::string& text, const std::string
   COHORT_RETURN_IF_ERROR(Field(document, "classes", origin, &manifest.classes));
   COHORT_RETURN_IF_ERROR(Field(document, "metrics", origin, &manifest.metrics));
   COHORT_RETURN_IF_ERROR(Field(document, "created_at", origin, &manifest.created_at));
-  // Image models take [channels, rows, cols]; the wide & deep model takes taxi trips.
-  if (manifest.model != "wide_deep" && manifest.input_shape.size() != 3) {
-    return Status::InvalidArgument(origin + ": input_shape must be [channels, rows, cols]");
-  }
   if (manifest.weights.empty() || manifest.weights.find('/') != std::string::npos) {
     return Status::InvalidArgument(origin + ": weights must name a file in the same directory");
   }

@@ -45,7 +45,7 @@ struct TrainingConfig {
 struct ModelManifest {
   std::string model;
   std::string weights = "weights.pt";  // relative to the manifest's directory
-  std::vector<int64_t> input_shape;    // {channels, rows, cols}
+  std::vector<int64_t> input_shape;    // image models: {channels, rows, cols}; others: their own
   std::vector<std::string> classes;
   std::map<std::string, double> metrics;
   TrainingConfig training;

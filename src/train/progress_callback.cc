@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <map>
 #include <string>
 
 namespace cohort::train {
@@ -20,6 +22,19 @@ std::string Bar(int64_t done, int64_t total) {
   std::string bar = "[";
   for (int i = 0; i < kWidth; ++i) bar += i < filled ? '=' : (i == filled ? '>' : '.');
   return bar + "]";
+}
+
+// "loss 0.3012 - accuracy 0.8912", each name after `prefix` ("val_" for the test split's).
+std::string Figures(const std::string& prefix, double loss,
+                    const std::map<std::string, double>& metrics) {
+  char figure[160];
+  std::snprintf(figure, sizeof(figure), "%sloss %.4f", prefix.c_str(), loss);
+  std::string text = figure;
+  for (const auto& [name, value] : metrics) {
+    std::snprintf(figure, sizeof(figure), " - %s%s %.4f", prefix.c_str(), name.c_str(), value);
+    text += figure;
+  }
+  return text;
 }
 
 }  // namespace
@@ -52,11 +67,11 @@ Status ProgressCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state,
   const int64_t run = logs.position.step - first_step_of_epoch_;
   const double left =
       run > 0 ? elapsed / run * static_cast<double>(plan.steps_per_epoch - logs.position.step) : 0;
-  std::fprintf(out_, "\r%6lld/%lld %s - ETA %s - loss %.4f - accuracy %.4f - %.0f samples/s ",
+  std::fprintf(out_, "\r%6lld/%lld %s - ETA %s - %s - %.0f samples/s ",
                static_cast<long long>(logs.position.step),
                static_cast<long long>(plan.steps_per_epoch),
                Bar(logs.position.step, plan.steps_per_epoch).c_str(), FormatDuration(left).c_str(),
-               logs.loss, logs.accuracy, logs.samples_per_second);
+               Figures("", logs.loss, logs.metrics).c_str(), logs.samples_per_second);
   std::fflush(out_);
   return Status::OK();
 }
@@ -69,27 +84,23 @@ Status ProgressCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
   const double eta = seconds_in_epochs_ / epochs_finished_ * (plan.epochs - logs.epoch - 1);
   // An epoch resumed from a backup taken after its last step trains no step here: it has
   // evaluation results but no training figures to show.
-  char training[128] = "no steps left after the resume";
+  std::string training = "no steps left after the resume";
   char throughput[64] = "";
   if (logs.steps > 0) {
-    std::snprintf(training, sizeof(training), "loss %.4f - accuracy %.4f", logs.loss,
-                  logs.accuracy);
+    training = Figures("", logs.loss, logs.metrics);
     std::snprintf(throughput, sizeof(throughput), " - %.0f samples/s", logs.samples_per_second);
   }
+  const std::string validation = Figures("val_", logs.val_loss, logs.val_metrics);
   if (bar_) {
-    std::fprintf(out_, "\r%6lld/%lld %s - %s - %s - val_loss %.4f - val_accuracy %.4f%s\n",
-                 static_cast<long long>(plan.steps_per_epoch),
-                 static_cast<long long>(plan.steps_per_epoch),
-                 Bar(plan.steps_per_epoch, plan.steps_per_epoch).c_str(),
-                 FormatDuration(logs.seconds).c_str(), training, logs.val_loss, logs.val_accuracy,
-                 throughput);
+    std::fprintf(
+        out_, "\r%6lld/%lld %s - %s - %s - %s%s\n", static_cast<long long>(plan.steps_per_epoch),
+        static_cast<long long>(plan.steps_per_epoch),
+        Bar(plan.steps_per_epoch, plan.steps_per_epoch).c_str(),
+        FormatDuration(logs.seconds).c_str(), training.c_str(), validation.c_str(), throughput);
   } else {
-    std::fprintf(out_,
-                 "epoch %d/%d: %lld steps in %.1f s - %s - val_loss %.4f - val_accuracy %.4f%s - "
-                 "ETA %s\n",
-                 logs.epoch + 1, plan.epochs, static_cast<long long>(logs.steps), logs.seconds,
-                 training, logs.val_loss, logs.val_accuracy, throughput,
-                 FormatDuration(eta).c_str());
+    std::fprintf(out_, "epoch %d/%d: %lld steps in %.1f s - %s - %s%s - ETA %s\n", logs.epoch + 1,
+                 plan.epochs, static_cast<long long>(logs.steps), logs.seconds, training.c_str(),
+                 validation.c_str(), throughput, FormatDuration(eta).c_str());
   }
   std::fflush(out_);
   return Status::OK();

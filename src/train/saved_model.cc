@@ -5,13 +5,14 @@
 
 #include <filesystem>
 
+#include "train/data/image_batch_source.h"
 #include "train/evaluation.h"
-#include "train/models.h"
+#include "train/image_classifier.h"
 
 namespace cohort::train {
 
 struct SavedModel::Network {
-  torch::nn::Sequential module;
+  ImageClassifier classifier;
 };
 
 SavedModel::SavedModel(ModelManifest manifest, std::unique_ptr<Network> network)
@@ -22,6 +23,10 @@ SavedModel::~SavedModel() = default;
 StatusOr<std::unique_ptr<SavedModel>> SavedModel::Load(const std::string& dir) {
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
+  if (manifest->input_shape.size() != 3) {
+    return Status::InvalidArgument((std::filesystem::path(dir) / kManifestFile).string() +
+                                   ": input_shape must be [channels, rows, cols]");
+  }
   const ModelShape shape{manifest->input_shape[1], manifest->input_shape[2],
                          static_cast<int64_t>(manifest->classes.size())};
   auto module = MakeModel(manifest->model, shape);
@@ -34,7 +39,8 @@ StatusOr<std::unique_ptr<SavedModel>> SavedModel::Load(const std::string& dir) {
                                    " weights: " + error.what_without_backtrace());
   }
   (*module)->eval();
-  auto network = std::make_unique<Network>(Network{std::move(module).value()});
+  auto network = std::make_unique<Network>(Network{
+      ImageClassifier(manifest->model, std::move(module).value(), shape, manifest->classes)});
   return std::unique_ptr<SavedModel>(
       new SavedModel(std::move(manifest).value(), std::move(network)));
 }
@@ -45,7 +51,8 @@ StatusOr<std::vector<float>> SavedModel::PredictProbabilities(const float* image
     torch::NoGradGuard no_grad;
     torch::Tensor input = torch::from_blob(
         const_cast<float*>(images), {count, 1, manifest_.input_shape[1], manifest_.input_shape[2]});
-    torch::Tensor probabilities = torch::softmax(network_->module->forward(input), 1).contiguous();
+    torch::Tensor probabilities =
+        torch::softmax(network_->classifier.network()->forward(input), 1).contiguous();
     const float* data = probabilities.data_ptr<float>();
     return std::vector<float>(data, data + probabilities.numel());
   } catch (const c10::Error& error) {
@@ -73,8 +80,10 @@ StatusOr<EvaluationResult> SavedModel::Evaluate(const ImageDataset& dataset) {
   }
   try {
     constexpr int64_t kBatch = 500;
-    EvaluationSums sums = EvaluateRange(network_->module, dataset, 0, dataset.size(), kBatch);
-    return EvaluationResult{sums.loss(), sums.accuracy(), static_cast<int64_t>(sums.samples)};
+    const ImageBatchSource source(&dataset);
+    auto sums = EvaluateRange(network_->classifier, source, 0, dataset.size(), kBatch);
+    if (!sums.ok()) return sums.status();
+    return sums->Averages();
   } catch (const c10::Error& error) {
     return Status::Internal(std::string("evaluation failed: ") + error.what_without_backtrace());
   }

@@ -20,16 +20,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "train/image_dataset.h"
+#include "train/callback.h"
+#include "train/data/image_dataset.h"
 #include "train/model_manifest.h"
 
 namespace cohort::train {
-
-struct EvaluationResult {
-  double loss = 0;
-  double accuracy = 0;
-  int64_t samples = 0;
-};
 
 class SavedModel {
  public:
@@ -49,11 +44,12 @@ class SavedModel {
   // The most probable class of each image.
   StatusOr<std::vector<int>> PredictClasses(const float* images, int64_t count);
 
-  // Loss and accuracy over a whole data set, whose images must have the model's input size.
+  // Loss and accuracy (metrics["accuracy"]) over a whole data set, whose images must have the
+  // model's input size.
   StatusOr<EvaluationResult> Evaluate(const ImageDataset& dataset);
 
  private:
-  struct Network;  // the libtorch module
+  struct Network;  // the ImageClassifier holding the libtorch module
   SavedModel(ModelManifest manifest, std::unique_ptr<Network> network);
 
   ModelManifest manifest_;

@@ -1,10 +1,26 @@
 #include "train/tensorboard_callback.h"
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "train/worker_dirs.h"
 
 namespace cohort::train {
+namespace {
+
+// {prefix + "loss", loss} followed by {prefix + name, value} for each metric.
+std::vector<Scalar> Scalars(const std::string& prefix, double loss,
+                            const std::map<std::string, double>& metrics) {
+  std::vector<Scalar> scalars = {{prefix + "loss", static_cast<float>(loss)}};
+  for (const auto& [name, value] : metrics) {
+    scalars.emplace_back(prefix + name, static_cast<float>(value));
+  }
+  return scalars;
+}
+
+}  // namespace
 
 Status TensorBoardCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state) {
   const std::filesystem::path dir = WriteDirPath(options_.log_dir, plan);
@@ -30,9 +46,7 @@ Status TensorBoardCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state
   if (options_.update_every_steps <= 0 || logs.global_step % options_.update_every_steps != 0) {
     return Status::OK();
   }
-  return train_->WriteScalars(logs.global_step,
-                              {{"batch_loss", static_cast<float>(logs.loss)},
-                               {"batch_accuracy", static_cast<float>(logs.accuracy)}});
+  return train_->WriteScalars(logs.global_step, Scalars("batch_", logs.loss, logs.metrics));
 }
 
 Status TensorBoardCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
@@ -40,16 +54,13 @@ Status TensorBoardCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state
   // An epoch resumed after its last step ran no training step in this process: the interrupted
   // run's figures are not known here, and zeros would be a lie in the plot.
   if (logs.steps > 0) {
-    COHORT_RETURN_IF_ERROR(train_->WriteScalars(
-        logs.global_step,
-        {{"epoch_loss", static_cast<float>(logs.loss)},
-         {"epoch_accuracy", static_cast<float>(logs.accuracy)},
-         {"epoch_learning_rate", static_cast<float>(logs.learning_rate)},
-         {"epoch_samples_per_second", static_cast<float>(logs.samples_per_second)}}));
+    auto scalars = Scalars("epoch_", logs.loss, logs.metrics);
+    scalars.emplace_back("epoch_learning_rate", static_cast<float>(logs.learning_rate));
+    scalars.emplace_back("epoch_samples_per_second", static_cast<float>(logs.samples_per_second));
+    COHORT_RETURN_IF_ERROR(train_->WriteScalars(logs.global_step, scalars));
   }
   COHORT_RETURN_IF_ERROR(validation_->WriteScalars(
-      logs.global_step, {{"epoch_loss", static_cast<float>(logs.val_loss)},
-                         {"epoch_accuracy", static_cast<float>(logs.val_accuracy)}}));
+      logs.global_step, Scalars("epoch_", logs.val_loss, logs.val_metrics)));
   COHORT_RETURN_IF_ERROR(train_->Flush());
   return validation_->Flush();
 }

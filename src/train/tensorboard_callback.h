@@ -17,7 +17,7 @@
 #include <string>
 
 #include "train/callback.h"
-#include "train/event_file_writer.h"
+#include "train/summary/event_file_writer.h"
 
 namespace cohort::train {
 

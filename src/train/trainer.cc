@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 #include <torch/utils.h>
@@ -12,13 +11,12 @@
 
 #include "base/file.h"
 #include "base/time.h"
-#include "train/batch_prefetcher.h"
+#include "train/data/batch_prefetcher.h"
+#include "train/data/shard_sampler.h"
 #include "train/evaluation.h"
 #include "train/fused_adam.h"
 #include "train/gradient_buckets.h"
 #include "train/model_manifest.h"
-#include "train/models.h"
-#include "train/shard_sampler.h"
 #include "train/worker_dirs.h"
 
 namespace cohort::train {
@@ -35,8 +33,8 @@ Status TorchError(const std::string& what, const c10::Error& error) {
   return Status::Internal(what + ": " + error.what_without_backtrace());
 }
 
-Status CheckOptions(const TrainerOptions& options, const ImageDataset& train,
-                    const ImageDataset& test, int num_workers) {
+Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
+                    const BatchSource& test, int num_workers) {
   if (options.epochs < 1) return Status::InvalidArgument("epochs must be at least 1");
   if (options.per_worker_batch < 1) {
     return Status::InvalidArgument("per_worker_batch must be at least 1");
@@ -60,9 +58,6 @@ Status CheckOptions(const TrainerOptions& options, const ImageDataset& train,
   if (test.size() < num_workers) {
     return Status::InvalidArgument("the test split has fewer samples than there are workers");
   }
-  if (train.rows != test.rows || train.cols != test.cols) {
-    return Status::InvalidArgument("training and test images differ in size");
-  }
   return Status::OK();
 }
 
@@ -70,11 +65,11 @@ Status CheckOptions(const TrainerOptions& options, const ImageDataset& train,
 
 struct Trainer::Impl : public TrainingState {
   TrainerOptions options;
-  const ImageDataset* train = nullptr;
-  const ImageDataset* test = nullptr;
+  const BatchSource* train = nullptr;
+  const BatchSource* test = nullptr;
   Strategy* strategy = nullptr;
   FitPlan plan;
-  torch::nn::Sequential model{nullptr};
+  std::unique_ptr<TrainableModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradientBuckets> buckets;  // only with several workers
   TrainingPosition position_;
@@ -85,7 +80,7 @@ struct Trainer::Impl : public TrainingState {
 
   void WriteArchive(torch::serialize::OutputArchive& archive) {
     torch::serialize::OutputArchive model_archive, optimizer_archive;
-    model->save(model_archive);
+    model->module().save(model_archive);
     optimizer->save(optimizer_archive);
     archive.write("model", model_archive);
     archive.write("optimizer", optimizer_archive);
@@ -114,7 +109,7 @@ struct Trainer::Impl : public TrainingState {
     torch::serialize::InputArchive model_archive, optimizer_archive;
     archive.read("model", model_archive);
     archive.read("optimizer", optimizer_archive);
-    model->load(model_archive);
+    model->module().load(model_archive);
     optimizer->load(optimizer_archive);
     torch::Tensor rng_state;
     archive.read("rng_state", rng_state);
@@ -150,7 +145,9 @@ struct Trainer::Impl : public TrainingState {
   Status SaveWeights(const std::string& path) override {
     return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
       try {
-        torch::save(model, temp.string());
+        torch::serialize::OutputArchive archive;
+        model->module().save(archive);
+        archive.save_to(temp.string());
       } catch (const c10::Error& error) {
         return TorchError("cannot save weights to " + path, error);
       }
@@ -188,31 +185,20 @@ struct Trainer::Impl : public TrainingState {
 
   // ---- Training ----
 
-  struct StepResult {
-    double loss = 0;
-    double correct = 0;
-  };
-
   // One optimizer step on this worker's batch; with several workers the gradients are averaged
-  // across them before the step.
-  StatusOr<StepResult> TrainStep(HostBatch& batch) {
+  // across them before the step. Returns the batch's mean loss and its metric sums.
+  StatusOr<std::pair<double, std::map<std::string, double>>> TrainStep(const Batch& batch) {
     try {
-      const int64_t count = static_cast<int64_t>(batch.labels.size());
-      torch::Tensor images =
-          torch::from_blob(batch.images.data(), {count, 1, train->rows, train->cols});
-      torch::Tensor labels = torch::from_blob(batch.labels.data(), {count}, torch::kInt64);
       if (buckets) {
         buckets->BeginStep();
       } else {
-        for (auto& parameter : model->parameters()) parameter.mutable_grad().reset();
+        for (auto& parameter : model->module().parameters()) parameter.mutable_grad().reset();
       }
-      torch::Tensor logits = model->forward(images);
-      torch::Tensor loss = torch::nn::functional::cross_entropy(logits, labels);
-      loss.backward();
+      StepResult result = model->Step(batch);
+      result.loss.backward();
       if (buckets) COHORT_RETURN_IF_ERROR(buckets->FinishStep(options.step_timeout));
       optimizer->step();
-      torch::NoGradGuard no_grad;
-      return StepResult{loss.item<double>(), logits.argmax(1).eq(labels).sum().item<double>()};
+      return std::make_pair(result.loss.item<double>(), std::move(result.metric_sums));
     } catch (const c10::Error& error) {
       return TorchError("the step failed", error);
     }
@@ -220,16 +206,18 @@ struct Trainer::Impl : public TrainingState {
 
   StatusOr<EvaluationResult> Evaluate() {
     const auto [begin, end] = EvaluationShard(test->size(), plan.num_workers, plan.rank);
-    EvaluationSums sums;
-    try {
-      sums = EvaluateRange(model, *test, begin, end, options.eval_batch);
-    } catch (const c10::Error& error) {
-      return TorchError("evaluation failed", error);
-    }
-    std::vector<double> totals = {sums.loss_sum, sums.correct, sums.samples};
+    StatusOr<EvaluationSums> sums = [&]() -> StatusOr<EvaluationSums> {
+      try {
+        return EvaluateRange(*model, *test, begin, end, options.eval_batch);
+      } catch (const c10::Error& error) {
+        return TorchError("evaluation failed", error);
+      }
+    }();
+    if (!sums.ok()) return sums.status();
+    std::vector<double> totals = sums->ToVector();
     COHORT_RETURN_IF_ERROR(strategy->SumAcrossWorkers(&totals).WithContext("evaluation"));
-    sums = {totals[0], totals[1], totals[2]};
-    return EvaluationResult{sums.loss(), sums.accuracy(), static_cast<int64_t>(sums.samples)};
+    sums->FromVector(totals);
+    return sums->Averages();
   }
 
   Status RunEpoch(BatchPrefetcher& prefetcher, const std::vector<Callback*>& callbacks) {
@@ -238,20 +226,21 @@ struct Trainer::Impl : public TrainingState {
     for (Callback* callback : callbacks) {
       COHORT_RETURN_IF_ERROR(callback->OnEpochBegin(plan, epoch));
     }
-    double loss_sum = 0, correct = 0, samples = 0, train_seconds = 0;
+    EvaluationSums sums;  // the training figures of this worker's steps
+    double train_seconds = 0;
     int64_t steps = 0;
     while (position_.step < plan.steps_per_epoch) {
       const auto step_start = Clock::now();
       auto batch = prefetcher.Next(options.step_timeout);
       if (!batch.ok()) return batch.status();
-      StatusOr<StepResult> result = TrainStep(*batch);
+      auto result = TrainStep(*batch);
       if (!result.ok()) {
         return result.status().WithContext("training step " + std::to_string(GlobalStep()));
       }
-      const double batch_size = static_cast<double>(batch->labels.size());
-      loss_sum += result->loss * batch_size;
-      correct += result->correct;
-      samples += batch_size;
+      const double batch_size = static_cast<double>(batch->size());
+      sums.loss_sum += result->first * batch_size;
+      for (const auto& [name, sum] : result->second) sums.metric_sums[name] += sum;
+      sums.samples += batch_size;
       train_seconds += Seconds(Clock::now() - step_start);
       ++steps;
       ++position_.step;
@@ -259,9 +248,10 @@ struct Trainer::Impl : public TrainingState {
       BatchLogs logs;
       logs.position = position_;
       logs.global_step = GlobalStep();
-      logs.loss = loss_sum / samples;
-      logs.accuracy = correct / samples;
-      logs.samples_per_second = samples * plan.num_workers / train_seconds;
+      const EvaluationResult averages = sums.Averages();
+      logs.loss = averages.loss;
+      logs.metrics = averages.metrics;
+      logs.samples_per_second = sums.samples * plan.num_workers / train_seconds;
       for (Callback* callback : callbacks) {
         COHORT_RETURN_IF_ERROR(callback->OnBatchEnd(plan, *this, logs));
       }
@@ -269,8 +259,12 @@ struct Trainer::Impl : public TrainingState {
 
     // Training metrics over every worker's samples; a resumed epoch counts its steps since the
     // resume only.
-    std::vector<double> totals = {loss_sum, correct, samples, train_seconds};
+    std::vector<double> totals = sums.ToVector();
+    totals.push_back(train_seconds);
     COHORT_RETURN_IF_ERROR(strategy->SumAcrossWorkers(&totals).WithContext("epoch metrics"));
+    const double summed_seconds = totals.back();
+    totals.pop_back();
+    sums.FromVector(totals);
     auto evaluation = Evaluate();
     if (!evaluation.ok()) return evaluation.status();
 
@@ -279,14 +273,15 @@ struct Trainer::Impl : public TrainingState {
     logs.epoch = epoch;
     logs.global_step = GlobalStep();
     logs.steps = steps;
-    logs.loss = totals[2] > 0 ? totals[0] / totals[2] : 0;
-    logs.accuracy = totals[2] > 0 ? totals[1] / totals[2] : 0;
+    const EvaluationResult training = sums.Averages();
+    logs.loss = training.loss;
+    logs.metrics = training.metrics;
     logs.val_loss = evaluation->loss;
-    logs.val_accuracy = evaluation->accuracy;
+    logs.val_metrics = evaluation->metrics;
     logs.learning_rate = plan.learning_rate;
     // Workers run in lock step, so the average of their training times is the epoch's.
-    const double seconds = totals[3] / plan.num_workers;
-    logs.samples_per_second = seconds > 0 ? totals[2] / seconds : 0;
+    const double seconds = summed_seconds / plan.num_workers;
+    logs.samples_per_second = seconds > 0 ? sums.samples / seconds : 0;
     logs.seconds = Seconds(Clock::now() - epoch_start);
     for (Callback* callback : callbacks) {
       COHORT_RETURN_IF_ERROR(callback->OnEpochEnd(plan, *this, logs));
@@ -314,7 +309,7 @@ struct Trainer::Impl : public TrainingState {
                            plan.steps_per_epoch, plan.seed);
       BatchPrefetcher prefetcher(*train, std::move(sampler), GlobalStep(), plan.total_steps(),
                                  kPrefetchDepth);
-      model->train();
+      model->module().train();
       while (position_.epoch < plan.epochs) {
         COHORT_RETURN_IF_ERROR(RunEpoch(prefetcher, callbacks));
       }
@@ -333,8 +328,9 @@ Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options,
-                                                   const ImageDataset* train,
-                                                   const ImageDataset* test, Strategy* strategy) {
+                                                   const ModelFactory& make_model,
+                                                   const BatchSource* train,
+                                                   const BatchSource* test, Strategy* strategy) {
   COHORT_RETURN_IF_ERROR(CheckOptions(options, *train, *test, strategy->num_workers()));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -343,7 +339,6 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options
   impl->strategy = strategy;
 
   FitPlan& plan = impl->plan;
-  plan.model_name = options.model_name;
   plan.epochs = options.epochs;
   plan.per_worker_batch = options.per_worker_batch;
   plan.num_workers = strategy->num_workers();
@@ -361,23 +356,24 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options
     // Same seed on every worker, although the chief's weights are broadcast anyway: a worker that
     // builds the same model draws the same random numbers, so the RNG states match too.
     torch::manual_seed(options.seed);
-    const ModelShape shape{train->rows, train->cols, std::max(train->num_classes, 2)};
-    auto model = MakeModel(options.model_name, shape);
+    auto model = make_model();
     if (!model.ok()) return model.status();
     impl->model = std::move(model).value();
+    plan.model_name = impl->model->name();
+    const std::vector<torch::Tensor> parameters = impl->model->module().parameters();
     if (options.optimizer == "adam") {
-      impl->optimizer = std::make_unique<FusedAdam>(
-          impl->model->parameters(), torch::optim::AdamOptions(options.learning_rate));
+      impl->optimizer =
+          std::make_unique<FusedAdam>(parameters, torch::optim::AdamOptions(options.learning_rate));
     } else {
       impl->optimizer = std::make_unique<torch::optim::SGD>(
-          impl->model->parameters(), torch::optim::SGDOptions(options.learning_rate));
+          parameters, torch::optim::SGDOptions(options.learning_rate));
     }
     if (plan.num_workers > 1) {
-      impl->buckets = std::make_unique<GradientBuckets>(impl->model->parameters(), strategy,
-                                                        options.bucket_bytes);
+      impl->buckets = std::make_unique<GradientBuckets>(parameters, strategy, options.bucket_bytes);
     }
   } catch (const c10::Error& error) {
-    return TorchError("cannot build the " + options.model_name + " model", error);
+    const std::string what = impl->model ? "the " + impl->model->name() + " model" : "the model";
+    return TorchError("cannot build " + what, error);
   }
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
@@ -401,8 +397,7 @@ Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, do
   COHORT_RETURN_IF_ERROR(MakeDirectories(write_dir));
   ModelManifest manifest;
   manifest.model = plan.model_name;
-  manifest.input_shape = {1, impl_->train->rows, impl_->train->cols};
-  manifest.classes = ClassNamesFor(data_dir, std::max(impl_->train->num_classes, 2));
+  impl_->model->DescribeInputs(&manifest);
   manifest.metrics = metrics;
   TrainingConfig& config = manifest.training;
   config.epochs = plan.epochs;
@@ -426,7 +421,7 @@ Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, do
 std::vector<float> Trainer::ParameterVector() const {
   std::vector<float> values;
   torch::NoGradGuard no_grad;
-  for (const auto& parameter : impl_->model->parameters()) {
+  for (const auto& parameter : impl_->model->module().parameters()) {
     torch::Tensor flat = parameter.detach().contiguous().reshape({-1});
     values.insert(values.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
   }

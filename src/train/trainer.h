@@ -1,5 +1,10 @@
 // Trainer: the Keras-like fit loop, for one worker of a synchronous data-parallel run.
 //
+// The loop trains any model on any data through two small interfaces: a BatchSource
+// (train/data/batch_source.h) gives the batch for a list of sample numbers, and a TrainableModel
+// (trainable_model.h) turns a batch into its loss and named metrics. The image classifier
+// (image_classifier.h over ImageBatchSource) is one such pair.
+//
 // Every worker builds the same model from the same seed, then takes the chief's state (weights,
 // optimizer, position: fresh or restored from a backup) by broadcast, so all start identical. Each
 // step, every worker computes the gradient of the mean loss over its own per_worker_batch samples
@@ -8,12 +13,10 @@
 // apart and nothing but gradients crosses the network during an epoch. With one worker the same
 // loop trains alone.
 //
-//   Trainer::Create(options, &train, &test, &strategy) -> trainer
+//   Trainer::Create(options, model_factory, &train, &test, &strategy) -> trainer
 //   trainer->Fit({&backup, &tensorboard, &progress})
-//   trainer->Evaluate()                     // test split, sharded over the workers
+//   trainer->Evaluate()                     // test source, sharded over the workers
 //   trainer->SaveModel(dir, metrics)        // every worker calls it; only the chief's copy stays
-//
-// The header needs no libtorch; the model lives behind the pimpl.
 #pragma once
 
 #include <chrono>
@@ -26,14 +29,13 @@
 
 #include "base/status.h"
 #include "train/callback.h"
-#include "train/image_dataset.h"
-#include "train/saved_model.h"
+#include "train/data/batch_source.h"
 #include "train/strategy.h"
+#include "train/trainable_model.h"
 
 namespace cohort::train {
 
 struct TrainerOptions {
-  std::string model_name = "cnn";
   int epochs = 3;
   // Global steps per epoch; 0 means one pass over the training split (size / global batch).
   int64_t steps_per_epoch = 0;
@@ -52,11 +54,13 @@ struct TrainerOptions {
 
 class Trainer {
  public:
-  // Checks the options against the data and builds the model and optimizer. `train`, `test` and
-  // `strategy` must outlive the trainer.
+  // Checks the options against the data, seeds libtorch's generator with options.seed, builds
+  // the model with `make_model` and the optimizer. `train`, `test` and `strategy` must outlive
+  // the trainer.
   static StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options,
-                                                   const ImageDataset* train,
-                                                   const ImageDataset* test, Strategy* strategy);
+                                                   const ModelFactory& make_model,
+                                                   const BatchSource* train,
+                                                   const BatchSource* test, Strategy* strategy);
   ~Trainer();
 
   const FitPlan& plan() const;
@@ -67,11 +71,12 @@ class Trainer {
   // already done).
   Status Fit(const std::vector<Callback*>& callbacks);
 
-  // Loss and accuracy on the test split: each worker evaluates its share, the sums are added.
+  // Loss and metrics on the test source: each worker evaluates its share, the sums are added.
   StatusOr<EvaluationResult> Evaluate();
 
-  // Writes the model to `dir` (weights.pt + manifest.json with `metrics` and the training
-  // configuration). Call on every worker; non-chief workers write to a temporary directory and
+  // Writes the model to `dir` (weights.pt + manifest.json with the model's inputs
+  // (TrainableModel::DescribeInputs), `metrics` and the training configuration, `data_dir` among
+  // it). Call on every worker; non-chief workers write to a temporary directory and
   // remove it.
   Status SaveModel(const std::string& dir, const std::map<std::string, double>& metrics,
                    const std::string& data_dir);

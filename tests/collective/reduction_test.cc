@@ -120,6 +120,39 @@ double Expected(DataType type, ReduceOp op, double a, double b) {
   }
 }
 
+// Every compilation of the kernels that this CPU executes (AVX-512, AVX2 with F16C, baseline),
+// not only the one ReduceInto picks, against the element-by-element reference.
+TEST(ReduceWithTest, EveryKernelThisHostRunsMatchesTheReference) {
+  const std::vector<ReductionKernel> kernels = ReductionKernelsThisHostRuns();
+  ASSERT_FALSE(kernels.empty());
+  EXPECT_EQ(kernels.back(), ReductionKernel::kBaseline);
+  EXPECT_STREQ(ReductionKernelName(kernels.front()), ReductionKernelName());
+  const DataType types[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,
+                            DataType::kFloat16, DataType::kInt32,   DataType::kInt64};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax};
+  for (ReductionKernel kernel : kernels) {
+    std::mt19937_64 random(7);
+    for (DataType type : types) {
+      for (ReduceOp op : ops) {
+        for (size_t count : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 200, 1000}) {
+          std::vector<uint8_t> accumulator = RandomBuffer(type, count, random);
+          std::vector<uint8_t> input = RandomBuffer(type, count, random);
+          std::vector<uint8_t> result = accumulator;
+          ReduceWith(kernel, type, op, result.data(), input.data(), count);
+          for (size_t i = 0; i < count; ++i) {
+            double expected = Expected(type, op, ElementValue(type, accumulator.data(), i),
+                                       ElementValue(type, input.data(), i));
+            ASSERT_EQ(ElementValue(type, result.data(), i), expected)
+                << Name(type) << " " << Name(op) << " count " << count << " element " << i
+                << " kernel " << ReductionKernelName(kernel);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ReduceInto runs the widest kernel; the same check through it.
 TEST(ReduceIntoTest, MatchesElementByElementForEveryTypeOpAndLength) {
   std::mt19937_64 random(7);
   const DataType types[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,

@@ -12,25 +12,21 @@
 
 #include "job/common_types.h"
 #include "job/spec_parser.h"
+#include "testing/files.h"
+#include "testing/processes.h"
+#include "testing/scratch_directory.h"
 
 namespace cohort::exec {
 
-// A fresh directory under /tmp, removed with everything in it afterwards.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    char pattern[] = "/tmp/cohort-exec-test-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
+// The shared test helpers (tests/testing) under the names these tests use: a fresh scratch
+// directory removed afterwards, a whole file, and whether a process still runs.
+using ScratchDirectory = cohort::testing::ScratchDirectory;
 
- private:
-  std::filesystem::path path_;
-};
+inline std::string ReadWhole(const std::filesystem::path& path) {
+  return cohort::testing::ReadText(path);
+}
+
+inline bool ProcessRuns(pid_t pid) { return cohort::testing::ProcessAlive(pid); }
 
 // A defaulted, validated job from a manifest; fails the test when it is not valid.
 inline job::Job JobFromYaml(const std::string& yaml) {
@@ -53,22 +49,6 @@ inline job::Job ShellJob(const std::string& name, int workers, const std::string
        << "            - name: tensorflow\n              image: test\n"
        << "              command: [/bin/sh, -c, '" << script << "']\n";
   return JobFromYaml(yaml.str());
-}
-
-inline std::string ReadWhole(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// True while `pid` exists and is not a zombie waiting to be reaped.
-inline bool ProcessRuns(pid_t pid) {
-  if (pid <= 0 || kill(pid, 0) != 0) return false;
-  std::string stat = ReadWhole("/proc/" + std::to_string(pid) + "/stat");
-  size_t close_paren = stat.rfind(')');
-  return close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
-         stat[close_paren + 2] != 'Z';
 }
 
 }  // namespace cohort::exec

@@ -54,9 +54,9 @@ TEST(ImageMapTest, UnmappedImageIsNotFoundAndSaysHowToMapIt) {
   ASSERT_FALSE(argv.ok());
   EXPECT_EQ(argv.status().code(), Status::Code::kNotFound);
   EXPECT_THAT(argv.status().message(),
-              testing::AllOf(HasSubstr("replica worker-1"), HasSubstr("\"example/trainer:1.0\""),
-                             HasSubstr("--image example/trainer:1.0=COMMAND"),
-                             HasSubstr("$COHORT_HOME/images")));
+              ::testing::AllOf(HasSubstr("replica worker-1"), HasSubstr("\"example/trainer:1.0\""),
+                               HasSubstr("--image example/trainer:1.0=COMMAND"),
+                               HasSubstr("$COHORT_HOME/images")));
 }
 
 TEST(ImageMapTest, CheckJobReportsAnUnmappedImageBeforeAnythingStarts) {

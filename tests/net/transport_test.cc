@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <numeric>
 
-#include "multi_process.h"
 #include "net/exchange.h"
 #include "net/handshake.h"
+#include "testing/files.h"
+#include "testing/multi_process.h"
+#include "testing/scratch_directory.h"
 
 namespace cohort::net {
 namespace {
@@ -23,7 +25,10 @@ using cohort::testing::LocalCluster;
 using cohort::testing::MonotonicSeconds;
 using cohort::testing::Report;
 using cohort::testing::RunProcesses;
+using cohort::testing::ScratchDirectory;
+using cohort::testing::WaitForFile;
 using cohort::testing::WaitForFirstReport;
+using cohort::testing::WriteText;
 using namespace std::chrono_literals;
 
 constexpr char kSecret[] = "correct horse battery staple";
@@ -90,11 +95,15 @@ Status RingTraffic(Transport& transport, int rounds, size_t bytes,
 
 TEST(TransportTest, TasksStartingInAnyOrderFindEachOther) {
   LocalCluster cluster(3, /*with_chief=*/true);
+  // The last rank starts first, the chief last: each rank starts once the next one has left a
+  // file saying it is starting.
+  ScratchDirectory starts("cohort-transport-starts");
+  auto started = [&](int rank) { return starts.path() / std::to_string(rank); };
   auto outcomes = RunProcesses(
       cluster.size(),
       [&](int rank) {
-        // The last rank starts first, the chief last.
-        std::this_thread::sleep_for(std::chrono::milliseconds(100 * (cluster.size() - rank)));
+        if (rank + 1 < cluster.size() && !WaitForFile(started(rank + 1), 20s)) return 6;
+        WriteText(started(rank), "");
         auto transport =
             Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) {
@@ -253,8 +262,8 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
   const int kImpostors = 5;
   // Each impostor leaves a file here when it is done; worker:1 starts only then, because the
   // rendezvous closes worker:0's port once the real worker:1 is in.
-  char directory_template[] = "/tmp/cohort-impostors-XXXXXX";
-  const std::string directory = mkdtemp(directory_template);
+  ScratchDirectory scratch("cohort-impostors");
+  const std::string directory = scratch.path().string();
   auto finished = [&](int process) {
     std::string path = directory + "/" + std::to_string(process);
     close(open(path.c_str(), O_CREAT | O_WRONLY, 0600));
@@ -264,10 +273,7 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
       [&](int process) {
         if (process < 2) {
           for (int impostor = 2; process == 1 && impostor < 2 + kImpostors; ++impostor) {
-            std::string path = directory + "/" + std::to_string(impostor);
-            for (int wait = 0; wait < 3000 && access(path.c_str(), F_OK) != 0; ++wait) {
-              std::this_thread::sleep_for(10ms);
-            }
+            WaitForFile(directory + "/" + std::to_string(impostor), 30s);
           }
           auto transport =
               Transport::Connect(cluster.spec(), cluster.task(process), Options(cluster, process));
@@ -329,7 +335,6 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
         return code;
       },
       60s);
-  std::filesystem::remove_all(directory);
   ASSERT_EQ(outcomes[0].exit_code, 0) << Describe(outcomes);
   ASSERT_EQ(outcomes[1].exit_code, 0) << Describe(outcomes);
   for (int impostor = 2; impostor < 2 + kImpostors; ++impostor) {
@@ -362,6 +367,12 @@ TEST(TransportTest, MalformedFramesFailTheConnectionNamingThePeer) {
                              {"truncated", truncated, "closed the connection"}};
   for (const Case& test_case : cases) {
     LocalCluster cluster(2);
+    // worker:0 leaves this file once it has judged the connection; until then the impostor keeps
+    // its socket open (closing a socket with unread heartbeats in it would reset the connection
+    // and could throw away the garbage before worker:0 reads it). Truncation needs the close.
+    ScratchDirectory scratch("cohort-malformed");
+    const std::filesystem::path judged = scratch.path() / "judged";
+    const bool needs_close = std::string(test_case.expected) == "closed the connection";
     auto outcomes = RunProcesses(
         2,
         [&](int rank) {
@@ -374,6 +385,7 @@ TEST(TransportTest, MalformedFramesFailTheConnectionNamingThePeer) {
             exchange.Receive(1, buffer, sizeof(buffer));
             Status status = exchange.Finish();
             Report(status.ToString());
+            WriteText(judged, "");
             return status.ok() ? 2 : 0;
           }
           cluster.CloseOthers(-1);
@@ -391,7 +403,7 @@ TEST(TransportTest, MalformedFramesFailTheConnectionNamingThePeer) {
           }
           WriteFully(socket->fd(), test_case.bytes.data(), test_case.bytes.size(),
                      Deadline::After(5s), "garbage");
-          std::this_thread::sleep_for(300ms);
+          if (!needs_close && !WaitForFile(judged, 20s)) return 5;
           return 0;  // exiting closes the socket
         },
         60s);
@@ -408,6 +420,9 @@ TEST(TransportTest, MalformedFramesFailTheConnectionNamingThePeer) {
 // timeout, by every other task, and named.
 TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
   LocalCluster cluster(3);
+  // Each live rank leaves a file here once it has given up on the stopped one.
+  ScratchDirectory scratch("cohort-hung-peer");
+  auto gave_up = [&](int rank) { return scratch.path() / ("gave-up-" + std::to_string(rank)); };
   const auto peer_timeout = 3s;
   double stopped_at = 0;
   auto outcomes = RunProcesses(
@@ -422,15 +437,18 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
           if (round == 2 && rank == 2) Report("ready");
         });
         Report("failed at " + std::to_string(MonotonicSeconds()) + ": " + status.ToString());
+        WriteText(gave_up(rank), "");
         return status.ok() ? 2 : 0;
       },
       60s,
       [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
-        // Waits for rank 2 to be in the middle of the traffic, then freezes it.
+        // Waits for rank 2 to be in the middle of the traffic, then freezes it until the others
+        // have given up on it.
         WaitForFirstReport(report_fds[2]);
         kill(pids[2], SIGSTOP);
         stopped_at = MonotonicSeconds();
-        std::this_thread::sleep_for(peer_timeout + 2s);
+        WaitForFile(gave_up(0), 30s);
+        WaitForFile(gave_up(1), 30s);
         kill(pids[2], SIGKILL);
       });
   for (int rank = 0; rank < 2; ++rank) {
@@ -451,6 +469,12 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
 // fallen silent since is found within the peer timeout.
 TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
   LocalCluster cluster(2);
+  // "ahead": worker:1 has sent operation 1's data; "stopped": the parent has frozen worker:1;
+  // "judged": worker:0 has given up on it.
+  ScratchDirectory scratch("cohort-peer-ahead");
+  const std::filesystem::path ahead = scratch.path() / "ahead";
+  const std::filesystem::path stopped = scratch.path() / "stopped";
+  const std::filesystem::path judged = scratch.path() / "judged";
   const auto peer_timeout = 1s;
   const auto idle = 1500ms;  // longer than the peer timeout
   auto exchange = [](Transport& transport, uint64_t tag, int receives, bool send) {
@@ -474,32 +498,40 @@ TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
         Transport& net = **transport;
         if (rank == 1) {
           // Alive and ahead: operation 1's data is sent, then it waits in operation 2.
-          if (!exchange(net, 1, 0, true).ok() || !exchange(net, 2, 1, false).ok()) return 2;
+          if (!exchange(net, 1, 0, true).ok()) return 2;
+          WriteText(ahead, "");
+          if (!exchange(net, 2, 1, false).ok()) return 2;
           // Ahead again, and then stopped by the parent.
           if (!exchange(net, 3, 0, true).ok()) return 3;
           Report("ready");
           std::this_thread::sleep_for(30s);
           return 4;
         }
+        // Silence from the peer, longer than the peer timeout, while its data waits unclaimed.
+        if (!WaitForFile(ahead, 20s)) return 8;
         std::this_thread::sleep_for(idle);
         if (!net.health().ok()) {
           Report("blamed a live peer: " + net.health().ToString());
           return 5;
         }
         if (!exchange(net, 1, 1, false).ok() || !exchange(net, 2, 0, true).ok()) return 6;
-        // Operation 3: the peer's one message waits here unread while the peer is stopped.
+        // Operation 3: the peer's one message waits here unread while the peer is stopped, for
+        // longer than the peer timeout.
+        if (!WaitForFile(stopped, 20s)) return 9;
         std::this_thread::sleep_for(idle);
         double claimed_at = MonotonicSeconds();
         Status status = exchange(net, 3, 2, false);
         Report("claimed at " + std::to_string(claimed_at));
         Report("failed at " + std::to_string(MonotonicSeconds()) + ": " + status.ToString());
+        WriteText(judged, "");
         return status.ok() ? 7 : 0;
       },
       60s,
       [&](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
         WaitForFirstReport(report_fds[1]);
         kill(pids[1], SIGSTOP);
-        std::this_thread::sleep_for(idle + peer_timeout + 1500ms);
+        WriteText(stopped, "");
+        WaitForFile(judged, 30s);
         kill(pids[1], SIGKILL);
       });
   ASSERT_EQ(outcomes[0].exit_code, 0) << Describe(outcomes);
@@ -520,6 +552,9 @@ TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
 // directly: the failure is spread to everyone, naming the dead task.
 TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
   LocalCluster cluster(3);
+  // worker:0 leaves this file once it and worker:1 are talking; worker:2 dies only then.
+  ScratchDirectory scratch("cohort-dead-peer");
+  const std::filesystem::path talking = scratch.path() / "talking";
   auto outcomes = RunProcesses(
       3,
       [&](int rank) {
@@ -527,8 +562,7 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
             Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         if (rank == 2) {
-          Report("ready");
-          std::this_thread::sleep_for(200ms);
+          if (!WaitForFile(talking, 20s)) return 3;
           kill(getpid(), SIGKILL);
         }
         // Ranks 0 and 1 talk only to each other; they learn about rank 2 from the monitor.
@@ -546,6 +580,7 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
             Report(status.ToString());
             return 0;
           }
+          if (rank == 0 && round == 1) WriteText(talking, "");
         }
         return 2;
       },
@@ -561,6 +596,9 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
 
 TEST(TransportTest, GoodbyeIsNotAFailureUntilSomeoneNeedsThePeer) {
   LocalCluster cluster(2);
+  // worker:1 leaves this file once its transport is gone (its goodbye sent).
+  ScratchDirectory scratch("cohort-goodbye");
+  const std::filesystem::path gone = scratch.path() / "gone";
   auto outcomes = RunProcesses(
       2,
       [&](int rank) {
@@ -568,8 +606,12 @@ TEST(TransportTest, GoodbyeIsNotAFailureUntilSomeoneNeedsThePeer) {
             Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         if (!ExchangeWithEveryone(**transport, 1, 100).ok()) return 2;
-        if (rank == 1) return 0;  // destroys its transport: goodbye
-        std::this_thread::sleep_for(500ms);
+        if (rank == 1) {
+          transport->reset();  // goodbye
+          WriteText(gone, "");
+          return 0;
+        }
+        if (!WaitForFile(gone, 20s)) return 5;
         if (!(*transport)->health().ok()) {
           Report("unhealthy after goodbye: " + (*transport)->health().ToString());
           return 3;

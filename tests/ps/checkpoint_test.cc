@@ -7,16 +7,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/scratch_directory.h"
+
 namespace cohort::ps {
 namespace {
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/cohort-ps-checkpoint-XXXXXX";
-    directory_ = mkdtemp(pattern);
-  }
-  void TearDown() override { std::filesystem::remove_all(directory_); }
+  cohort::testing::ScratchDirectory scratch_{"cohort-ps-checkpoint"};
 
   // A store with an Adam slice and an FTRL table, trained a little.
   static void Fill(ShardStore& store, float gradient) {
@@ -40,7 +38,7 @@ class CheckpointTest : public ::testing::Test {
     ASSERT_TRUE(WriteManifest(directory_, {step, 2, {*saved0, *saved}}).ok());
   }
 
-  std::string directory_;
+  const std::string directory_ = scratch_.path().string();
 };
 
 TEST_F(CheckpointTest, RestoresValuesAndOptimizerState) {

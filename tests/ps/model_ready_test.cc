@@ -227,7 +227,10 @@ TEST(ModelReady, AfterAServerRestartsEmptyTheWorkerWaitsForTheChiefToCreateAgain
   });
   ASSERT_TRUE(worker.WaitForReport("trained", 30s)) << worker.Report();
   servers[0].Kill();
-  std::this_thread::sleep_for(300ms);
+  // The replacement starts once the worker has found ps:0 gone.
+  ASSERT_TRUE(
+      worker.WaitForReport("ps:0 (" + cluster.spec().Endpoint({"ps", 0}) + ") unreachable", 30s))
+      << worker.Report();
   ParameterServerOptions restarted = cluster.ServerOptions(0);  // no checkpoint: comes back empty
   Child replacement = cluster.Spawn([restarted] { return ServeUntilShutdown(restarted); });
   ASSERT_TRUE(worker.WaitForReport("came back without the model", 30s)) << worker.Report();

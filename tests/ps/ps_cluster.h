@@ -18,11 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include "../net/multi_process.h"
 #include "cluster/cluster_spec.h"
 #include "net/socket.h"
 #include "ps/parameter_server.h"
 #include "ps/parameter_server_client.h"
+#include "testing/multi_process.h"
 
 namespace cohort::testing {
 

@@ -8,6 +8,7 @@
 
 #include "ps/checkpoint.h"
 #include "ps_cluster.h"
+#include "testing/scratch_directory.h"
 #include "training_worker.h"
 
 namespace cohort::ps {
@@ -22,11 +23,6 @@ using testing::PsCluster;
 using testing::Report;
 using testing::ServeUntilShutdown;
 
-std::string TemporaryDirectory() {
-  char pattern[] = "/tmp/cohort-ps-test-XXXXXX";
-  return mkdtemp(pattern);
-}
-
 int ChiefChecksAndShutsDown(const PsCluster& cluster) {
   auto client = ConnectAndCreate(testing::TrainingOptions(cluster, {"chief", 0}));
   if (!client.ok()) return 1;
@@ -36,7 +32,8 @@ int ChiefChecksAndShutsDown(const PsCluster& cluster) {
 }
 
 TEST(ParameterServerFaults, KilledServerRestartsFromTheLatestCheckpoint) {
-  const std::string directory = TemporaryDirectory();
+  cohort::testing::ScratchDirectory scratch("cohort-ps-fault");
+  const std::string directory = scratch.path().string();
   PsCluster cluster(2, 1);
   std::vector<Child> servers;
   for (int index = 0; index < 2; ++index) {
@@ -60,14 +57,14 @@ TEST(ParameterServerFaults, KilledServerRestartsFromTheLatestCheckpoint) {
   });
   ASSERT_TRUE(worker.WaitForReport("checkpoint saved", 60s)) << worker.Report();
   servers[1].Kill();
-  std::this_thread::sleep_for(300ms);
+  // The replacement starts once the worker has found ps:1 gone.
+  const std::string ps1 = "ps:1 (" + cluster.spec().Endpoint({"ps", 1}) + ") unreachable";
+  ASSERT_TRUE(worker.WaitForReport(ps1, 30s)) << worker.Report();
   ParameterServerOptions restarted = cluster.ServerOptions(1);  // binds its endpoint's port
   restarted.checkpoint_dir = directory;
   Child replacement = cluster.Spawn([restarted] { return ServeUntilShutdown(restarted); });
   ChildOutcome trained = worker.Await(120s);
   EXPECT_EQ(trained.exit_code, 0) << Describe(trained);
-  const std::string ps1 = "ps:1 (" + cluster.spec().Endpoint({"ps", 1}) + ") unreachable";
-  EXPECT_NE(trained.report.find(ps1), std::string::npos) << trained.report;
   EXPECT_NE(trained.report.find("reconnected to ps:1"), std::string::npos) << trained.report;
   Child chief = cluster.Spawn([&cluster] { return ChiefChecksAndShutsDown(cluster); });
   ChildOutcome checked = chief.Await(60s);
@@ -76,7 +73,6 @@ TEST(ParameterServerFaults, KilledServerRestartsFromTheLatestCheckpoint) {
   EXPECT_EQ(back.exit_code, 0) << Describe(back);
   EXPECT_NE(back.report.find("serving; restored step 40"), std::string::npos) << back.report;
   EXPECT_EQ(servers[0].Await(30s).exit_code, 0);
-  std::filesystem::remove_all(directory);
 }
 
 TEST(ParameterServerFaults, ServerThatStaysDownFailsTheWorkerNamingIt) {

@@ -1,10 +1,12 @@
 // SyncAggregator and StepClock with threads standing in for workers.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "ps/step_clock.h"
 #include "ps/sync_aggregator.h"
+#include "testing/wait.h"
 
 namespace cohort::ps {
 namespace {
@@ -64,17 +66,33 @@ TEST(SyncAggregator, AppliesWhatArrivedAfterTheTimeoutAndNamesTheMissing) {
   EXPECT_EQ(applied, 3.0f);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_NE(log[0].find("missing: worker:1"), std::string::npos) << log[0];
-  // A worker pushing twice for one step is refused.
-  std::thread late([&] {
-    float g = 1;
-    aggregator.ContributeDense("v", kWorker0, 0, &g, 1, [](const float*) { return Status::OK(); });
-  });
-  std::this_thread::sleep_for(50ms);
-  float g = 1;
-  auto twice = aggregator.ContributeDense("v", kWorker0, 0, &g, 1,
-                                          [](const float*) { return Status::OK(); });
-  EXPECT_EQ(twice.status().code(), Status::Code::kFailedPrecondition);
-  late.join();
+}
+
+// A worker pushing twice for one step is refused. Two threads push for worker:0 at once: whichever
+// comes second fails at once, while the first waits for worker:1, which pushes only then.
+TEST(SyncAggregator, RefusesASecondPushForTheSameStep) {
+  SyncAggregator aggregator({{kWorker0, kWorker1}, 20s, nullptr});
+  auto apply = [](const float*) { return Status::OK(); };
+  std::atomic<int> returned{0};
+  StatusOr<PushOutcome> pushes[2] = {Status::Internal("not run"), Status::Internal("not run")};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 2; ++i) {
+    workers.emplace_back([&, i] {
+      float gradient = 1;
+      pushes[i] = aggregator.ContributeDense("v", kWorker0, 0, &gradient, 1, apply);
+      ++returned;
+    });
+  }
+  ASSERT_TRUE(cohort::testing::WaitUntil([&] { return returned == 1; }, 20s));
+  float gradient = 3;
+  EXPECT_TRUE(aggregator.ContributeDense("v", kWorker1, 0, &gradient, 1, apply).ok());
+  for (std::thread& worker : workers) worker.join();
+  const bool first_refused = pushes[0].status().code() == Status::Code::kFailedPrecondition;
+  const bool second_refused = pushes[1].status().code() == Status::Code::kFailedPrecondition;
+  EXPECT_NE(first_refused, second_refused)
+      << "exactly one push is refused: " << pushes[0].status().ToString() << " / "
+      << pushes[1].status().ToString();
+  EXPECT_TRUE(first_refused ? pushes[1].ok() : pushes[0].ok());
 }
 
 TEST(StepClock, HoldsTheFastWorkerWithinItsLead) {
@@ -85,8 +103,9 @@ TEST(StepClock, HoldsTheFastWorkerWithinItsLead) {
   ASSERT_EQ(blocked.status().code(), Status::Code::kDeadlineExceeded);
   EXPECT_NE(blocked.status().message().find("ahead of worker:1 (1 steps)"), std::string::npos);
   StatusOr<int64_t> released = Status::Internal("not run");
-  std::thread fast([&] { released = clock.Advance(kWorker0, 4, 2, net::Deadline::After(5s)); });
-  std::this_thread::sleep_for(50ms);
+  std::thread fast([&] { released = clock.Advance(kWorker0, 4, 2, net::Deadline::After(20s)); });
+  // The slow worker advances only once the fast one is held.
+  ASSERT_TRUE(cohort::testing::WaitUntil([&] { return clock.waiting() == 1; }, 20s));
   ASSERT_TRUE(clock.Advance(kWorker1, 2, 2, net::Deadline::After(1s)).ok());
   fast.join();
   ASSERT_TRUE(released.ok());

@@ -6,10 +6,10 @@
 
 #include "test_support.h"
 #include "train/checkpoint_state.h"
-#include "train/event.pb.h"
 #include "train/progress_callback.h"
+#include "train/summary/event.pb.h"
+#include "train/summary/tfrecord.h"
 #include "train/tensorboard_callback.h"
-#include "train/tfrecord.h"
 
 namespace cohort::train {
 namespace {

@@ -3,10 +3,10 @@
 #include <filesystem>
 
 #include "synthetic_data.h"
-#include "train/crc32c.h"
-#include "train/event.pb.h"
-#include "train/event_file_writer.h"
-#include "train/tfrecord.h"
+#include "train/summary/crc32c.h"
+#include "train/summary/event.pb.h"
+#include "train/summary/event_file_writer.h"
+#include "train/summary/tfrecord.h"
 
 namespace cohort::train {
 namespace {

@@ -1,11 +1,11 @@
-#include "train/idx_file.h"
+#include "train/data/idx_file.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "synthetic_data.h"
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 
 namespace cohort::train {
 namespace {

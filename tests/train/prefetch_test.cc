@@ -3,8 +3,9 @@
 #include <thread>
 
 #include "synthetic_data.h"
-#include "train/batch_prefetcher.h"
-#include "train/bounded_queue.h"
+#include "train/data/batch_prefetcher.h"
+#include "train/data/bounded_queue.h"
+#include "train/data/image_batch_source.h"
 
 namespace cohort::train {
 namespace {
@@ -39,18 +40,22 @@ TEST(BoundedQueue, CloseWakesWaitersAndKeepsQueuedItems) {
 
 TEST(BatchPrefetcher, DeliversTheSamplersBatchesInStepOrder) {
   const ImageDataset dataset = testing::MakeSyntheticDataset(50, 3, 4);
+  const ImageBatchSource source(&dataset);
   ShardSampler reference(dataset.size(), 2, 1, 5, 4, 11);
-  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 2, 1, 5, 4, 11), 3, 9, 2);
+  BatchPrefetcher prefetcher(source, ShardSampler(dataset.size(), 2, 1, 5, 4, 11), 3, 9, 2);
   for (int64_t step = 3; step < 9; ++step) {
     auto batch = prefetcher.Next(milliseconds(5000));
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
     EXPECT_EQ(batch->step, step);
     const auto indices = reference.BatchIndices(step);
-    ASSERT_EQ(batch->labels.size(), indices.size());
-    ASSERT_EQ(batch->images.size(), indices.size() * 16);
-    for (size_t i = 0; i < indices.size(); ++i) {
-      EXPECT_EQ(batch->labels[i], dataset.labels[indices[i]]);
-      EXPECT_FLOAT_EQ(batch->images[i * 16], dataset.pixels[indices[i] * 16] / 255.0f);
+    const int64_t count = static_cast<int64_t>(indices.size());
+    ASSERT_EQ(batch->size(), count);
+    ASSERT_EQ(batch->inputs.sizes(), (std::vector<int64_t>{count, 1, 4, 4}));
+    const float* images = batch->inputs.data_ptr<float>();
+    const int64_t* labels = batch->targets.data_ptr<int64_t>();
+    for (int64_t i = 0; i < count; ++i) {
+      EXPECT_EQ(labels[i], dataset.labels[indices[i]]);
+      EXPECT_FLOAT_EQ(images[i * 16], dataset.pixels[indices[i] * 16] / 255.0f);
     }
   }
   auto past_end = prefetcher.Next(milliseconds(10));
@@ -59,7 +64,8 @@ TEST(BatchPrefetcher, DeliversTheSamplersBatchesInStepOrder) {
 
 TEST(BatchPrefetcher, StopsCleanlyWithBatchesLeft) {
   const ImageDataset dataset = testing::MakeSyntheticDataset(50, 3, 4);
-  BatchPrefetcher prefetcher(dataset, ShardSampler(dataset.size(), 1, 0, 5, 4, 1), 0, 1000, 2);
+  const ImageBatchSource source(&dataset);
+  BatchPrefetcher prefetcher(source, ShardSampler(dataset.size(), 1, 0, 5, 4, 1), 0, 1000, 2);
   ASSERT_TRUE(prefetcher.Next(milliseconds(5000)).ok());
   // The destructor closes the queue and joins the producer, which is blocked on a full queue.
 }

@@ -31,7 +31,7 @@ std::string Printed(bool bar, int64_t steps = 4) {
     logs.position = {0, step};
     logs.global_step = step;
     logs.loss = 0.5;
-    logs.accuracy = 0.75;
+    logs.metrics = {{"accuracy", 0.75}};
     logs.samples_per_second = 1000;
     EXPECT_TRUE(progress.OnBatchEnd(plan, state, logs).ok());
   }
@@ -40,9 +40,9 @@ std::string Printed(bool bar, int64_t steps = 4) {
   epoch.steps = steps;
   epoch.seconds = 10;
   epoch.loss = 0.5;
-  epoch.accuracy = 0.75;
+  epoch.metrics = {{"accuracy", 0.75}};
   epoch.val_loss = 0.25;
-  epoch.val_accuracy = 0.875;
+  epoch.val_metrics = {{"accuracy", 0.875}};
   epoch.samples_per_second = 1234;
   EXPECT_TRUE(progress.OnEpochEnd(plan, state, epoch).ok());
   std::rewind(out);

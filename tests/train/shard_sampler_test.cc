@@ -1,4 +1,4 @@
-#include "train/shard_sampler.h"
+#include "train/data/shard_sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <set>
 
-#include "train/shuffle.h"
+#include "train/data/shuffle.h"
 
 namespace cohort::train {
 namespace {

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "train/image_dataset.h"
+#include "train/data/image_dataset.h"
 
 namespace cohort::train::testing {
 

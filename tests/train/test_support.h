@@ -8,6 +8,8 @@
 
 #include "synthetic_data.h"
 #include "train/compute_threads.h"
+#include "train/data/image_batch_source.h"
+#include "train/image_classifier.h"
 #include "train/trainer.h"
 
 namespace cohort::train::testing {
@@ -24,7 +26,6 @@ inline void UseOneComputeThread() {
 
 inline TrainerOptions SmallRun() {
   TrainerOptions options;
-  options.model_name = "cnn";
   options.epochs = 3;
   options.steps_per_epoch = 6;
   options.per_worker_batch = 8;
@@ -35,15 +36,23 @@ inline TrainerOptions SmallRun() {
   return options;
 }
 
+// Synthetic image splits and the "cnn" image classifier over them.
 struct SmallData {
   ImageDataset train = MakeSyntheticDataset(200, 1);
   ImageDataset test = MakeSyntheticDataset(64, 2);
+  ImageBatchSource train_source{&train};
+  ImageBatchSource test_source{&test};
+
+  ModelFactory Cnn() const {
+    return ImageClassifier::Factory("cnn", train, test, {"0", "1", "2", "3"});
+  }
 };
 
 inline std::unique_ptr<Trainer> MakeTrainer(const TrainerOptions& options, const SmallData& data,
                                             Strategy* strategy) {
   UseOneComputeThread();
-  auto trainer = Trainer::Create(options, &data.train, &data.test, strategy);
+  auto trainer =
+      Trainer::Create(options, data.Cnn(), &data.train_source, &data.test_source, strategy);
   EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
   return trainer.ok() ? std::move(trainer).value() : nullptr;
 }

@@ -1,0 +1,186 @@
+#include "flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "process.h"
+
+namespace cohort::train::cli {
+namespace {
+
+// Flag validators whose messages name the flag's expectation and the value given, e.g.
+// "--epochs: expected a positive integer, got \"abc\"" (CLI11's own range checks print the whole
+// range of a double for a non-number).
+CLI::Validator IntegerAtLeast(long long minimum) {
+  const std::string expectation =
+      minimum == 1 ? "a positive integer" : "an integer >= " + std::to_string(minimum);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        size_t used = 0;
+        long long value = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || value < minimum) {
+          return "expected " + expectation + ", got \"" + text + "\"";
+        }
+        return "";
+      },
+      minimum == 1 ? "POSITIVE" : "INT>=" + std::to_string(minimum));
+}
+
+// A real number for which `accept` holds; `expectation` says which, `name` is CLI11's type name.
+CLI::Validator Real(std::function<bool(double)> accept, const std::string& expectation,
+                    const std::string& name) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        size_t used = 0;
+        double value = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !std::isfinite(value) || !accept(value)) {
+          return "expected " + expectation + ", got \"" + text + "\"";
+        }
+        return "";
+      },
+      name);
+}
+
+CLI::Validator PositiveReal() {
+  return Real([](double value) { return value > 0; }, "a positive number", "POSITIVE");
+}
+
+// The peer timeout must leave room for 3 heartbeats (net::TransportOptions, 1 s apart).
+CLI::Validator AtLeastThreeSeconds() {
+  return Real([](double value) { return value >= 3; }, "a number of seconds >= 3", "SECONDS>=3");
+}
+
+// Whether the command line asks for --model=wide_deep, in either spelling.
+bool AsksForMovedWideDeep(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == std::string("--model=") + kMovedWideDeepModel) return true;
+    if (arg == "--model" && i + 1 < argc && argv[i + 1] == std::string(kMovedWideDeepModel)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::string>& model_names,
+                              Flags* flags_out) {
+  CLI::App app{
+      "cohort-train: train an image classifier on MNIST-format data (Fashion-MNIST by default), "
+      "alone or as one worker of a MultiWorkerMirrored TFJob. TF_CONFIG says who is in the "
+      "cluster and who this process is; without it, training runs in this process alone.",
+      "cohort-train"};
+  app.footer(
+      "Distributed training: each worker trains on its shard of every global batch (global batch "
+      "= per_worker_batch x workers); gradients are averaged by all-reduce while backward runs; "
+      "the chief (chief:0, else worker:0) writes backups, summaries and the saved model, other "
+      "workers write to <dir>/workertemp_<index> and remove it.\n"
+      "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
+      "taxi-train (examples/taxi).\n"
+      "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
+      "COHORT_JOB_NAME (optional).\n"
+      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 138 a "
+      "peer died or stopped answering: restart the worker and it resumes from --checkpoint_path.");
+  Flags& flags = *flags_out;
+  app.add_option("--epochs", flags.epochs, "number of epochs")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(1));
+  app.add_option("--steps_per_epoch", flags.steps_per_epoch,
+                 "global steps per epoch; 0 = one pass over the training split")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--per_worker_batch", flags.per_worker_batch, "samples per worker per step")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(1));
+  app.add_option("--saved_model_path", flags.saved_model_path,
+                 "directory for the trained model (weights.pt + manifest.json); empty: not saved");
+  app.add_option("--checkpoint_path", flags.checkpoint_path,
+                 "BackupAndRestore directory: back up every epoch and resume from it after a "
+                 "restart; deleted when training completes. Empty: no backups");
+  app.add_option("--backup_every_steps", flags.backup_every_steps,
+                 "also back up every N global steps (0: at epoch ends only)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--model_checkpoint_path", flags.model_checkpoint_path,
+                 "ModelCheckpoint directory: keep the weights of every epoch (ckpt-<epoch>.pt)");
+  app.add_option("--model", flags.model, "model architecture")
+      ->capture_default_str()
+      ->check(CLI::IsMember(model_names));
+  app.add_option("--data_dir", flags.data_dir,
+                 "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
+      ->capture_default_str();
+  app.add_option("--learning_rate", flags.learning_rate,
+                 "learning rate (default: 0.001 for adam, 0.01 for sgd)")
+      ->check(PositiveReal());
+  app.add_option("--optimizer", flags.optimizer, "optimizer")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adam"}));
+  app.add_option("--tensorboard_dir", flags.tensorboard_dir,
+                 "write TensorBoard event files to <dir>/train and <dir>/validation");
+  app.add_option("--tensorboard_update_steps", flags.tensorboard_update_steps,
+                 "also write batch_loss/batch_accuracy every N global steps (0: epochs only)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--seed", flags.seed, "seed for weights and the data order")
+      ->capture_default_str();
+  app.add_option("--threads", flags.threads,
+                 "libtorch and OpenBLAS threads (0: hardware threads / workers on this host)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--gradient_bucket_mb", flags.gradient_bucket_mb,
+                 "gradient all-reduce bucket size in MiB")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--startup_timeout_s", flags.startup_timeout_s,
+                 "how long to wait for every worker to join")
+      ->capture_default_str()
+      ->check(PositiveReal());
+  app.add_option("--peer_timeout_s", flags.peer_timeout_s,
+                 "MultiWorkerMirrored: how long a silent worker is given before it counts as dead "
+                 "and the others exit to be restarted (at least 3 s)")
+      ->capture_default_str()
+      ->check(AtLeastThreeSeconds());
+  app.add_flag("--evaluate", flags.evaluate,
+               "evaluate the saved model at --model_path on the test split instead of training");
+  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
+
+  // Before parsing, so that the taxi model's own flags are not refused as unknown first.
+  if (AsksForMovedWideDeep(argc, argv)) {
+    PrintError(std::string("--model=") + kMovedWideDeepModel + ": " + kMovedToTaxiTrain);
+    return kExitUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return kExitOk;
+  } catch (const CLI::ParseError& error) {
+    PrintError(std::string(error.what()) + "\nRun cohort-train --help for usage.");
+    return kExitUsage;
+  }
+  if (flags.evaluate && flags.model_path.empty()) {
+    PrintError("--evaluate needs --model_path DIR");
+    return kExitUsage;
+  }
+  if (!flags.evaluate && !flags.model_path.empty()) {
+    PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
+    return kExitUsage;
+  }
+  flags.data_dir_given = app.count("--data_dir") > 0;
+  return std::nullopt;
+}
+
+}  // namespace cohort::train::cli

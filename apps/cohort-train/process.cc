@@ -1,0 +1,66 @@
+#include "process.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace cohort::train::cli {
+namespace {
+
+bool IsRetryable(const Status& status) {
+  return status.code() == Status::Code::kUnavailable ||
+         status.code() == Status::Code::kDeadlineExceeded;
+}
+
+}  // namespace
+
+void Print(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void PrintError(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "cohort-train: error: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+[[noreturn]] void Fail(const Status& status) {
+  PrintError(status.ToString());
+  const int code = IsRetryable(status) ? kExitRetryable : kExitFailed;
+  if (code == kExitRetryable) {
+    std::fprintf(stderr,
+                 "cohort-train: exiting with %d so that this task is restarted and "
+                 "resumes from the latest backup or checkpoint\n",
+                 code);
+  }
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+int AutomaticThreads(const cluster::TfConfig& config) {
+  const int hardware = std::max(1u, std::thread::hardware_concurrency());
+  int local_workers = 0;
+  for (const cluster::TaskId& task : cluster::WorkerTasks(config.cluster)) {
+    const std::string endpoint = config.cluster.Endpoint(task);
+    const std::string host = endpoint.substr(0, endpoint.rfind(':'));
+    if (host == "localhost" || host == "127.0.0.1" || host == "[::1]") ++local_workers;
+  }
+  return std::max(1, hardware / std::max(1, local_workers));
+}
+
+BlasLibrary SetUpCompute(int threads) {
+  if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
+  const BlasLibrary blas = DetectBlas();
+  if (std::string warning = BlasWarning(blas); !warning.empty()) {
+    std::fprintf(stderr, "cohort-train: %s\n", warning.c_str());
+  }
+  return blas;
+}
+
+}  // namespace cohort::train::cli

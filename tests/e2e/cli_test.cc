@@ -1,0 +1,365 @@
+// End-to-end tests of `cohort`: real jobs of shell replicas, run and inspected through the CLI.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "testing/cohort_runner.h"
+#include "testing/wait.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+class CohortCliTest : public ::testing::Test {
+ protected:
+  // Every replica that ever wrote a pid must be gone once a command has returned. `replicas` is
+  // how many distinct replicas (pid files) the test started, so that a test whose replicas never
+  // ran cannot pass for want of anything to check.
+  void ExpectNothingLeftRunning(size_t replicas) {
+    std::map<std::string, pid_t> pids = sandbox_.ReplicaPids();
+    EXPECT_EQ(pids.size(), replicas) << "replicas that started";
+    for (const auto& [replica, pid] : pids) {
+      EXPECT_FALSE(ProcessAlive(pid)) << replica << " (pid " << pid << ") is still running";
+    }
+  }
+  nlohmann::json Status(const std::string& job) {
+    CommandResult get = sandbox_.Cohort({"get", job, "-o", "json"});
+    EXPECT_EQ(get.exit_code, 0) << get.output;
+    return nlohmann::json::parse(get.output.substr(get.output.find('{')))["status"];
+  }
+  static std::vector<std::string> ConditionTypes(const nlohmann::json& status) {
+    std::vector<std::string> types;
+    for (const auto& condition : status["conditions"]) types.push_back(condition["type"]);
+    return types;
+  }
+  CohortSandbox sandbox_;
+};
+
+TEST_F(CohortCliTest, HelloExampleRunsToSucceededWithTfConfigPerReplica) {
+  std::string source = COHORT_SOURCE_DIR;
+  CommandResult run = sandbox_.Cohort({"run", source + "/examples/hello/tfjob.yaml", "--image",
+                                       "cohort/hello=" + source + "/examples/hello/replica.sh"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("[worker-1] hello from a TFJob: I am worker-1 of job hello"));
+  EXPECT_THAT(run.output, HasSubstr(R"([worker-0] TF_CONFIG={"cluster":{"ps":["localhost:)"));
+  EXPECT_THAT(run.output,
+              HasSubstr(R"("task":{"type":"worker","index":0},"environment":"cloud"})"));
+  EXPECT_THAT(run.output, HasSubstr("is Succeeded: TFJob default/hello successfully completed."));
+
+  CommandResult get = sandbox_.Cohort({"get"});
+  EXPECT_EQ(get.exit_code, 0);
+  EXPECT_THAT(get.output, AllOf(HasSubstr("NAME"), HasSubstr("STATE"), HasSubstr("hello"),
+                                HasSubstr("Succeeded")));
+  // cleanPodPolicy Running: the parameter server, still running at success, was stopped.
+  CommandResult logs = sandbox_.Cohort({"logs", "hello", "--replica", "ps-0"});
+  EXPECT_THAT(logs.output, HasSubstr("stopping: got SIGTERM"));
+  EXPECT_THAT(sandbox_.Cohort({"describe", "hello"}).output,
+              ::testing::ContainsRegex(
+                  "SuccessfulDeletePod +[0-9]+s +tfjob-controller +Deleted pod: hello-ps-0"));
+}
+
+TEST_F(CohortCliTest, WorkerKilledOnceUnderExitCodeIsRestartedAndJobSucceeds) {
+  // The chief decides success, and works long enough for worker 1 to be restarted and finish.
+  std::string manifest = Manifest(
+      "exit-code-retry",
+      ReplicaSpec("Chief", 1, "Never", {{"SLEEP_SECONDS", "3"}}) +
+          ReplicaSpec("Worker", 2, "ExitCode",
+                      {{"FAIL_INDEX", "1"}, {"FAIL_CODE", "kill"}, {"FAIL_ONCE_DIR", "."}}));
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json status = Status("exit-code-retry");
+  EXPECT_THAT(ConditionTypes(status), ::testing::Contains("Restarting"));
+  EXPECT_EQ(status["conditions"].back()["type"], "Succeeded");
+
+  CommandResult describe = sandbox_.Cohort({"describe", "exit-code-retry"});
+  EXPECT_THAT(describe.output, HasSubstr("TFJobRestarting"));
+  EXPECT_THAT(describe.output, HasSubstr("exited with code 137"));
+  EXPECT_THAT(describe.output, ::testing::ContainsRegex("worker-1 +Succeeded +1 "));
+  CommandResult logs = sandbox_.Cohort({"logs", "exit-code-retry", "--replica", "worker-1"});
+  EXPECT_THAT(logs.output, HasSubstr("===== cohort: restart 1 of worker-1"));
+  ExpectNothingLeftRunning(3);
+}
+
+TEST_F(CohortCliTest, PermanentExitCodeFailsTheJobWithTheOperatorsMessage) {
+  std::string manifest =
+      Manifest("exit-code-permanent",
+               // Worker 0 works long enough that its success (which alone would succeed the job)
+               // cannot come before worker 1's failure; worker 1 fails once every replica has
+               // started (ExpectNothingLeftRunning counts them).
+               ReplicaSpec("Worker", 2, "ExitCode",
+                           {{"FAIL_INDEX", "1"},
+                            {"FAIL_CODE", "1"},
+                            {"WAIT_FOR_REPLICAS", "3"},
+                            {"SLEEP_SECONDS", "30"}}) +
+                   ReplicaSpec("PS", 1, "Never", {{"SLEEP_SECONDS", "60"}}));
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  nlohmann::json status = Status("exit-code-permanent");
+  EXPECT_EQ(status["conditions"].back()["type"], "Failed");
+  EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
+              HasSubstr("is failing because \"Worker\" replica(s) failed"));
+  ExpectNothingLeftRunning(3);
+}
+
+TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
+  std::string manifest = Manifest(
+      "backoff", ReplicaSpec("Worker", 1, "OnFailure", {{"FAIL_INDEX", "0"}, {"FAIL_CODE", "3"}}),
+      "    backoffLimit: 1\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  nlohmann::json status = Status("backoff");
+  EXPECT_EQ(status["conditions"].back()["message"],
+            "Job backoff has failed because it has reached the specified backoff limit");
+  ExpectNothingLeftRunning(1);
+}
+
+TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {
+  std::string manifest =
+      Manifest("deadline", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "60"}}),
+               "    activeDeadlineSeconds: 1\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()},
+                                      std::chrono::seconds(30));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  nlohmann::json status = Status("deadline");
+  EXPECT_EQ(status["conditions"].back()["message"],
+            "Job deadline has failed because it was active longer than specified deadline");
+  EXPECT_THAT(sandbox_.Cohort({"logs", "deadline", "--replica", "worker-0"}).output,
+              HasSubstr("got SIGTERM"));
+  ExpectNothingLeftRunning(2);
+}
+
+TEST_F(CohortCliTest, BrokenManifestIsRejectedWithLineColumnAndFieldPath) {
+  std::string manifest = Manifest("broken", ReplicaSpec("Worker", 1, "Sometimes"));
+  std::string path = sandbox_.WriteFile("broken.yaml", manifest).string();
+  for (const char* command : {"run", "validate", "submit"}) {
+    CommandResult result = sandbox_.Cohort({command, path});
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_THAT(result.output,
+                HasSubstr("broken.yaml:9:22: spec.tfReplicaSpecs.Worker.restartPolicy: "
+                          "\"Sometimes\" is not one of Always, OnFailure, Never, ExitCode"))
+        << command;
+  }
+  EXPECT_THAT(sandbox_.Cohort({"get"}).output, HasSubstr("No resources found"));
+}
+
+TEST_F(CohortCliTest, UnmappedImageIsAnErrorBeforeAnythingStarts) {
+  std::string manifest =
+      "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: unmapped}\n"
+      "spec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n      template:\n"
+      "        spec:\n          containers:\n"
+      "            - {name: tensorflow, image: example/trainer:1.0}\n";
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("image \"example/trainer:1.0\" is not mapped"));
+  EXPECT_THAT(run.output, HasSubstr("--image example/trainer:1.0=COMMAND"));
+  EXPECT_THAT(sandbox_.Cohort({"get"}).output, HasSubstr("No resources found"));
+}
+
+TEST_F(CohortCliTest, SubmitGetDescribeLogsWaitDelete) {
+  std::string manifest =
+      Manifest("background", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "1"}}), "",
+               "  successPolicy: AllWorkers\n");
+  std::string path = sandbox_.WriteFile("job.yaml", manifest).string();
+  CommandResult submit = sandbox_.Cohort({"submit", path});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  EXPECT_EQ(submit.output, "background\n");
+
+  CommandResult again = sandbox_.Cohort({"submit", path});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_THAT(again.output, HasSubstr("job default/background already exists"));
+
+  CommandResult get = sandbox_.Cohort({"get", "background", "-o", "wide"});
+  EXPECT_THAT(get.output, AllOf(HasSubstr("background"), HasSubstr("Worker=2")));
+
+  CommandResult wait = sandbox_.Cohort({"wait", "background", "--timeout", "30"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.output;
+  EXPECT_THAT(wait.output, HasSubstr("background Succeeded"));
+
+  CommandResult describe = sandbox_.Cohort({"describe", "background"});
+  EXPECT_THAT(describe.output, AllOf(HasSubstr("Name:         background"),
+                                     HasSubstr("TFJobSucceeded"), HasSubstr("SuccessfulCreatePod"),
+                                     HasSubstr("Created pod: background-worker-1")));
+
+  CommandResult logs = sandbox_.Cohort({"logs", "background"});
+  EXPECT_THAT(logs.output, AllOf(HasSubstr("[worker-0] replica worker-0 done"),
+                                 HasSubstr("[worker-1] replica worker-1 done")));
+  CommandResult follow = sandbox_.Cohort({"logs", "background", "--replica", "worker-1", "-f"});
+  EXPECT_EQ(follow.exit_code, 0);
+  EXPECT_THAT(follow.output, AllOf(HasSubstr("replica worker-1 done"), Not(HasSubstr("worker-0"))));
+  EXPECT_EQ(sandbox_.Cohort({"logs", "background", "--replica", "worker-7"}).exit_code, 2);
+
+  CommandResult remove = sandbox_.Cohort({"delete", "background"});
+  EXPECT_EQ(remove.exit_code, 0) << remove.output;
+  EXPECT_EQ(sandbox_.Cohort({"get", "background"}).exit_code, 3);
+  ExpectNothingLeftRunning(2);
+}
+
+// Every command that reads a job marks it Failed when its supervisor is gone; a job whose
+// supervisor is still starting must never be taken for one. Two processes run `cohort get` over
+// and over while jobs are submitted, so that some `get` falls between a job's creation and its
+// supervisor's start.
+TEST_F(CohortCliTest, JobsSubmittedWhileOtherCommandsReadThemSucceed) {
+  // The readers stop once this file exists, after their `cohort get` in flight has ended, so that
+  // none still writes into the sandbox while it is removed.
+  const std::filesystem::path stop = sandbox_.root() / "stop-reading";
+  std::vector<pid_t> readers;
+  for (int reader = 0; reader < 2; ++reader) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Dies with the test, and on its own after two minutes at most.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      std::filesystem::path output = sandbox_.root() / ("reader-" + std::to_string(reader));
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+      while (!std::filesystem::exists(stop) && std::chrono::steady_clock::now() < deadline) {
+        waitpid(sandbox_.StartCohort({"get"}, output), nullptr, 0);
+      }
+      _exit(0);
+    }
+    readers.push_back(pid);
+  }
+  constexpr int kJobs = 8;
+  for (int i = 0; i < kJobs; ++i) {
+    std::string name = "busy-" + std::to_string(i);
+    std::string manifest = Manifest(name, ReplicaSpec("Worker", 1, "Never"));
+    CommandResult submit =
+        sandbox_.Cohort({"submit", sandbox_.WriteFile(name + ".yaml", manifest).string()});
+    EXPECT_EQ(submit.exit_code, 0) << submit.output;
+  }
+  for (int i = 0; i < kJobs; ++i) {
+    std::string name = "busy-" + std::to_string(i);
+    CommandResult wait = sandbox_.Cohort({"wait", name, "--timeout", "30"});
+    EXPECT_EQ(wait.exit_code, 0) << wait.output << sandbox_.Cohort({"describe", name}).output;
+  }
+  WriteText(stop, "");
+  for (pid_t reader : readers) {
+    EXPECT_NE(WaitForChild(reader, 30s), -1) << "a reader did not stop";
+  }
+  ExpectNothingLeftRunning(1);
+}
+
+// ttlSecondsAfterFinished: 0 deletes the job as soon as it has finished, while `cohort run` still
+// supervises it; the deletion is reported as the operator reports it.
+TEST_F(CohortCliTest, TtlDeletesTheFinishedJobAndSaysSo) {
+  std::string manifest = Manifest("short-lived", ReplicaSpec("Worker", 1, "Never"),
+                                  "    ttlSecondsAfterFinished: 0\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("cohort: event Normal SuccessfulDeleteJob: Deleted job: short-lived"));
+  EXPECT_EQ(sandbox_.Cohort({"get", "short-lived"}).exit_code, 3);
+  ExpectNothingLeftRunning(1);
+}
+
+TEST_F(CohortCliTest, DeleteStopsALiveJob) {
+  std::string manifest =
+      Manifest("long-running", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "120"}}));
+  ASSERT_EQ(
+      sandbox_.Cohort({"submit", sandbox_.WriteFile("job.yaml", manifest).string()}).exit_code, 0);
+  CommandResult wait = sandbox_.Cohort({"wait", "long-running", "--timeout", "1"});
+  EXPECT_EQ(wait.exit_code, 3);
+  EXPECT_THAT(wait.output, HasSubstr("timed out after 1 s waiting for job default/long-running"));
+  CommandResult remove = sandbox_.Cohort({"delete", "long-running"});
+  EXPECT_EQ(remove.exit_code, 0) << remove.output;
+  ExpectNothingLeftRunning(2);
+}
+
+// Suspending a running job stops its replicas with SIGTERM, and nothing of the job runs while it
+// is suspended; resuming starts them again and the job runs to the end.
+TEST_F(CohortCliTest, SuspendStopsTheReplicasAndResumeRunsTheJobToTheEnd) {
+  // The replicas work until the test releases them, so that they are surely running when the job
+  // is suspended and surely finish after it is resumed.
+  const std::filesystem::path release = sandbox_.root() / "release";
+  std::string manifest = Manifest(
+      "pausable", ReplicaSpec("Worker", 2, "OnFailure", {{"RUN_UNTIL_FILE", release.string()}}));
+  ASSERT_EQ(
+      sandbox_.Cohort({"submit", sandbox_.WriteFile("job.yaml", manifest).string()}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return sandbox_.ReplicaPids().size() == 2; }, 30s))
+      << "the replicas did not start";
+  const std::map<std::string, pid_t> running = sandbox_.ReplicaPids();
+  // Every process the job started (the replicas and what they run) carries its COHORT_HOME and
+  // name in its environment.
+  auto job_processes = [&] {
+    return ProcessesWithEnvironment(
+        {{"COHORT_HOME", sandbox_.home().string()}, {"COHORT_JOB_NAME", "pausable"}});
+  };
+  EXPECT_GE(job_processes().size(), 2u);
+
+  CommandResult suspend = sandbox_.Cohort({"suspend", "pausable"});
+  EXPECT_EQ(suspend.exit_code, 0) << suspend.output;
+  auto state = [&] {
+    CommandResult get = sandbox_.Cohort({"get", "pausable"});
+    return get.output.substr(get.output.find('\n') + 1);
+  };
+  EXPECT_TRUE(WaitUntil([&] { return state().find("Suspended") != std::string::npos; }, 20s))
+      << state();
+  for (const auto& [replica, pid] : running) {
+    EXPECT_TRUE(WaitUntil([pid = pid] { return !ProcessAlive(pid); }, 20s))
+        << replica << " (pid " << pid << ") still runs";
+    EXPECT_EQ(ReadText(sandbox_.root() / "pids" / (replica + ".sigterm")),
+              std::to_string(pid) + "\n")
+        << replica << " was not stopped with SIGTERM";
+  }
+  // While suspended nothing runs and nothing starts: `wait` times out, and no replica wrote a new
+  // pid meanwhile.
+  EXPECT_EQ(sandbox_.Cohort({"wait", "pausable", "--timeout", "1"}).exit_code, 3);
+  EXPECT_EQ(sandbox_.ReplicaPids(), running);
+  EXPECT_TRUE(job_processes().empty()) << "a process of the suspended job runs";
+
+  EXPECT_EQ(sandbox_.Cohort({"resume", "pausable"}).exit_code, 0);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        std::map<std::string, pid_t> pids = sandbox_.ReplicaPids();
+        return pids.size() == 2 && pids["worker-0"] != running.at("worker-0") &&
+               pids["worker-1"] != running.at("worker-1");
+      },
+      30s))
+      << "the replicas did not start again after resume";
+  WriteText(release, "");
+  CommandResult wait = sandbox_.Cohort({"wait", "pausable", "--timeout", "30"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.output;
+  CommandResult describe = sandbox_.Cohort({"describe", "pausable"});
+  EXPECT_THAT(describe.output, ::testing::ContainsRegex("Suspended +False +TFJobResumed"));
+  EXPECT_THAT(describe.output, HasSubstr("TFJob pausable is suspended."));
+  ExpectNothingLeftRunning(2);
+}
+
+TEST_F(CohortCliTest, WorkingDirEnvironmentAndJobIdentityReachTheReplica) {
+  std::filesystem::create_directories(sandbox_.root() / "workdir" / "pids");
+  std::string manifest =
+      Manifest("identity", ReplicaSpec("Chief", 1, "Never") +
+                               ReplicaSpec("Worker", 1, "Never", {{"EXIT_CODE", "0"}}));
+  size_t command = manifest.find("              env:");
+  manifest.insert(command,
+                  "              workingDir: " + (sandbox_.root() / "workdir").string() + "\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("[chief-0] PWD=" + (sandbox_.root() / "workdir").string()));
+  EXPECT_THAT(run.output, HasSubstr(R"("task":{"type":"chief","index":0})"));
+}
+
+TEST_F(CohortCliTest, TfConfigCommandPrintsWhatAReplicaWouldGet) {
+  std::string manifest =
+      Manifest("mnist", ReplicaSpec("Chief", 1, "Never") + ReplicaSpec("PS", 2, "Never") +
+                            ReplicaSpec("Worker", 2, "Never"));
+  CommandResult result =
+      sandbox_.Cohort({"tfconfig", sandbox_.WriteFile("job.yaml", manifest).string(), "--replica",
+                       "worker-1", "--kubernetes"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(
+      result.output,
+      HasSubstr(
+          R"({"cluster":{"chief":["mnist-chief-0.default.svc:2222"],"ps":["mnist-ps-0.default.svc:2222","mnist-ps-1.default.svc:2222"],"worker":["mnist-worker-0.default.svc:2222","mnist-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})"));
+}
+
+}  // namespace
+}  // namespace cohort::testing
