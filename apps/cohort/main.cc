@@ -386,6 +386,7 @@ int Logs(const std::string& name, const LogsFlags& flags) {
   LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{flags.namespace_name, name};
   std::string replica = flags.replica;
+  bool is_pod = false;  // a pod's log is its replica's last run, as kubectl's current container
   if (!jobs.store().Exists(key)) {
     StatusOr<view::PodRef> pod = view::FindPod(jobs.store(), flags.namespace_name, name);
     if (!pod.ok()) {
@@ -394,6 +395,7 @@ int Logs(const std::string& name, const LogsFlags& flags) {
     }
     key = pod->job;
     replica = pod->replica;
+    is_pod = true;
   }
   if (!replica.empty()) {
     if (Status known = jobs.CheckReplica(key, replica); !known.ok()) {
@@ -411,6 +413,7 @@ int Logs(const std::string& name, const LogsFlags& flags) {
   }
   exec::LogSelection selection;
   selection.previous = flags.previous;
+  selection.latest = is_pod && !flags.previous;
   if (flags.tail >= 0) selection.tail = static_cast<size_t>(flags.tail);
   if (!flags.since.empty()) {
     StatusOr<std::chrono::seconds> since = exec::ParseDuration(flags.since);

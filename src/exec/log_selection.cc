@@ -50,7 +50,8 @@ StatusOr<std::vector<LogLine>> SelectLogLines(const std::vector<LogLine>& lines,
     } else {
       auto written = last_written.find(replica);
       Time last = written == last_written.end() ? now : written->second;
-      for (size_t i = 0; i < replica_runs.size(); ++i) {
+      size_t first = selection.latest ? replica_runs.size() - 1 : 0;
+      for (size_t i = first; i < replica_runs.size(); ++i) {
         Time ended = i + 1 < replica_runs.size() && replica_runs[i + 1].started_at
                          ? *replica_runs[i + 1].started_at
                          : last;

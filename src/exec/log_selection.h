@@ -1,6 +1,6 @@
 // Choosing which lines of a replica's log `cohort logs` prints, as kubectl's flags do:
 // --tail N (the last N lines of each replica), --since DURATION and --previous (the run before
-// the last restart).
+// the last restart); `logs POD` shows the last run, as kubectl shows the current container.
 //
 // A replica's log file holds every run of it: the supervisor writes a line
 // "===== cohort: restart N of worker-1 at TIME (previous exit code E) =====" before each restart
@@ -24,7 +24,8 @@ struct LogSelection {
   std::optional<size_t> tail;                 // the last N lines of each replica
   std::optional<std::chrono::seconds> since;  // runs that wrote within this duration
   bool previous = false;                      // the run before the last restart only
-  bool Everything() const { return !tail && !since && !previous; }
+  bool latest = false;                        // the last run only (kubectl's current container)
+  bool Everything() const { return !tail && !since && !previous && !latest; }
 };
 
 struct LogLine {

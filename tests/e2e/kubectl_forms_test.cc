@@ -114,6 +114,12 @@ TEST_F(KubectlFormsTest, PreviousIsTheLogBeforeTheLastRestart) {
   EXPECT_EQ(previous.exit_code, 0) << previous.output;
   EXPECT_THAT(previous.output, HasSubstr("replica worker-0 failing with 3"));
   EXPECT_THAT(previous.output, Not(HasSubstr("replica worker-0 done")));
+  // The pod's log is its current run; the job's log has every run.
+  CommandResult current = sandbox_.Cohort({"logs", "flaky-worker-0"});
+  EXPECT_THAT(current.output, HasSubstr("replica worker-0 done"));
+  EXPECT_THAT(current.output, Not(HasSubstr("failing with 3")));
+  EXPECT_THAT(sandbox_.Cohort({"logs", "flaky"}).output,
+              HasSubstr("[worker-0] replica worker-0 failing with 3"));
   EXPECT_THAT(sandbox_.Cohort({"logs", "flaky-worker-0", "--since", "1h"}).output,
               HasSubstr("replica worker-0 done"));
   EXPECT_EQ(sandbox_.Cohort({"logs", "flaky-worker-0", "--since", "soon"}).exit_code, 2);

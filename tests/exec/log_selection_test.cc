@@ -43,6 +43,14 @@ TEST_F(LogSelectionTest, TailKeepsTheLastLinesOfEachReplica) {
             (std::vector<std::string>{"second run 1", "only run 2"}));
 }
 
+TEST_F(LogSelectionTest, LatestIsTheLastRunOfEachReplica) {
+  LogSelection selection;
+  selection.latest = true;
+  EXPECT_EQ(
+      Texts(SelectLogLines(Lines(), selection, {}, now_)),
+      (std::vector<std::string>{Lines()[3].text, "second run 1", "only run 1", "only run 2"}));
+}
+
 TEST_F(LogSelectionTest, PreviousIsTheRunBeforeTheLastRestart) {
   LogSelection selection;
   selection.previous = true;
