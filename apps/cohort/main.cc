@@ -12,7 +12,9 @@
 //
 // This file only wires commands to flags and prints: every command is carried out by
 // exec::LocalJobs (exec/local_jobs.h) on the job state under $COHORT_HOME (exec/job_store.h),
-// and printed with the read model (view/job_view.h). There is no daemon.
+// and printed with the read model (view/job_view.h; view/pod_view.h and ai_platform_view.h for
+// the kubectl and gcloud forms, whose arguments view/command_line.h reads; docs/cli.md lists
+// them). There is no daemon.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
