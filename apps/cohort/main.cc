@@ -884,15 +884,22 @@ int Main(int argc, char** argv) {
     exit_code = Logs(name, logs_flags);
   });
 
-  std::vector<std::string> commands;
-  for (const CLI::App* command : app.get_subcommands({})) {
-    if (!command->get_group().empty()) commands.push_back(command->get_name());
-  }
+  // A word where a command must be (`cohort X`, `cohort ai-platform jobs X`) that is none gets
+  // the closest command of that level.
   std::vector<std::string> given(argv + 1, argv + argc);
-  if (!given.empty() && !given[0].empty() && given[0][0] != '-' &&
-      std::find(commands.begin(), commands.end(), given[0]) == commands.end() &&
-      given[0] != "supervise") {
-    return Fail(kExitInvalidInput, view::UnknownCommandMessage(given[0], commands));
+  CLI::App* level = &app;
+  for (const std::string& word : given) {
+    if (word.empty() || word[0] == '-' || level->get_require_subcommand_min() == 0) break;
+    std::vector<std::string> commands;
+    CLI::App* next = nullptr;
+    for (CLI::App* command : level->get_subcommands({})) {
+      if (command->get_name() == word) next = command;
+      if (!command->get_group().empty()) commands.push_back(command->get_name());
+    }
+    if (next == nullptr) {
+      return Fail(kExitInvalidInput, view::UnknownCommandMessage(word, commands));
+    }
+    level = next;
   }
   given = view::NormalizeArguments(given);
   std::reverse(given.begin(), given.end());  // CLI11 takes them last first

@@ -82,6 +82,12 @@ TEST_F(GcloudFormsTest, CancelStopsARunningJobAndKeepsItListed) {
   EXPECT_EQ(sandbox_.Cohort({"delete", "long-job"}).exit_code, 0);
 }
 
+TEST_F(GcloudFormsTest, AnUnknownJobsCommandGetsTheClosest) {
+  CommandResult unknown = sandbox_.Cohort({"ai-platform", "jobs", "lst"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown command \"lst\"; did you mean \"list\"?"));
+}
+
 TEST_F(GcloudFormsTest, APythonModuleWithoutAnImageSuggestsTheMapping) {
   std::string config = sandbox_
                            .WriteFile("module.yaml",
