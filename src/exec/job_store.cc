@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -173,7 +172,10 @@ Status JobStore::AppendEvents(const JobKey& key, const std::vector<job::Event>& 
 
 StatusOr<std::vector<job::Event>> JobStore::ReadEvents(const JobKey& key) const {
   std::vector<job::Event> events;
-  std::ifstream in(JobDirectory(key) / "events.jsonl");
+  StatusOr<std::string> text = ReadWholeFile(JobDirectory(key) / "events.jsonl");
+  if (text.status().code() == Status::Code::kNotFound) return events;
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
