@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <type_traits>
@@ -184,9 +183,12 @@ StatusOr<TaxiGroundTruth> EnsureTaxiDataset(const std::string& dir,
 
 StatusOr<TaxiGroundTruth> ReadTaxiGroundTruth(const std::string& dir) {
   const std::string path = dir + "/" + kTaxiGroundTruthFile;
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": no such file");
-  const json document = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  StatusOr<std::string> text = ReadWholeFile(path);
+  if (text.status().code() == Status::Code::kNotFound) {
+    return Status::NotFound(path + ": no such file");
+  }
+  if (!text.ok()) return text.status();
+  const json document = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded() || !document.is_object()) {
     return Status::InvalidArgument(path + ": not a JSON object");
   }

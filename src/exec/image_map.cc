@@ -1,7 +1,8 @@
 #include "exec/image_map.h"
 
-#include <fstream>
+#include <sstream>
 
+#include "base/file.h"
 #include "exec/replica_environment.h"
 
 namespace cohort::exec {
@@ -28,8 +29,10 @@ Status ImageMap::AddFlag(const std::string& flag) {
 }
 
 Status ImageMap::LoadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return Status::OK();  // no images file is fine
+  StatusOr<std::string> text = ReadWholeFile(path);
+  if (text.status().code() == Status::Code::kNotFound) return Status::OK();  // none is fine
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   std::string line;
   for (int line_number = 1; std::getline(in, line); ++line_number) {
     std::string trimmed = Trim(line);

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -127,7 +126,7 @@ StatusOr<job::Job> JobStore::ReadSpec(const JobKey& key) const {
   if (!Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
   StatusOr<nlohmann::json> spec = ReadJsonFile(JobDirectory(key) / "spec.json");
   if (!spec.ok()) return spec.status();
-  return job::JobFromJson(*spec);
+  return job::JobFromJson(*spec, nullptr, *kinds_);
 }
 
 StatusOr<nlohmann::json> JobStore::ReadSpecObject(const JobKey& key) const {
@@ -173,7 +172,10 @@ Status JobStore::AppendEvents(const JobKey& key, const std::vector<job::Event>& 
 
 StatusOr<std::vector<job::Event>> JobStore::ReadEvents(const JobKey& key) const {
   std::vector<job::Event> events;
-  std::ifstream in(JobDirectory(key) / "events.jsonl");
+  StatusOr<std::string> text = ReadWholeFile(JobDirectory(key) / "events.jsonl");
+  if (text.status().code() == Status::Code::kNotFound) return events;
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);

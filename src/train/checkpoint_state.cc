@@ -1,7 +1,6 @@
 #include "train/checkpoint_state.h"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "base/file.h"
@@ -19,8 +18,10 @@ Status WriteCheckpointState(const std::string& dir, const std::vector<std::strin
 
 StatusOr<std::optional<std::string>> ReadLatestCheckpoint(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / kCheckpointStateFile).string();
-  std::ifstream in(path);
-  if (!in) return std::optional<std::string>();
+  StatusOr<std::string> text = ReadWholeFile(path);
+  if (text.status().code() == Status::Code::kNotFound) return std::optional<std::string>();
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   const std::string key = "model_checkpoint_path:";
   std::string line;
   while (std::getline(in, line)) {

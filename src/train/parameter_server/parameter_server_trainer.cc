@@ -4,10 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <sstream>
 #include <utility>
 
+#include "base/file.h"
 #include "base/hex.h"
 #include "base/time.h"
 #include "ps/checkpoint.h"
@@ -69,7 +70,9 @@ std::string RunIdentity(const net::JobSecret& secret) {
 }
 
 int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity) {
-  std::ifstream in(checkpoint_dir + "/" + kFinalCheckpointFile);
+  StatusOr<std::string> text = ReadWholeFile(checkpoint_dir + "/" + kFinalCheckpointFile);
+  if (!text.ok()) return -1;
+  std::istringstream in(*text);
   long long step = -1;
   std::string writer;
   if (!(in >> step)) return -1;
