@@ -1,15 +1,34 @@
 #include "apps/cohort/job_file.h"
 
+#include <iostream>
+#include <iterator>
+
 #include "job/validation.h"
 
 namespace cohort::cli {
 
-StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options) {
+StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options,
+                                const std::optional<std::string>& namespace_flag) {
   LoadedJob loaded;
-  StatusOr<job::JobFile> file = job::LoadJobFromFile(path, options, &loaded.warnings);
+  auto read = [&]() -> StatusOr<job::JobFile> {
+    if (path != "-") return job::LoadJobFromFile(path, options, &loaded.warnings);
+    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    return job::LoadJobFromText(text, "<stdin>", options, &loaded.warnings);
+  };
+  StatusOr<job::JobFile> file = read();
   if (!file.ok()) return file.status();
   loaded.job = std::move(file->job);
   loaded.format = file->format;
+  std::string& namespace_name = loaded.job.metadata.namespace_name;
+  if (namespace_flag && *namespace_flag != namespace_name) {
+    if (namespace_name != "default") {
+      return Status::InvalidArgument("the namespace from the provided object \"" + namespace_name +
+                                     "\" does not match the namespace \"" + *namespace_flag +
+                                     "\"; you must pass '--namespace=" + namespace_name +
+                                     "' to perform this operation");
+    }
+    namespace_name = *namespace_flag;
+  }
   for (std::string& warning : job::LocalRunWarnings(loaded.job)) {
     loaded.warnings.push_back(std::move(warning));
   }

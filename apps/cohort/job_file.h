@@ -1,8 +1,9 @@
 // Reading a job file the way every command does: a TFJob manifest or an AI Platform job spec
 // (job/job_file.h), with the operator's defaults and validation, and the warnings a local run
-// gives.
+// gives. The path "-" reads standard input, as kubectl's `-f -`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,10 @@ struct LoadedJob {
   std::vector<std::string> warnings;  // fields a local run cannot honour, each once
 };
 
-// Errors name file:line:column and the field path.
-StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options = {});
+// Errors name file:line:column and the field path. `namespace_flag` is `-n` when given: the
+// job's namespace when the file leaves it at the default, and an error (as kubectl's) when the
+// file names another.
+StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options = {},
+                                const std::optional<std::string>& namespace_flag = std::nullopt);
 
 }  // namespace cohort::cli

@@ -126,7 +126,7 @@ StatusOr<job::Job> JobStore::ReadSpec(const JobKey& key) const {
   if (!Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
   StatusOr<nlohmann::json> spec = ReadJsonFile(JobDirectory(key) / "spec.json");
   if (!spec.ok()) return spec.status();
-  return job::JobFromJson(*spec);
+  return job::JobFromJson(*spec, nullptr, *kinds_);
 }
 
 StatusOr<nlohmann::json> JobStore::ReadSpecObject(const JobKey& key) const {

@@ -29,6 +29,7 @@
 #include "exec/job_state_store.h"
 #include "exec/supervisor_lock.h"
 #include "job/common_types.h"
+#include "job/job_kind.h"
 
 namespace cohort::exec {
 
@@ -37,7 +38,10 @@ std::filesystem::path DefaultCohortHome();
 
 class JobStore : public JobStateStore {
  public:
-  explicit JobStore(std::filesystem::path home) : home_(std::move(home)) {}
+  // Saved specs are read back with `kinds` (every kind Cohort runs, unless a test adds its own).
+  explicit JobStore(std::filesystem::path home,
+                    const job::KindRegistry& kinds = job::KindRegistry::Default())
+      : home_(std::move(home)), kinds_(&kinds) {}
 
   const std::filesystem::path& home() const { return home_; }
   std::filesystem::path JobDirectory(const JobKey& key) const;
@@ -75,6 +79,7 @@ class JobStore : public JobStateStore {
 
  private:
   std::filesystem::path home_;
+  const job::KindRegistry* kinds_;
 };
 
 }  // namespace cohort::exec

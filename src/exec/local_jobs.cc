@@ -1,6 +1,7 @@
 #include "exec/local_jobs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -310,18 +311,42 @@ Status LocalJobs::CheckReplica(const JobKey& key, const std::string& replica) {
                                  "\"; its replicas are " + known);
 }
 
-void LocalJobs::ReadLogs(const JobKey& key, const std::string& replica, bool follow,
-                         const std::function<void(const std::string&, const std::string&)>& on_line,
-                         const std::function<void()>& on_wait) {
-  LogFollower follower(store_.JobDirectory(key) / "logs", replica);
-  follower.Poll(on_line);
+Status LocalJobs::ReadLogs(const JobKey& key, const std::string& replica, bool follow,
+                           const LogLineCallback& on_line, const std::function<void()>& on_wait,
+                           const LogSelection& selection) {
+  std::filesystem::path logs_directory = store_.JobDirectory(key) / "logs";
+  LogFollower follower(logs_directory, replica);
+  std::vector<LogLine> written;
+  auto collect = [&](const std::string& from, const std::string& line) {
+    written.push_back({from, line});
+  };
+  follower.Poll(collect);
+  bool following = follow && !selection.previous;
+  if (!following) follower.Poll(collect, /*flush_partial=*/true);
+  if (!selection.Everything()) {
+    std::map<std::string, Time> last_written;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(logs_directory, error)) {
+      struct stat info {};
+      if (stat(entry.path().c_str(), &info) == 0) {
+        last_written[entry.path().stem().string()] = Clock::from_time_t(info.st_mtime);
+      }
+    }
+    StatusOr<std::vector<LogLine>> selected =
+        SelectLogLines(written, selection, last_written, Clock::now());
+    if (!selected.ok()) return selected.status();
+    written = std::move(*selected);
+  }
+  for (const LogLine& line : written) on_line(line.replica, line.text);
+  if (!following) return Status::OK();
   // Following ends when the job's supervisor is gone: nothing will be written any more.
-  while (follow && IsLive(key)) {
+  while (IsLive(key)) {
     if (on_wait) on_wait();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     follower.Poll(on_line);
   }
   follower.Poll(on_line, /*flush_partial=*/true);
+  return Status::OK();
 }
 
 StatusOr<std::optional<std::string>> LocalJobs::LocalTfConfig(const job::Job& job,

@@ -26,6 +26,7 @@
 #include "exec/image_map.h"
 #include "exec/job_controller.h"
 #include "exec/job_store.h"
+#include "exec/log_selection.h"
 #include "exec/supervisor_lock.h"
 #include "job/common_types.h"
 
@@ -106,9 +107,12 @@ class LocalJobs {
 
   // Calls `on_line(replica, line)` for every line of the job's logs (of one replica, or of all
   // when `replica` is ""). With `follow`, goes on until the job's supervisor is gone, calling
-  // `on_wait` before each pause.
-  void ReadLogs(const JobKey& key, const std::string& replica, bool follow,
-                const LogLineCallback& on_line, const std::function<void()>& on_wait);
+  // `on_wait` before each pause. `selection` (log_selection.h) chooses among the lines already
+  // written; lines written later while following are all passed on. Its errors (no previous run)
+  // are returned before anything is printed.
+  Status ReadLogs(const JobKey& key, const std::string& replica, bool follow,
+                  const LogLineCallback& on_line, const std::function<void()>& on_wait,
+                  const LogSelection& selection = {});
 
   // The TF_CONFIG that replica `replica_type`-`index` of `job` gets when run here (nullopt for a
   // job of one replica, which gets none): with the ports of the live job of that name, else with

@@ -50,7 +50,7 @@ std::vector<JobKey> MemoryJobStore::ListJobs(const std::string& namespace_name) 
 StatusOr<job::Job> MemoryJobStore::ReadSpec(const JobKey& key) const {
   const StoredJob* stored = Find(key);
   if (stored == nullptr) return Status::NotFound("job " + key.ToString() + " not found");
-  return job::JobFromJson(stored->spec_object);
+  return job::JobFromJson(stored->spec_object, nullptr, *kinds_);
 }
 
 StatusOr<nlohmann::json> MemoryJobStore::ReadSpecObject(const JobKey& key) const {

@@ -11,11 +11,16 @@
 #include <vector>
 
 #include "exec/job_state_store.h"
+#include "job/job_kind.h"
 
 namespace cohort::exec {
 
 class MemoryJobStore : public JobStateStore {
  public:
+  // Specs are read back with `kinds` (every kind Cohort runs, unless a test adds its own).
+  explicit MemoryJobStore(const job::KindRegistry& kinds = job::KindRegistry::Default())
+      : kinds_(&kinds) {}
+
   // Jobs created from now on get `created_at` as their creationTimestamp (default: the clock).
   void SetCreationTime(Time created_at) { creation_time_ = created_at; }
 
@@ -45,6 +50,7 @@ class MemoryJobStore : public JobStateStore {
   int status_writes(const JobKey& key) const;
 
  private:
+  const job::KindRegistry* kinds_;
   struct StoredJob {
     nlohmann::json spec_object;
     Time created_at;

@@ -311,6 +311,9 @@ class AiPlatformConverter {
   std::string JobName(const json& root) {
     if (!options_.job_name.empty()) return options_.job_name;
     const json* job_id = Field(root, "jobId");
+    if (job_id == nullptr && !options_.name_without_job_id.empty()) {
+      return options_.name_without_job_id;
+    }
     if (job_id == nullptr) {
       Error("", "the job has no name: set jobId, or pass --name NAME");
       return "";
@@ -471,6 +474,14 @@ class AiPlatformConverter {
     return args;
   }
 
+  // For pythonModule: the image mapping that runs the module where the code is.
+  static std::string ModuleMappingHint(const json& input, const std::string& field) {
+    const json* module = Field(input, "pythonModule");
+    if (field != "pythonModule" || module == nullptr || !module->is_string()) return "";
+    return "; e.g. imageUri: trainer, run with --image 'trainer=python3 -m " +
+           module->get<std::string>() + "' from the directory holding the package";
+  }
+
   // The master's container image; the other roles fall back to it. A Python package for AI
   // Platform's runtime images cannot stand in for one.
   std::string MasterImage(const json& input) {
@@ -489,7 +500,7 @@ class AiPlatformConverter {
         Error(path,
               "runs Python code on AI Platform's runtime images, which a local run does not "
               "have: build a container image with the code and set " +
-                  image_path + " (then map it with --image)");
+                  image_path + " (then map it with --image)" + ModuleMappingHint(input, field));
       } else {
         Warning(path, "ignored: the container image " + image_path + " runs instead");
       }

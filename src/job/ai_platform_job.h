@@ -88,8 +88,10 @@ namespace cohort::job {
 bool IsAiPlatformJob(const YamlDocument& document);
 
 struct AiPlatformOptions {
-  // The TFJob's name. Empty: taken from jobId, and an error when there is none.
+  // The TFJob's name. Empty: taken from jobId, else `name_without_job_id`, and an error when
+  // there is neither.
   std::string job_name;
+  std::string name_without_job_id;
 };
 
 // The TFJob-kind Job that `document` (for which IsAiPlatformJob holds) amounts to, as ParseJob

@@ -27,7 +27,8 @@ StatusOr<Job> ParseAiPlatformDocuments(const std::vector<YamlDocument>& document
         file_name + ": an AI Platform job spec is a file of its own, and this one holds " +
         "more documents after it");
   }
-  return ConvertAiPlatformJob(job_document, file_name, AiPlatformOptions{options.job_name},
+  return ConvertAiPlatformJob(job_document, file_name,
+                              AiPlatformOptions{options.job_name, options.name_without_job_id},
                               warnings);
 }
 

@@ -26,6 +26,9 @@ struct JobFileOptions {
   // name to use instead of its jobId. Empty: the file's own. A manifest names itself, so a name
   // here is an error for one.
   std::string job_name;
+  // The name of an AI Platform spec that has no jobId when job_name is empty (gcloud's submit
+  // takes it from the file name). Empty: such a spec is an error.
+  std::string name_without_job_id;
 };
 
 struct JobFile {

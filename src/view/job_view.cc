@@ -9,34 +9,10 @@
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/status_json.h"
+#include "view/table.h"
 
 namespace cohort::view {
 namespace {
-
-using Row = std::vector<std::string>;
-
-// Columns padded to the widest cell plus three spaces, as kubectl prints them.
-std::string FormatTable(const std::vector<Row>& rows, const std::string& indent = "") {
-  std::vector<size_t> widths;
-  for (const Row& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::ostringstream out;
-  for (const Row& row : rows) {
-    std::string line = indent;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 3, ' ');
-    }
-    out << line << "\n";
-  }
-  return out.str();
-}
-
-std::string Age(Time since, Time now) {
-  return FormatAge(std::chrono::duration_cast<std::chrono::seconds>(now - since));
-}
 
 // "Clean Pod Policy" from "cleanPodPolicy", as kubectl describe prints field names.
 std::string TitleCase(const std::string& field) {

@@ -37,6 +37,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     Time at;
     int restart_count = 0;
     int previous_exit_code = 0;
+    std::string kind;  // of the job it belongs to
   };
   struct StopRecord {
     ReplicaId id;
@@ -67,7 +68,8 @@ class FakeReplicaBackend : public ReplicaBackend {
   }
 
   StatusOr<ReplicaState> Start(const ReplicaStart& request) override {
-    starts_.push_back({request.id, *now_, request.restart_count, request.previous_exit_code});
+    starts_.push_back({request.id, *now_, request.restart_count, request.previous_exit_code,
+                       request.job->job_kind->name()});
     replicas_.erase(request.id);
     if (refuse_to_start.count(request.id)) return Status::NotFound("cannot execute fake");
     Replica& replica = replicas_[request.id];

@@ -12,7 +12,9 @@
 #include "exec/memory_job_store.h"
 #include "exec_test_support.h"
 #include "fake_replica_backend.h"
+#include "job/spec_parser.h"
 #include "job/status_json.h"
+#include "testing/test_kind.h"
 
 namespace cohort::exec {
 namespace {
@@ -276,6 +278,43 @@ TEST_F(JobControllerTest, AFinishedJobIsNotRunAgain) {
   StatusOr<job::JobStatus> status = Run(backend);
   EXPECT_EQ(status.status().code(), Status::Code::kFailedPrecondition);
   EXPECT_TRUE(backend.starts().empty());
+}
+
+// The controller knows no kind: a job of the ShellJob test double (its own replica types, reason
+// prefix and success rule: without a Leader, every Node must succeed) runs through the same loop,
+// store and backend.
+TEST(JobControllerKindTest, RunsAJobOfAnyKind) {
+  const Time start = *ParseTime("2026-01-01T00:00:00Z");
+  Time now = start;
+  StatusOr<job::Job> job = job::DefaultAndValidate(job::ParseJob(
+      "apiVersion: example.com/v1alpha1\nkind: ShellJob\nmetadata: {name: shell}\nspec:\n"
+      "  mode: parallel\n  shellReplicaSpecs:\n"
+      "    Node: {replicas: 2, template: {spec: {containers: [{name: shell, image: test}]}}}\n",
+      "shell.yaml", nullptr, job::testing::ShellRegistry()));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  MemoryJobStore store(job::testing::ShellRegistry());
+  store.SetCreationTime(start);
+  ASSERT_TRUE(store.CreateJob(*job, nullptr).ok());
+  ASSERT_TRUE(
+      store.WriteEndpoints({"default", "shell"}, {{"node-0", 4001}, {"node-1", 4002}}).ok());
+  // Node 0 finishes first: under TFJob's rule worker 0 would decide, here the job waits for Node 1.
+  FakeReplicaBackend backend(&now, [](const ReplicaId& id, int) {
+    return Exit{seconds(id.index == 0 ? 2 : 10), 0};
+  });
+  JobController controller(store, backend, {"default", "shell"}, {}, [&] { return now; });
+  StatusOr<job::JobStatus> status = controller.Run();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  EXPECT_EQ(*status->completion_time, start + seconds(10));
+  ASSERT_EQ(backend.starts().size(), 2u);
+  for (const auto& started : backend.starts()) EXPECT_EQ(started.kind, "ShellJob");
+  EXPECT_EQ(status->conditions.back().reason, "ShellSucceeded");
+  StatusOr<std::vector<job::Event>> events = store.ReadEvents({"default", "shell"});
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> reasons;
+  for (const job::Event& event : *events) reasons.push_back(event.reason);
+  EXPECT_THAT(reasons, Contains("ShellSucceeded"));
+  EXPECT_THAT(reasons, Not(Contains(HasSubstr("TFJob"))));
 }
 
 }  // namespace

@@ -332,6 +332,9 @@ TEST(Containers, APythonPackageWithoutAnImageIsAnError) {
                                "build a container image with the code and set "
                                "trainingInput.masterConfig.imageUri (then map it with --image)"));
   EXPECT_THAT(error, HasSubstr("job.yaml:6:17: trainingInput.pythonModule: runs Python code"));
+  // The module's line suggests the image mapping that runs it.
+  EXPECT_THAT(error, HasSubstr("(then map it with --image); e.g. imageUri: trainer, run with "
+                               "--image 'trainer=python3 -m trainer.task'"));
 }
 
 TEST(Containers, NoImageAtAllIsAnError) {
@@ -404,6 +407,18 @@ TEST(JobName, AJobIdThatCannotBeANameIsAnErrorNamingTheWayOut) {
             "TFJob's name has only letters, digits and '-'; pass --name NAME");
   EXPECT_EQ(LoadError(Replace(kCustom, "jobId: census_2024\n", "")),
             "job.yaml:1:1: the job has no name: set jobId, or pass --name NAME");
+}
+
+TEST(JobName, ANameWithoutJobIdNamesOnlyASpecWithoutOne) {
+  JobFileOptions options;
+  options.name_without_job_id = "from-file";
+  StatusOr<JobFile> unnamed =
+      LoadJobFromText(Replace(kCustom, "jobId: census_2024\n", ""), "job.yaml", options);
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status().ToString();
+  EXPECT_EQ(unnamed->job.metadata.name, "from-file");
+  StatusOr<JobFile> named = LoadJobFromText(kCustom, "job.yaml", options);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  EXPECT_EQ(named->job.metadata.name, "census-2024");
 }
 
 TEST(JobName, LabelsBecomeTheTFJobsLabels) {

@@ -14,7 +14,7 @@
 #include "job/spec_writer.h"
 #include "job/tfjob.h"
 #include "job/validation.h"
-#include "test_kind.h"
+#include "testing/test_kind.h"
 
 namespace cohort::job {
 namespace {

@@ -1,0 +1,166 @@
+#include "view/command_line.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "job/ai_platform_job.h"
+
+namespace cohort::view {
+namespace {
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+    }
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+Resource ResourceOf(const std::string& type) {
+  static const std::map<std::string, Resource> kTypes = {{"tfjob", Resource::kJob},
+                                                         {"tfjobs", Resource::kJob},
+                                                         {"tfjob.kubeflow.org", Resource::kJob},
+                                                         {"tfjobs.kubeflow.org", Resource::kJob},
+                                                         {"pod", Resource::kPod},
+                                                         {"pods", Resource::kPod},
+                                                         {"po", Resource::kPod}};
+  auto it = kTypes.find(type);
+  return it == kTypes.end() ? Resource::kNone : it->second;
+}
+
+// Words that name a Kubernetes resource cohort does not have, so that `get deployments` says so
+// instead of looking for a job called "deployments".
+bool IsOtherResourceType(const std::string& word) {
+  static const std::vector<std::string> kTypes = {
+      "deployment",  "deployments", "deploy",  "service",   "services",   "svc",    "namespace",
+      "namespaces",  "ns",          "node",    "nodes",     "job",        "jobs",   "pytorchjob",
+      "pytorchjobs", "mpijob",      "mpijobs", "configmap", "configmaps", "secret", "secrets"};
+  return std::find(kTypes.begin(), kTypes.end(), word) != kTypes.end();
+}
+
+}  // namespace
+
+std::vector<std::string> NormalizeArguments(const std::vector<std::string>& arguments) {
+  std::vector<std::string> normalized;
+  bool after_separator = false;
+  for (const std::string& argument : arguments) {
+    if (argument == "--") after_separator = true;
+    if (!after_separator && argument.size() > 3 && argument[0] == '-' && argument[1] != '-' &&
+        argument[2] == '=') {
+      normalized.push_back(argument.substr(0, 2));
+      normalized.push_back(argument.substr(3));
+    } else {
+      normalized.push_back(argument);
+    }
+  }
+  return normalized;
+}
+
+StatusOr<ResourceArguments> SplitResource(const std::vector<std::string>& arguments) {
+  ResourceArguments result;
+  if (arguments.empty()) return result;
+  const std::string& first = arguments.front();
+  size_t slash = first.find('/');
+  if (slash != std::string::npos) {
+    result.resource = ResourceOf(first.substr(0, slash));
+    if (result.resource == Resource::kNone) {
+      return Status::InvalidArgument("the server doesn't have a resource type \"" +
+                                     first.substr(0, slash) + "\"; cohort has tfjobs and pods");
+    }
+    for (const std::string& argument : arguments) {
+      size_t at = argument.find('/');
+      if (at == std::string::npos || ResourceOf(argument.substr(0, at)) != result.resource) {
+        return Status::InvalidArgument(
+            "there is no need to specify a resource type as a "
+            "separate argument when passing arguments in "
+            "resource/name form: " +
+            argument);
+      }
+      result.names.push_back(argument.substr(at + 1));
+    }
+    return result;
+  }
+  result.resource = ResourceOf(first);
+  if (result.resource == Resource::kNone) {
+    if (IsOtherResourceType(first)) {
+      return Status::InvalidArgument("cohort has no resource type \"" + first +
+                                     "\": it runs tfjobs, whose replicas are shown as pods");
+    }
+    result.names = arguments;
+    return result;
+  }
+  result.names.assign(arguments.begin() + 1, arguments.end());
+  return result;
+}
+
+StatusOr<OutputFormat> ParseOutputFormat(const std::string& text) {
+  using Kind = OutputFormat::Kind;
+  static const std::map<std::string, Kind> kKinds = {{"", Kind::kTable},
+                                                     {"wide", Kind::kWide},
+                                                     {"name", Kind::kName},
+                                                     {"json", Kind::kJson},
+                                                     {"yaml", Kind::kYaml}};
+  if (auto it = kKinds.find(text); it != kKinds.end()) return OutputFormat{it->second, ""};
+  if (text.rfind("jsonpath=", 0) == 0) return OutputFormat{Kind::kJsonPath, text.substr(9)};
+  return Status::InvalidArgument("unable to match a printer suitable for the output format \"" +
+                                 text +
+                                 "\", allowed formats are: json, jsonpath, name, wide, "
+                                 "yaml (jsonpath as jsonpath=TEMPLATE)");
+}
+
+std::string ClosestCommand(const std::string& word, const std::vector<std::string>& commands) {
+  static const std::map<std::string, std::string> kCounterparts = {
+      {"list", "get"},         {"ls", "get"},           {"cancel", "suspend"},
+      {"stream-logs", "logs"}, {"log", "logs"},         {"rm", "delete"},
+      {"stop", "suspend"},     {"start", "submit"},     {"status", "get"},
+      {"show", "describe"},    {"jobs", "ai-platform"}, {"training", "ai-platform"}};
+  if (auto it = kCounterparts.find(word); it != kCounterparts.end()) {
+    if (std::find(commands.begin(), commands.end(), it->second) != commands.end()) {
+      return it->second;
+    }
+  }
+  std::string closest;
+  size_t best = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& command : commands) {
+    size_t distance = EditDistance(word, command);
+    bool prefix = command.rfind(word, 0) == 0 && word.size() >= 2;
+    if (prefix) distance = std::min<size_t>(distance, 1);
+    if (distance < best) {
+      best = distance;
+      closest = command;
+    }
+  }
+  return closest;
+}
+
+std::string UnknownCommandMessage(const std::string& word,
+                                  const std::vector<std::string>& commands) {
+  std::string message = "unknown command \"" + word + "\"";
+  std::string closest = ClosestCommand(word, commands);
+  if (!closest.empty()) message += "; did you mean \"" + closest + "\"?";
+  return message + " (cohort --help lists the commands)";
+}
+
+StatusOr<std::string> JobNameFromFileName(const std::string& path) {
+  std::string stem = std::filesystem::path(path).stem().string();
+  if (path == "-" || stem.empty()) {
+    return Status::InvalidArgument(
+        "the job has no name: set jobId in the file, or give the name on the command line");
+  }
+  StatusOr<std::string> name = job::TFJobNameForJobId(stem);
+  if (!name.ok()) {
+    return Status::InvalidArgument("the file name " + stem + " does not make a job name (" +
+                                   name.status().message() +
+                                   "): give the name on the command line");
+  }
+  return name;
+}
+
+}  // namespace cohort::view

@@ -1,0 +1,54 @@
+// The command-line habits `cohort` accepts from kubectl and gcloud, decided apart from the
+// command wiring so that they are tested on their own:
+//
+//   NormalizeArguments({"get", "-o=wide"})   -> {"get", "-o", "wide"}    (kubectl's -o=x)
+//   SplitResource({"tfjobs", "mnist"})       -> {kJob, {"mnist"}}         (get tfjobs mnist)
+//   UnknownCommandMessage("aply", commands)  -> unknown command "aply"; did you mean "apply"?
+//   JobNameFromFileName("taxi_config.yaml")  -> "taxi-config"              (gcloud's submit)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace cohort::view {
+
+// Splits every short option written `-x=value` into `-x` `value`, as kubectl accepts both.
+// Arguments after "--" are left alone.
+std::vector<std::string> NormalizeArguments(const std::vector<std::string>& arguments);
+
+enum class Resource { kNone, kJob, kPod };
+
+struct ResourceArguments {
+  Resource resource = Resource::kNone;  // kNone: the arguments name no resource type
+  std::vector<std::string> names;
+};
+
+// Reads kubectl's `TYPE [NAME...]` and `TYPE/NAME` forms: tfjob, tfjobs, tfjob.kubeflow.org
+// (and any of them /NAME) are jobs; pod, pods, po are pods. InvalidArgument for a resource type
+// cohort does not have (deployments, services...), naming the ones it has.
+StatusOr<ResourceArguments> SplitResource(const std::vector<std::string>& arguments);
+
+// kubectl's -o values cohort prints: name, wide, json, yaml, jsonpath=TEMPLATE.
+struct OutputFormat {
+  enum class Kind { kTable, kWide, kName, kJson, kYaml, kJsonPath } kind = Kind::kTable;
+  std::string jsonpath;  // the template, for kJsonPath
+};
+
+// "" is the table. InvalidArgument naming the formats there are otherwise.
+StatusOr<OutputFormat> ParseOutputFormat(const std::string& text);
+
+// The known command closest to `word` by edit distance, or "" when none is close. Verbs of
+// gcloud and kubectl that cohort spells differently map to their counterpart.
+std::string ClosestCommand(const std::string& word, const std::vector<std::string>& commands);
+
+// `unknown command "X"` with the closest command, for a first argument that is no command.
+std::string UnknownCommandMessage(const std::string& word,
+                                  const std::vector<std::string>& commands);
+
+// The job name a file gives when nothing else does: its base name without extension, made a
+// TFJob name as jobId would be ("config_ps.yaml" -> "config-ps").
+StatusOr<std::string> JobNameFromFileName(const std::string& path);
+
+}  // namespace cohort::view
