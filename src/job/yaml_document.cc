@@ -408,6 +408,16 @@ SourcePosition NearestPosition(const PositionMap& positions, const std::string& 
   }
 }
 
+namespace {
+
+Status TooLarge(const std::string& name) {
+  return Status::InvalidArgument(name + ": the file is larger than " +
+                                 std::to_string(kMaxYamlBytes / (1024 * 1024)) +
+                                 " MiB; a job spec is a few kilobytes");
+}
+
+}  // namespace
+
 StatusOr<std::string> ReadYamlFile(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -417,11 +427,13 @@ StatusOr<std::string> ReadYamlFile(const std::string& path) {
   }
   // The bound holds for pipes and devices too: the read stops there.
   StatusOr<std::string> contents = ReadWholeFile(path, kMaxYamlBytes);
-  if (contents.status().code() == Status::Code::kInvalidArgument) {
-    return Status::InvalidArgument(path + ": the file is larger than " +
-                                   std::to_string(kMaxYamlBytes / (1024 * 1024)) +
-                                   " MiB; a job spec is a few kilobytes");
-  }
+  if (contents.status().code() == Status::Code::kInvalidArgument) return TooLarge(path);
+  return contents;
+}
+
+StatusOr<std::string> ReadYamlDescriptor(int fd, const std::string& name) {
+  StatusOr<std::string> contents = ReadWholeDescriptor(fd, name, kMaxYamlBytes);
+  if (contents.status().code() == Status::Code::kInvalidArgument) return TooLarge(name);
   return contents;
 }
 

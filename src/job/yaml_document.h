@@ -55,6 +55,10 @@ StatusOr<std::vector<YamlDocument>> ReadYamlDocuments(const std::string& text,
 // directory or a file over kMaxYamlBytes, IOError when it cannot be read.
 StatusOr<std::string> ReadYamlFile(const std::string& path);
 
+// The same for an open descriptor such as standard input (`kubectl -f -`), read to its end
+// under the same bound; `name` ("<stdin>") names it in messages.
+StatusOr<std::string> ReadYamlDescriptor(int fd, const std::string& name);
+
 // ---- Field paths: "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image" ----
 
 // `parent` + `key`: ".key" when the key is a plain name (letters, digits, '-', '_'), otherwise

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -66,6 +68,24 @@ TEST(InputBounds, ValidateStopsReadingAPipeThatNeverEnds) {
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_THAT(result.output, HasSubstr(fifo + kTooLarge));
+}
+
+// `yes "a: b" | cohort validate -`: standard input that never ends.
+TEST(InputBounds, ValidateStopsReadingStandardInputThatNeverEnds) {
+  CohortSandbox sandbox;
+  const std::string command =
+      "cd " + sandbox.root().string() +
+      " && yes 'a: b' 2>/dev/null | COHORT_HOME=" + sandbox.home().string() + " timeout 60 " +
+      COHORT_BINARY_DIR + "/apps/cohort/cohort validate - 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << output;  // 124 would be timeout's
+  EXPECT_THAT(output, HasSubstr(std::string("<stdin>") + kTooLarge));
 }
 
 TEST(InputBounds, ValidateRefusesMoreReplicasThanTfConfigCanList) {
