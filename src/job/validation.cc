@@ -356,8 +356,9 @@ constexpr IgnoredField kIgnoredContainerFields[] = {
 
 // The scheme of a URL in a command-line argument, "gs" for "gs://bucket/x" or
 // "--saved_model_path=gs://bucket/x"; nullopt when there is none. A scheme is a letter followed
-// by letters, digits, '+', '-' or '.' (RFC 3986), and here must be followed by "://". Web
-// addresses (http, https) are left alone: a program fetches them, it does not write there.
+// by letters, digits, '+', '-' or '.' (RFC 3986), and here must be followed by "://". Network
+// addresses are left alone: web addresses (http, https), which a program fetches rather than
+// writes, and TensorFlow's server targets (grpc, "--master=grpc://host:2222").
 std::optional<std::string> UrlScheme(const std::string& argument) {
   const size_t separator = argument.find("://");
   if (separator == std::string::npos) return std::nullopt;
@@ -371,7 +372,7 @@ std::optional<std::string> UrlScheme(const std::string& argument) {
     }
   }
   const std::string lower = LowerCase(scheme);
-  if (lower == "http" || lower == "https") return std::nullopt;
+  if (lower == "http" || lower == "https" || lower == "grpc") return std::nullopt;
   return lower;
 }
 

@@ -56,7 +56,7 @@ Status ValidateJob(const Job& job);
 // ports[].hostPort, schedulerName, priorityClassName, runtimeClassName, dnsPolicy, dnsConfig,
 // hostAliases, containers other than the kind's (tensorflow), env valueFrom, a template
 // restartPolicy, runPolicy.schedulingPolicy, a managedBy naming an external controller,
-// replica types that are not the kind's, and URLs other than http(s) ("gs://bucket/model",
+// replica types that are not the kind's, and URLs other than http(s) and grpc ("gs://bucket/m",
 // "--checkpoint_path=s3://b/c") in the kind's container's command and args, which a local
 // replica cannot write to. None of these fail validation: a manifest written for
 // Kubernetes runs locally as it is.

@@ -373,7 +373,8 @@ TEST(LocalRunWarnings, StorageUrlsInArgsOncePerScheme) {
       "              command: [python, train.py, \"hdfs://nn/data\"]\n"
       "              args: [--saved_model_path=gs://bucket/saved_model_dir,\n"
       "                     --checkpoint_path=gs://bucket/checkpoints, --log=s3://b/l,\n"
-      "                     --data_url=https://example.com/d.gz, --pattern=*://*, --x=1://y]");
+      "                     --data_url=https://example.com/d.gz, --pattern=*://*, --x=1://y,\n"
+      "                     --master=grpc://localhost:2222]");
   EXPECT_THAT(
       LocalRunWarnings(ParseAndDefault(text)),
       ElementsAre("job.yaml:16:43: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
