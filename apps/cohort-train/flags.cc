@@ -1,66 +1,15 @@
 #include "flags.h"
 
 #include <CLI/CLI.hpp>
-#include <cmath>
-#include <cstdio>
-#include <functional>
 
-#include "process.h"
+#include "train/program/flag_checks.h"
+#include "train/program/process.h"
 
 namespace cohort::train::cli {
+
+using namespace program;
+
 namespace {
-
-// Flag validators whose messages name the flag's expectation and the value given, e.g.
-// "--epochs: expected a positive integer, got \"abc\"" (CLI11's own range checks print the whole
-// range of a double for a non-number).
-CLI::Validator IntegerAtLeast(long long minimum) {
-  const std::string expectation =
-      minimum == 1 ? "a positive integer" : "an integer >= " + std::to_string(minimum);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        size_t used = 0;
-        long long value = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (...) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || value < minimum) {
-          return "expected " + expectation + ", got \"" + text + "\"";
-        }
-        return "";
-      },
-      minimum == 1 ? "POSITIVE" : "INT>=" + std::to_string(minimum));
-}
-
-// A real number for which `accept` holds; `expectation` says which, `name` is CLI11's type name.
-CLI::Validator Real(std::function<bool(double)> accept, const std::string& expectation,
-                    const std::string& name) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        size_t used = 0;
-        double value = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (...) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || !std::isfinite(value) || !accept(value)) {
-          return "expected " + expectation + ", got \"" + text + "\"";
-        }
-        return "";
-      },
-      name);
-}
-
-CLI::Validator PositiveReal() {
-  return Real([](double value) { return value > 0; }, "a positive number", "POSITIVE");
-}
-
-// The peer timeout must leave room for 3 heartbeats (net::TransportOptions, 1 s apart).
-CLI::Validator AtLeastThreeSeconds() {
-  return Real([](double value) { return value >= 3; }, "a number of seconds >= 3", "SECONDS>=3");
-}
 
 // Whether the command line asks for --model=wide_deep, in either spelling.
 bool AsksForMovedWideDeep(int argc, char** argv) {
@@ -162,22 +111,9 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
     PrintError(std::string("--model=") + kMovedWideDeepModel + ": " + kMovedToTaxiTrain);
     return kExitUsage;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return kExitOk;
-  } catch (const CLI::ParseError& error) {
-    PrintError(std::string(error.what()) + "\nRun cohort-train --help for usage.");
-    return kExitUsage;
-  }
-  if (flags.evaluate && flags.model_path.empty()) {
-    PrintError("--evaluate needs --model_path DIR");
-    return kExitUsage;
-  }
-  if (!flags.evaluate && !flags.model_path.empty()) {
-    PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
-    return kExitUsage;
+  if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return exit_code;
+  if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {
+    return exit_code;
   }
   flags.data_dir_given = app.count("--data_dir") > 0;
   return std::nullopt;

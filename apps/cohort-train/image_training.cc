@@ -6,19 +6,22 @@
 #include <memory>
 #include <vector>
 
-#include "process.h"
 #include "train/backup_and_restore.h"
 #include "train/data/image_batch_source.h"
 #include "train/data/image_dataset.h"
 #include "train/image_classifier.h"
 #include "train/mirrored_strategy.h"
 #include "train/model_checkpoint.h"
+#include "train/program/process.h"
 #include "train/progress_callback.h"
 #include "train/saved_model.h"
 #include "train/tensorboard_callback.h"
 #include "train/trainer.h"
 
 namespace cohort::train::cli {
+
+using namespace program;
+
 namespace {
 
 std::string Describe(const Strategy& strategy, const cluster::TfConfig& config) {

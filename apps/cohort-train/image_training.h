@@ -9,7 +9,7 @@
 //   test accuracy 0.XXXX
 //   saved model: <dir> (evaluate: ...)          (chief, with --saved_model_path)
 //   TensorBoard logs: <dir> (tensorboard ...)   (chief, with --tensorboard_dir)
-// Failures end the process through Fail (process.h).
+// Failures end the process through Fail (train/program/process.h).
 #pragma once
 
 #include <string>

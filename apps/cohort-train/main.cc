@@ -6,7 +6,7 @@
 // The same binary is every replica of a TFJob: TF_CONFIG (and COHORT_JOB_SECRET) say who is in the
 // cluster and who this process is; without TF_CONFIG it trains alone. The command line is parsed
 // in flags.cc, training and evaluation run in image_training.cc, exit codes and failing are
-// process.h's.
+// train/program/process.h's (shared with taxi-train).
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -15,11 +15,14 @@
 #include "cluster/tf_config.h"
 #include "flags.h"
 #include "image_training.h"
-#include "process.h"
 #include "train/model_manifest.h"
 #include "train/models.h"
+#include "train/program/process.h"
 
 namespace cohort::train::cli {
+
+using namespace program;
+
 namespace {
 
 int Evaluate(const Flags& flags) {
@@ -56,6 +59,7 @@ int Train(const Flags& flags) {
 }
 
 int Main(int argc, char** argv) {
+  SetProgram({"cohort-train", "the latest backup or checkpoint"});
   Flags flags;
   if (std::optional<int> exit_code = ParseFlags(argc, argv, ModelNames(), &flags)) {
     return *exit_code;

@@ -9,18 +9,17 @@
 // Exit status: 0 trained (or evaluated); 1 a permanent failure (bad data, TF_CONFIG, files);
 // 2 bad flags; 138 a failure a restart can cure (a ps or the chief stopped answering), so that a
 // restartPolicy of OnFailure or ExitCode restarts the task, which then continues from where the
-// job is.
+// job is. The exit codes, output helpers and flag checks are train/program's, shared with
+// cohort-train.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,23 +31,20 @@
 #include "taxi/taxi_dataset.h"
 #include "taxi/taxi_examples.h"
 #include "taxi/wide_deep_model.h"
-#include "train/compute_threads.h"
 #include "train/model_manifest.h"
 #include "train/parameter_server/checkpoint_evaluator.h"
 #include "train/parameter_server/model_evaluation.h"
 #include "train/parameter_server/parameter_server_trainer.h"
 #include "train/parameter_server/parameter_sources.h"
+#include "train/program/flag_checks.h"
+#include "train/program/process.h"
 
 namespace cohort::taxi {
 namespace {
 
+using namespace train::program;
+
 constexpr char kProgram[] = "taxi-train";
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-// 128 + SIGUSR1: the code TensorFlow's docs reserve for "restart me"; any non-zero code restarts
-// under OnFailure, and ExitCode restarts exactly the codes of 128 and above.
-constexpr int kExitRetryable = 138;
 
 struct Flags {
   int epochs = 3;
@@ -74,105 +70,6 @@ struct Flags {
   double evaluator_timeout_s = 1800;
   double wide_learning_rate = 0.2;
 };
-
-void Print(const std::string& line) {
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-}
-
-void PrintError(const std::string& message) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "%s: error: %s\n", kProgram, message.c_str());
-  std::fflush(stderr);
-}
-
-bool IsRetryable(const Status& status) {
-  return status.code() == Status::Code::kUnavailable ||
-         status.code() == Status::Code::kDeadlineExceeded;
-}
-
-// Ends the process at once on a failure: the background pull may still write into buffers that
-// orderly destruction would free under it, and a restart is coming anyway.
-[[noreturn]] void Fail(const Status& status) {
-  PrintError(status.ToString());
-  const int code = IsRetryable(status) ? kExitRetryable : kExitFailed;
-  if (code == kExitRetryable) {
-    std::fprintf(stderr,
-                 "%s: exiting with %d so that this task is restarted and resumes from the latest "
-                 "checkpoint\n",
-                 kProgram, code);
-  }
-  std::fflush(stderr);
-  std::_Exit(code);
-}
-
-// Hardware threads divided among the training tasks that share this host (all of them when every
-// endpoint is on localhost, as with Cohort's local executor), so that co-located tasks do not
-// oversubscribe the cores.
-int AutomaticThreads(const cluster::TfConfig& config) {
-  const int hardware = std::max(1u, std::thread::hardware_concurrency());
-  int local_workers = 0;
-  for (const cluster::TaskId& task : cluster::WorkerTasks(config.cluster)) {
-    const std::string endpoint = config.cluster.Endpoint(task);
-    const std::string host = endpoint.substr(0, endpoint.rfind(':'));
-    if (host == "localhost" || host == "127.0.0.1" || host == "[::1]") ++local_workers;
-  }
-  return std::max(1, hardware / std::max(1, local_workers));
-}
-
-// Pins libtorch's and OpenBLAS's threads, and warns when the math would run on the reference BLAS.
-void SetUpCompute(int threads) {
-  if (Status status = train::SetComputeThreads(threads); !status.ok()) Fail(status);
-  const train::BlasLibrary blas = train::DetectBlas();
-  if (std::string warning = train::BlasWarning(blas); !warning.empty()) {
-    std::fprintf(stderr, "%s: %s\n", kProgram, warning.c_str());
-  }
-}
-
-// A flag given in seconds, as the clock types want it.
-std::chrono::milliseconds Milliseconds(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-// Flag validators whose messages name the flag's expectation and the value given, e.g.
-// "--epochs: expected a positive integer, got \"abc\"".
-CLI::Validator IntegerAtLeast(long long minimum) {
-  const std::string expectation =
-      minimum == 1 ? "a positive integer" : "an integer >= " + std::to_string(minimum);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        size_t used = 0;
-        long long value = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (...) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || value < minimum) {
-          return "expected " + expectation + ", got \"" + text + "\"";
-        }
-        return "";
-      },
-      minimum == 1 ? "POSITIVE" : "INT>=" + std::to_string(minimum));
-}
-
-CLI::Validator PositiveReal() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        size_t used = 0;
-        double value = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (...) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || !std::isfinite(value) || !(value > 0)) {
-          return "expected a positive number, got \"" + text + "\"";
-        }
-        return "";
-      },
-      "POSITIVE");
-}
 
 // One of the taxi CSV files, read with --bad_rows: a malformed row fails the run, or is skipped,
 // counted, and (the first few) named in the log.
@@ -377,6 +274,7 @@ int Train(const Flags& flags) {
 }
 
 int Main(int argc, char** argv) {
+  SetProgram({kProgram, "the latest checkpoint"});
   CLI::App app{
       "taxi-train: every role of the Chicago-taxi parameter-server job (a wide & deep tip "
       "classifier): ps, chief, worker and evaluator. TF_CONFIG says who is in the cluster and "
@@ -474,22 +372,9 @@ int Main(int argc, char** argv) {
                "instead of training");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return kExitOk;
-  } catch (const CLI::ParseError& error) {
-    PrintError(std::string(error.what()) + "\nRun " + kProgram + " --help for usage.");
-    return kExitUsage;
-  }
-  if (flags.evaluate && flags.model_path.empty()) {
-    PrintError("--evaluate needs --model_path DIR");
-    return kExitUsage;
-  }
-  if (!flags.evaluate && !flags.model_path.empty()) {
-    PrintError("--model_path is only used with --evaluate (to save a model: --saved_model_path)");
-    return kExitUsage;
+  if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
+  if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {
+    return *exit_code;
   }
   const bool data_dir_given = app.count("--data_dir") > 0;
   if (flags.evaluate) return EvaluateSavedModel(flags, data_dir_given);

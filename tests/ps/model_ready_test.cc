@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "ps_cluster.h"
+#include "testing/ps_cluster.h"
 #include "training_worker.h"
 
 namespace cohort::ps {

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "ps/checkpoint.h"
-#include "ps_cluster.h"
+#include "testing/ps_cluster.h"
 #include "testing/scratch_directory.h"
 #include "training_worker.h"
 

@@ -8,8 +8,8 @@
 #include "net/frame.h"
 #include "net/handshake.h"
 #include "ps/protocol.h"
-#include "ps_cluster.h"
 #include "testing/host.h"
+#include "testing/ps_cluster.h"
 #include "training_worker.h"
 
 namespace cohort::ps {

@@ -11,7 +11,7 @@
 #include "net/frame.h"
 #include "net/handshake.h"
 #include "ps/protocol.h"
-#include "ps_cluster.h"
+#include "testing/ps_cluster.h"
 
 namespace cohort::ps {
 namespace {

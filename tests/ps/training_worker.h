@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ps_cluster.h"
+#include "testing/ps_cluster.h"
 
 namespace cohort::testing {
 

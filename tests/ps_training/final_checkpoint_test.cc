@@ -5,7 +5,8 @@
 
 #include <filesystem>
 
-#include "../train/synthetic_data.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 #include "train/parameter_server/parameter_server_trainer.h"
 
 namespace cohort::train {
@@ -14,7 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(FinalCheckpointMarker, CountsOnlyForTheRunThatWroteIt) {
-  const std::string dir = testing::MakeTempDir("final-checkpoint");
+  const cohort::testing::ScratchDirectory scratch("cohort-final-checkpoint");
+  const std::string dir = scratch.path().string();
   const std::string this_run = RunIdentity(net::JobSecret("secret of this run"));
   const std::string earlier_run = RunIdentity(net::JobSecret("secret of an earlier run"));
   EXPECT_EQ(this_run.size(), 16u);
@@ -26,17 +28,16 @@ TEST(FinalCheckpointMarker, CountsOnlyForTheRunThatWroteIt) {
   EXPECT_EQ(FinalCheckpointStep(dir, this_run), -1);
   testing::WriteFile(dir + "/" + kFinalCheckpointFile, "2347 " + this_run + "\n");
   EXPECT_EQ(FinalCheckpointStep(dir, this_run), 2347);
-  fs::remove_all(dir);
 }
 
 TEST(FinalCheckpointMarker, OpenModeRunsHaveNoIdentity) {
-  const std::string dir = testing::MakeTempDir("final-checkpoint-open");
+  const cohort::testing::ScratchDirectory scratch("cohort-final-checkpoint-open");
+  const std::string dir = scratch.path().string();
   EXPECT_EQ(RunIdentity(net::JobSecret()), "");
   testing::WriteFile(dir + "/" + kFinalCheckpointFile, "100 \n");
   EXPECT_EQ(FinalCheckpointStep(dir, ""), 100);
   testing::WriteFile(dir + "/" + kFinalCheckpointFile, "garbage\n");
   EXPECT_EQ(FinalCheckpointStep(dir, ""), -1);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -13,8 +13,9 @@
 #include <random>
 #include <thread>
 
-#include "../ps/ps_cluster.h"
-#include "../train/synthetic_data.h"
+#include "testing/ps_cluster.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 #include "train/model_manifest.h"
 #include "train/parameter_server/checkpoint_evaluator.h"
 #include "train/parameter_server/model_evaluation.h"
@@ -157,7 +158,8 @@ class ToyLogisticRegression : public ParameterServerModel {
 };
 
 TEST(ParameterServerTrainer, TrainsAModelThatIsNotTheTaxiModel) {
-  const std::string dir = testing::MakeTempDir("ps-training-toy");
+  const cohort::testing::ScratchDirectory scratch("cohort-ps-training-toy");
+  const std::string dir = scratch.path().string();
   cohort::testing::PsCluster cluster(2, 1);
   std::vector<std::unique_ptr<ps::ParameterServer>> servers;
   for (int index = 0; index < 2; ++index) {
@@ -276,7 +278,6 @@ TEST(ParameterServerTrainer, TrainsAModelThatIsNotTheTaxiModel) {
   EXPECT_EQ(metrics.at("global_step").get<int64_t>(), final_step);
   EXPECT_TRUE(metrics.contains("accuracy")) << metrics.dump(2);
   EXPECT_FALSE(fs::is_empty(dir + "/logs/train"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -9,12 +9,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "../train/synthetic_data.h"
 #include "ps/checkpoint.h"
 #include "ps/shard_store.h"
 #include "taxi/taxi_examples.h"
 #include "taxi/taxi_generator.h"
 #include "taxi/wide_deep_model.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 #include "train/parameter_server/parameter_server_trainer.h"
 
 namespace cohort::taxi {
@@ -29,7 +30,6 @@ using train::RunIdentity;
 class CheckpointEvaluatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = train::testing::MakeTempDir("checkpoint-evaluator");
     trips_ = GenerateTaxiTrips(3, TaxiSplit::kEval, 200);
     auto statistics = ComputeTaxiNumericStatistics(trips_);
     ASSERT_TRUE(statistics.ok()) << statistics.status().ToString();
@@ -37,7 +37,6 @@ class CheckpointEvaluatorTest : public ::testing::Test {
     config_.embedding_width = 2;
     config_.hidden_units = {4};
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A whole checkpoint of the model's initial variables at `step`, as one ps would save it.
   void WriteCheckpoint(int64_t step) {
@@ -80,7 +79,8 @@ class CheckpointEvaluatorTest : public ::testing::Test {
     return nlohmann::json::parse(metrics).at("global_step").get<int64_t>();
   }
 
-  std::string dir_;
+  cohort::testing::ScratchDirectory scratch_{"cohort-checkpoint-evaluator"};
+  const std::string dir_ = scratch_.path().string();
   std::vector<TaxiTrip> trips_;
   std::optional<TaxiFeatureEncoder> encoder_;
   WideDeepConfig config_;

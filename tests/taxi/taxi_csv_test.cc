@@ -6,15 +6,15 @@
 #include <filesystem>
 #include <map>
 
-#include "../train/synthetic_data.h"
 #include "taxi/taxi_dataset.h"
 #include "taxi/taxi_generator.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 
 namespace cohort::taxi {
 namespace {
 
 using train::testing::Gzip;
-using train::testing::MakeTempDir;
 using train::testing::WriteFile;
 
 // The fields of one valid row, by column name.
@@ -54,8 +54,6 @@ std::string WithField(const std::string& column, const std::string& text) {
 
 class TaxiCsvTest : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = MakeTempDir("taxi-csv"); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   // Writes header + good row + `bad` + good row, and reads it with both policies. Returns the
@@ -77,7 +75,8 @@ class TaxiCsvTest : public ::testing::Test {
     return failed.status().message();
   }
 
-  std::string dir_;
+  cohort::testing::ScratchDirectory scratch_{"cohort-taxi-csv"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 TEST_F(TaxiCsvTest, ReadsTheDocumentedRowWithMissingValuesAsMissing) {

@@ -7,13 +7,12 @@
 #include <iterator>
 #include <thread>
 
-#include "../train/synthetic_data.h"
 #include "taxi/taxi_csv.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 
 namespace cohort::taxi {
 namespace {
-
-using train::testing::MakeTempDir;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -28,10 +27,9 @@ uint64_t Fnv1a(const std::string& bytes) {
 
 class TaxiDatasetTest : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = MakeTempDir("taxi-dataset"); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Dir(const std::string& name) const { return dir_ + "/" + name; }
-  std::string dir_;
+  cohort::testing::ScratchDirectory scratch_{"cohort-taxi-dataset"};
+  const std::string dir_ = scratch_.path().string();
   const TaxiDatasetOptions small_ = {.seed = 42, .train_trips = 3000, .eval_trips = 2000};
 };
 

@@ -1,44 +1,30 @@
 // taxi-train's command line: --help documents every flag, bad flags exit 2 saying why, and
 // --bad_rows decides what a malformed row of the taxi data does.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "taxi/taxi_dataset.h"
+#include "testing/processes.h"
+#include "testing/scratch_directory.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using cohort::testing::CommandResult;
 
 // Runs `environment taxi-train arguments`, standard error with the output.
-Result RunTaxiTrain(const std::string& arguments, const std::string& environment = "") {
-  const std::string command = environment + std::string(COHORT_BINARY_DIR) +
-                              "/examples/taxi/taxi-train " + arguments + " 2>&1";
-  Result result;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer;
-  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
-    result.output.append(buffer.data(), n);
-  }
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+CommandResult RunTaxiTrain(const std::string& arguments, const std::string& environment = "") {
+  return cohort::testing::RunCommand(environment + std::string(COHORT_BINARY_DIR) +
+                                     "/examples/taxi/taxi-train " + arguments);
 }
 
 TEST(TaxiTrainCli, HelpDocumentsEveryFlag) {
-  const Result result = RunTaxiTrain("--help");
+  const CommandResult result = RunTaxiTrain("--help");
   EXPECT_EQ(result.exit_code, 0);
   for (const char* flag : {"--epochs",
                            "--per_worker_batch",
@@ -69,7 +55,7 @@ TEST(TaxiTrainCli, HelpDocumentsEveryFlag) {
 }
 
 TEST(TaxiTrainCli, BadFlagsExitWithTwoAndSayWhy) {
-  Result result = RunTaxiTrain("--sync_timeout_s=0");
+  CommandResult result = RunTaxiTrain("--sync_timeout_s=0");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("--sync_timeout_s: expected a positive number, got \"0\""),
             std::string::npos)
@@ -89,7 +75,8 @@ TEST(TaxiTrainCli, BadFlagsExitWithTwoAndSayWhy) {
 // A generated taxi data set whose eval.csv has one bad fare on its third line, as the chief of a
 // parameter-server job reads it before it connects anywhere (the ps it names never answers).
 TEST(TaxiTrainCli, BadRowsOfTheTaxiDataFailOrAreSkippedByFlag) {
-  const fs::path data = fs::temp_directory_path() / ("cohort-bad-rows-" + std::to_string(getpid()));
+  const cohort::testing::ScratchDirectory scratch("cohort-bad-rows");
+  const fs::path data = scratch.path();
   ASSERT_TRUE(cohort::taxi::EnsureTaxiDataset(data.string(), {}).ok());
   const fs::path eval = data / cohort::taxi::kTaxiEvalFile;
   std::stringstream text;
@@ -105,24 +92,23 @@ TEST(TaxiTrainCli, BadRowsOfTheTaxiDataFailOrAreSkippedByFlag) {
       R"("task":{"type":"chief","index":0}}' )";
   const std::string arguments =
       "--model=wide_deep --threads=1 --ps_retry_timeout_s=1 --data_dir=" + data.string();
-  const Result failed = RunTaxiTrain(arguments + " --bad_rows=fail", tf_config);
+  const CommandResult failed = RunTaxiTrain(arguments + " --bad_rows=fail", tf_config);
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
   EXPECT_NE(failed.output.find(eval.string() + ":3:"), std::string::npos) << failed.output;
   EXPECT_NE(failed.output.find("is not a number"), std::string::npos) << failed.output;
 
-  const Result skipped = RunTaxiTrain(arguments + " --bad_rows=skip", tf_config);
+  const CommandResult skipped = RunTaxiTrain(arguments + " --bad_rows=skip", tf_config);
   EXPECT_NE(skipped.output.find("skipped 1 malformed rows of " + eval.string()), std::string::npos)
       << skipped.output;
   EXPECT_NE(skipped.output.find(eval.string() + ":3:"), std::string::npos) << skipped.output;
   // Past the data, the chief then looks for its ps, which is not there.
   EXPECT_NE(skipped.exit_code, 0) << skipped.output;
   EXPECT_NE(skipped.output.find("ps:0"), std::string::npos) << skipped.output;
-  fs::remove_all(data);
 }
 
 // Without ps tasks there is no parameter-server job to be part of.
 TEST(TaxiTrainCli, AClusterWithoutPsTasksIsRefused) {
-  const Result result = RunTaxiTrain(
+  const CommandResult result = RunTaxiTrain(
       "--data_dir=/nonexistent/taxi",
       R"(TF_CONFIG='{"cluster":{"worker":["localhost:1"]},"task":{"type":"worker","index":0}}' )");
   EXPECT_EQ(result.exit_code, 1) << result.output;

@@ -92,12 +92,7 @@ std::map<std::string, pid_t> CohortSandbox::PidFiles(const std::string& extensio
 }
 
 int WaitForChildOrStop(pid_t pid, std::chrono::seconds timeout) {
-  const int exit_code = WaitForChild(pid, timeout);
-  if (exit_code == -1) {
-    kill(pid, SIGTERM);
-    waitpid(pid, nullptr, 0);
-  }
-  return exit_code;
+  return WaitForChildOrSignal(pid, timeout, SIGTERM);
 }
 
 pid_t FindTrainerProcess(const std::string& job, const std::string& type, int index) {

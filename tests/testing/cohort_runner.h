@@ -15,12 +15,6 @@
 
 namespace cohort::testing {
 
-struct CommandResult {
-  int exit_code = -1;  // 128 + N when killed by signal N
-  std::string output;  // stdout and stderr together
-  bool timed_out = false;
-};
-
 // A scratch COHORT_HOME and working directory, removed afterwards.
 class CohortSandbox {
  public:

@@ -4,12 +4,31 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "testing/files.h"
 
 namespace cohort::testing {
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
+    result.output.append(buffer.data(), n);
+  }
+  const int status = ::pclose(pipe);
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.exit_code = 128 + WTERMSIG(status);
+  }
+  return result;
+}
 
 bool ProcessAlive(pid_t pid) {
   if (pid <= 0 || kill(pid, 0) != 0) return false;
@@ -30,6 +49,15 @@ int WaitForChild(pid_t pid, std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+int WaitForChildOrSignal(pid_t pid, std::chrono::milliseconds timeout, int signal) {
+  const int exit_code = WaitForChild(pid, timeout);
+  if (exit_code == -1) {
+    kill(pid, signal);
+    waitpid(pid, nullptr, 0);
+  }
+  return exit_code;
 }
 
 std::vector<pid_t> ProcessesWithEnvironment(const std::map<std::string, std::string>& environment) {

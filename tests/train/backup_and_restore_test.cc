@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "test_support.h"
+#include "testing/scratch_directory.h"
 #include "train/checkpoint_state.h"
 #include "train/progress_callback.h"
 #include "train/summary/event.pb.h"
@@ -34,16 +35,14 @@ class CrashAfterStep : public Callback {
 
 class BackupAndRestoreTest : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = testing::MakeTempDir("backup"); }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::vector<float> Uninterrupted() {
     auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
     EXPECT_TRUE(trainer->Fit({}).ok());
     return trainer->ParameterVector();
   }
 
-  std::string dir_;
+  cohort::testing::ScratchDirectory scratch_{"cohort-backup"};
+  const std::string dir_ = scratch_.path().string();
   SmallData data_;
   SingleProcessStrategy strategy_;
 };

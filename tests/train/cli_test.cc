@@ -1,34 +1,21 @@
 // cohort-train's command line: exit status 2 and a clear message for bad flags, --help for all.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "testing/processes.h"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using cohort::testing::CommandResult;
 
-Result RunCohortTrain(const std::string& arguments) {
-  const std::string command =
-      std::string(COHORT_BINARY_DIR) + "/apps/cohort-train/cohort-train " + arguments + " 2>&1";
-  Result result;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer;
-  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
-    result.output.append(buffer.data(), n);
-  }
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+CommandResult RunCohortTrain(const std::string& arguments) {
+  return cohort::testing::RunCommand(std::string(COHORT_BINARY_DIR) +
+                                     "/apps/cohort-train/cohort-train " + arguments);
 }
 
 TEST(CohortTrainCli, HelpDocumentsEveryFlag) {
-  const Result result = RunCohortTrain("--help");
+  const CommandResult result = RunCohortTrain("--help");
   EXPECT_EQ(result.exit_code, 0);
   for (const char* flag : {"--epochs", "--steps_per_epoch", "--per_worker_batch",
                            "--saved_model_path", "--checkpoint_path", "--model", "--data_dir",
@@ -39,7 +26,7 @@ TEST(CohortTrainCli, HelpDocumentsEveryFlag) {
 }
 
 TEST(CohortTrainCli, BadFlagsExitWithTwoAndSayWhy) {
-  Result result = RunCohortTrain("--epochs=abc");
+  CommandResult result = RunCohortTrain("--epochs=abc");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("--epochs: expected a positive integer, got \"abc\""),
             std::string::npos)
@@ -66,7 +53,7 @@ TEST(CohortTrainCli, BadFlagsExitWithTwoAndSayWhy) {
 }
 
 TEST(CohortTrainCli, AMissingDataDirectoryIsAPermanentFailure) {
-  const Result result = RunCohortTrain("--data_dir /nonexistent/fashion --epochs 1");
+  const CommandResult result = RunCohortTrain("--data_dir /nonexistent/fashion --epochs 1");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("data directory /nonexistent/fashion does not exist"),
             std::string::npos)
@@ -76,7 +63,7 @@ TEST(CohortTrainCli, AMissingDataDirectoryIsAPermanentFailure) {
 // The wide & deep taxi model moved to its own program: asking cohort-train for it says where.
 TEST(CohortTrainCli, TheTaxiModelSaysItMovedToTaxiTrain) {
   for (const char* arguments : {"--model=wide_deep --mode=sync", "--model wide_deep"}) {
-    const Result result = RunCohortTrain(arguments);
+    const CommandResult result = RunCohortTrain(arguments);
     EXPECT_EQ(result.exit_code, 2) << arguments;
     EXPECT_NE(result.output.find("--model=wide_deep: the wide & deep taxi model and "
                                  "parameter-server training moved to the taxi example's own "

@@ -10,6 +10,7 @@
 
 #include "regression_model.h"
 #include "test_support.h"
+#include "testing/scratch_directory.h"
 #include "train/model_checkpoint.h"
 #include "train/model_manifest.h"
 #include "train/progress_callback.h"
@@ -32,7 +33,8 @@ class RecordEpochs : public Callback {
 
 TEST(CustomModel, TrainsARegressionThroughTheInterfaces) {
   testing::UseOneComputeThread();
-  const std::string dir = testing::MakeTempDir("custom-model");
+  const cohort::testing::ScratchDirectory scratch("cohort-custom-model");
+  const std::string dir = scratch.path().string();
   testing::RegressionData data;
   TrainerOptions options = testing::SmallRun();
   options.epochs = 4;
@@ -85,7 +87,6 @@ TEST(CustomModel, TrainsARegressionThroughTheInterfaces) {
   EXPECT_TRUE(manifest->classes.empty());
   EXPECT_EQ(manifest->training.global_steps, 4 * 32);
   EXPECT_TRUE(fs::exists(dir + "/model/weights.pt"));
-  fs::remove_all(dir);
 }
 
 // A source's error stops training and names the step whose batch it could not gather.

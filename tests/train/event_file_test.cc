@@ -2,7 +2,8 @@
 
 #include <filesystem>
 
-#include "synthetic_data.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 #include "train/summary/crc32c.h"
 #include "train/summary/event.pb.h"
 #include "train/summary/event_file_writer.h"
@@ -45,7 +46,8 @@ TEST(TfRecord, FramingIsLengthCrcDataCrc) {
 }
 
 TEST(TfRecord, ReaderChecksBothCrcs) {
-  const std::string dir = testing::MakeTempDir("tfrecord");
+  const cohort::testing::ScratchDirectory scratch("cohort-tfrecord");
+  const std::string dir = scratch.path().string();
   std::string framed;
   AppendTfRecord("first", &framed);
   AppendTfRecord("", &framed);
@@ -66,11 +68,11 @@ TEST(TfRecord, ReaderChecksBothCrcs) {
   ASSERT_FALSE(records.ok());
   EXPECT_NE(records.status().message().find("record at byte 21: truncated"), std::string::npos)
       << records.status().message();
-  std::filesystem::remove_all(dir);
 }
 
 TEST(EventFileWriter, WritesWhatTensorBoardReads) {
-  const std::string dir = testing::MakeTempDir("events");
+  const cohort::testing::ScratchDirectory scratch("cohort-events");
+  const std::string dir = scratch.path().string();
   std::string path;
   {
     auto writer = EventFileWriter::Create(dir + "/train");
@@ -104,7 +106,6 @@ TEST(EventFileWriter, WritesWhatTensorBoardReads) {
   // file_version as a string (key 0x1a).
   EXPECT_EQ(static_cast<uint8_t>((*records)[0][0]), 0x09);
   EXPECT_EQ(static_cast<uint8_t>((*records)[0][9]), 0x1a);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 
 #include <filesystem>
 
-#include "synthetic_data.h"
+#include "testing/scratch_directory.h"
+#include "testing/synthetic_data.h"
 #include "train/data/image_dataset.h"
 
 namespace cohort::train {
@@ -12,15 +13,13 @@ namespace {
 
 using testing::Gzip;
 using testing::IdxBytes;
-using testing::MakeTempDir;
 using testing::WriteFile;
 
 class IdxFileTest : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = MakeTempDir("idx"); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string dir_;
+  cohort::testing::ScratchDirectory scratch_{"cohort-idx"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 TEST_F(IdxFileTest, ReadsPlainAndGzipFilesAlike) {

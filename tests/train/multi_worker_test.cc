@@ -21,6 +21,9 @@
 #include "cluster/tf_config.h"
 #include "regression_model.h"
 #include "test_support.h"
+#include "testing/files.h"
+#include "testing/processes.h"
+#include "testing/scratch_directory.h"
 #include "train/mirrored_strategy.h"
 
 extern char** environ;
@@ -29,6 +32,8 @@ namespace cohort::train {
 namespace {
 
 namespace fs = std::filesystem;
+using cohort::testing::ReadText;
+using cohort::testing::WaitForChildOrSignal;
 
 constexpr char kWorkerOutVariable[] = "COHORT_TRAIN_TEST_WORKER_OUT";
 constexpr int kWorkerRetryableExit = 138;
@@ -234,26 +239,6 @@ std::vector<Worker> StartWorkers(const std::string& dir, int workers, int64_t st
   return started;
 }
 
-// The exit status of `pid`, or -1 if it is still running after `timeout` (then it is killed).
-int WaitForExit(pid_t pid, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  return -1;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 std::vector<float> ReadParameters(const std::string& path) {
   const std::string bytes = ReadText(path);
   std::vector<float> values(bytes.size() / sizeof(float));
@@ -264,7 +249,8 @@ std::vector<float> ReadParameters(const std::string& path) {
 void ExpectEquivalence(const std::string& optimizer, double learning_rate, double tolerance,
                        const std::string& model = "cnn", int num_workers = 3) {
   constexpr int64_t kBatch = 8, kSteps = 5;
-  const std::string dir = testing::MakeTempDir("multi-worker-" + model + "-" + optimizer);
+  const cohort::testing::ScratchDirectory scratch("cohort-multi-worker-" + model + "-" + optimizer);
+  const std::string dir = scratch.path().string();
   std::vector<Worker> workers =
       StartWorkers(dir, num_workers, kSteps, kBatch, optimizer, learning_rate, model);
 
@@ -286,7 +272,8 @@ void ExpectEquivalence(const std::string& optimizer, double learning_rate, doubl
 
   std::vector<std::vector<float>> results;
   for (const Worker& worker : workers) {
-    ASSERT_EQ(WaitForExit(worker.pid, std::chrono::seconds(150)), 0) << ReadText(worker.log);
+    ASSERT_EQ(WaitForChildOrSignal(worker.pid, std::chrono::seconds(150), SIGKILL), 0)
+        << ReadText(worker.log);
     results.push_back(ReadParameters(worker.out));
     ASSERT_EQ(results.back().size(), expected.size());
   }
@@ -309,7 +296,6 @@ void ExpectEquivalence(const std::string& optimizer, double learning_rate, doubl
   }
   EXPECT_GT(moved, initial.size() / 2) << moved << " of " << initial.size() << " parameters moved";
   EXPECT_GT(largest_move, 100 * tolerance);
-  fs::remove_all(dir);
 }
 
 // With the same seed, N workers at per-worker batch B take the same steps as one process at
@@ -333,7 +319,8 @@ TEST(MultiWorker, TwoWorkersTrainARegressionLikeOneProcess) {
 // SIGKILL one worker mid-training: the others learn it through the collectives within seconds,
 // name it, and exit with the retryable code.
 TEST(MultiWorker, SurvivorsOfADeadWorkerExitRetryablyNamingIt) {
-  const std::string dir = testing::MakeTempDir("multi-worker-kill");
+  const cohort::testing::ScratchDirectory scratch("cohort-multi-worker-kill");
+  const std::string dir = scratch.path().string();
   std::vector<Worker> workers = StartWorkers(dir, 3, /*steps=*/100000, /*batch=*/8, "sgd", 0.1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!fs::exists(workers[2].out + ".training") && std::chrono::steady_clock::now() < deadline) {
@@ -342,9 +329,10 @@ TEST(MultiWorker, SurvivorsOfADeadWorkerExitRetryablyNamingIt) {
   ASSERT_TRUE(fs::exists(workers[2].out + ".training")) << ReadText(workers[2].log);
   ::kill(workers[2].pid, SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();
-  EXPECT_EQ(WaitForExit(workers[2].pid, std::chrono::seconds(10)), 128 + SIGKILL);
+  EXPECT_EQ(WaitForChildOrSignal(workers[2].pid, std::chrono::seconds(10), SIGKILL), 128 + SIGKILL);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(WaitForExit(workers[i].pid, std::chrono::seconds(60)), kWorkerRetryableExit)
+    EXPECT_EQ(WaitForChildOrSignal(workers[i].pid, std::chrono::seconds(60), SIGKILL),
+              kWorkerRetryableExit)
         << ReadText(workers[i].log);
     EXPECT_NE(ReadText(workers[i].log).find("worker:2"), std::string::npos)
         << ReadText(workers[i].log);
@@ -352,7 +340,6 @@ TEST(MultiWorker, SurvivorsOfADeadWorkerExitRetryablyNamingIt) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   EXPECT_LT(seconds, 15.0) << "the survivors took too long to notice";
-  fs::remove_all(dir);
 }
 
 }  // namespace

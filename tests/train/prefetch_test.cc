@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "synthetic_data.h"
+#include "testing/synthetic_data.h"
 #include "train/data/batch_prefetcher.h"
 #include "train/data/bounded_queue.h"
 #include "train/data/image_batch_source.h"

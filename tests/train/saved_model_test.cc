@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "test_support.h"
+#include "testing/scratch_directory.h"
 #include "train/model_checkpoint.h"
 
 namespace cohort::train {
@@ -13,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(SavedModel, LoadsWhatTheTrainerSavedAndPredictsTheSame) {
-  const std::string dir = testing::MakeTempDir("saved");
+  const cohort::testing::ScratchDirectory scratch("cohort-saved");
+  const std::string dir = scratch.path().string();
   testing::SmallData data;
   SingleProcessStrategy strategy;
   auto trainer = testing::MakeTrainer(testing::SmallRun(), data, &strategy);
@@ -58,11 +60,11 @@ TEST(SavedModel, LoadsWhatTheTrainerSavedAndPredictsTheSame) {
   // ModelCheckpoint kept every epoch and lists them TF-style.
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/ckpt-1.pt"));
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/ckpt-3.pt"));
-  fs::remove_all(dir);
 }
 
 TEST(SavedModel, ErrorsNameTheFile) {
-  const std::string dir = testing::MakeTempDir("saved-errors");
+  const cohort::testing::ScratchDirectory scratch("cohort-saved-errors");
+  const std::string dir = scratch.path().string();
   auto missing = SavedModel::Load(dir);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
@@ -84,7 +86,6 @@ TEST(SavedModel, ErrorsNameTheFile) {
   auto incomplete = SavedModel::Load(dir);
   ASSERT_FALSE(incomplete.ok());
   EXPECT_EQ(incomplete.status().message(), dir + "/manifest.json: missing \"format_version\"");
-  fs::remove_all(dir);
 }
 
 TEST(ModelManifest, RoundTripsThroughJson) {

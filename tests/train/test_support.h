@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "synthetic_data.h"
+#include "testing/synthetic_data.h"
 #include "train/compute_threads.h"
 #include "train/data/image_batch_source.h"
 #include "train/image_classifier.h"

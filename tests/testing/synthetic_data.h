@@ -1,5 +1,6 @@
 // Small data sets for the training tests: learnable in a few steps, and IDX files to read back.
-// Header-only: cohort_test builds each test binary from tests/<name>/*_test.cc alone.
+// Header-only, so that cohort_testing links nothing of Cohort's: a test including it links
+// cohort_train_data (and zlib).
 //
 //   MakeSyntheticDataset(samples, seed, size)  4 classes of size x size images; class c lights up
 //                                               quadrant c (plus noise), so a few steps separate
@@ -7,16 +8,12 @@
 //   IdxBytes(dims, data)                        the bytes of an unsigned-byte IDX file
 //   Gzip(bytes)                                 gzip-compressed bytes
 //   WriteDatasetFiles(dataset, dir, prefix, gz) <dir>/<prefix>-{images-idx3,labels-idx1}-ubyte[.gz]
-//   MakeTempDir(name)                           a fresh, empty directory for one test
 #pragma once
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -88,15 +85,6 @@ inline void WriteDatasetFiles(const ImageDataset& dataset, const std::string& di
   const std::string suffix = gzip ? ".gz" : "";
   WriteFile(dir + "/" + prefix + "-images-idx3-ubyte" + suffix, gzip ? Gzip(images) : images);
   WriteFile(dir + "/" + prefix + "-labels-idx1-ubyte" + suffix, gzip ? Gzip(labels) : labels);
-}
-
-inline std::string MakeTempDir(const std::string& name) {
-  const char* base = std::getenv("TMPDIR");
-  std::filesystem::path dir = std::filesystem::path(base ? base : "/tmp") /
-                              ("cohort-train-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
 }
 
 }  // namespace cohort::train::testing

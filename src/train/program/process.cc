@@ -1,12 +1,18 @@
-#include "process.h"
+#include "train/program/process.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
-namespace cohort::train::cli {
+namespace cohort::train::program {
 namespace {
+
+Program& ProgramSetting() {
+  static Program program;
+  return program;
+}
 
 bool IsRetryable(const Status& status) {
   return status.code() == Status::Code::kUnavailable ||
@@ -15,6 +21,10 @@ bool IsRetryable(const Status& status) {
 
 }  // namespace
 
+void SetProgram(Program program) { ProgramSetting() = std::move(program); }
+
+const Program& CurrentProgram() { return ProgramSetting(); }
+
 void Print(const std::string& line) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
@@ -22,7 +32,7 @@ void Print(const std::string& line) {
 
 void PrintError(const std::string& message) {
   std::fflush(stdout);
-  std::fprintf(stderr, "cohort-train: error: %s\n", message.c_str());
+  std::fprintf(stderr, "%s: error: %s\n", CurrentProgram().name.c_str(), message.c_str());
   std::fflush(stderr);
 }
 
@@ -30,10 +40,8 @@ void PrintError(const std::string& message) {
   PrintError(status.ToString());
   const int code = IsRetryable(status) ? kExitRetryable : kExitFailed;
   if (code == kExitRetryable) {
-    std::fprintf(stderr,
-                 "cohort-train: exiting with %d so that this task is restarted and "
-                 "resumes from the latest backup or checkpoint\n",
-                 code);
+    std::fprintf(stderr, "%s: exiting with %d so that this task is restarted and resumes from %s\n",
+                 CurrentProgram().name.c_str(), code, CurrentProgram().resumes_from.c_str());
   }
   std::fflush(stderr);
   std::_Exit(code);
@@ -58,9 +66,9 @@ BlasLibrary SetUpCompute(int threads) {
   if (Status status = SetComputeThreads(threads); !status.ok()) Fail(status);
   const BlasLibrary blas = DetectBlas();
   if (std::string warning = BlasWarning(blas); !warning.empty()) {
-    std::fprintf(stderr, "cohort-train: %s\n", warning.c_str());
+    std::fprintf(stderr, "%s: %s\n", CurrentProgram().name.c_str(), warning.c_str());
   }
   return blas;
 }
 
-}  // namespace cohort::train::cli
+}  // namespace cohort::train::program

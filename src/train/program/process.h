@@ -1,0 +1,69 @@
+// The process side of a training program (cohort-train, the taxi example's taxi-train): exit
+// codes, output lines, failing, and setting up the compute threads. Messages start with the
+// program's name, set once at the start of main:
+//
+//   int main(int argc, char** argv) {
+//     SetProgram({"taxi-train", "the latest checkpoint"});
+//     ...
+//     if (!config.ok()) Fail(config.status());   // "taxi-train: error: ..." and exit 1
+//
+// Exit status: 0 trained (or evaluated); 1 a permanent failure (bad data, TF_CONFIG, files);
+// 2 bad flags; 138 a failure a restart can cure (a peer died or stopped answering), so that a
+// restartPolicy of OnFailure or ExitCode restarts the task, which then resumes.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "base/status.h"
+#include "cluster/tf_config.h"
+#include "train/compute_threads.h"
+
+namespace cohort::train::program {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+// 128 + SIGUSR1: the code TensorFlow's docs reserve for "restart me"; any non-zero code restarts
+// under OnFailure, and ExitCode restarts exactly the codes of 128 and above.
+constexpr int kExitRetryable = 138;
+
+// Who is talking in the messages below.
+struct Program {
+  std::string name;  // "cohort-train": the prefix of messages on stderr
+  // What a restarted task resumes from, for the message of a retryable failure ("... restarted
+  // and resumes from <resumes_from>"), e.g. "the latest checkpoint".
+  std::string resumes_from;
+};
+
+// Sets the program the messages name; call it once, first thing in main.
+void SetProgram(Program program);
+
+// The program set by SetProgram.
+const Program& CurrentProgram();
+
+// `line` and a newline on stdout, flushed.
+void Print(const std::string& line);
+
+// "<program>: error: <message>" on stderr (stdout flushed first, so the lines keep their order).
+void PrintError(const std::string& message);
+
+// Ends the process at once on a failure: collective operations, the prefetch thread or a
+// background pull may still hold buffers that orderly destruction would free under them, and a
+// restart is coming anyway. Unavailable and DeadlineExceeded exit with kExitRetryable (saying
+// what the restarted task resumes from), everything else with kExitFailed.
+[[noreturn]] void Fail(const Status& status);
+
+// A flag given in seconds, as the clock types want it.
+std::chrono::milliseconds Milliseconds(double seconds);
+
+// Hardware threads divided among the training tasks that share this host (all of them when every
+// endpoint is on localhost, as with Cohort's local executor), so that co-located tasks do not
+// oversubscribe the cores.
+int AutomaticThreads(const cluster::TfConfig& config);
+
+// Pins libtorch's and OpenBLAS's threads (Fail on an error), and warns on stderr when the math
+// would run on the reference BLAS. Returns the BLAS in use.
+BlasLibrary SetUpCompute(int threads);
+
+}  // namespace cohort::train::program
