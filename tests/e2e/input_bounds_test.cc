@@ -7,12 +7,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -76,16 +74,10 @@ TEST(InputBounds, ValidateStopsReadingStandardInputThatNeverEnds) {
   const std::string command =
       "cd " + sandbox.root().string() +
       " && yes 'a: b' 2>/dev/null | COHORT_HOME=" + sandbox.home().string() + " timeout 60 " +
-      COHORT_BINARY_DIR + "/apps/cohort/cohort validate - 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2) << output;  // 124 would be timeout's
-  EXPECT_THAT(output, HasSubstr(std::string("<stdin>") + kTooLarge));
+      COHORT_BINARY_DIR + "/apps/cohort/cohort validate -";
+  CommandResult result = RunCommand(command);
+  EXPECT_EQ(result.exit_code, 2) << result.output;  // 124 would be timeout's
+  EXPECT_THAT(result.output, HasSubstr(std::string("<stdin>") + kTooLarge));
 }
 
 TEST(InputBounds, ValidateRefusesMoreReplicasThanTfConfigCanList) {
