@@ -123,9 +123,11 @@ TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
 }
 
 TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {
+  // The start time is kept in whole seconds, as Kubernetes keeps it, so a deadline of N seconds
+  // fires after more than N - 1: 2 leaves the replicas a second to start and say so.
   std::string manifest =
       Manifest("deadline", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "60"}}),
-               "    activeDeadlineSeconds: 1\n");
+               "    activeDeadlineSeconds: 2\n");
   CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()},
                                       std::chrono::seconds(30));
   EXPECT_EQ(run.exit_code, 1) << run.output;
