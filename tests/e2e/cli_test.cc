@@ -117,8 +117,10 @@ TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
   CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   nlohmann::json status = Status("backoff");
-  EXPECT_EQ(status["conditions"].back()["message"],
-            "Job backoff has failed because it has reached the specified backoff limit");
+  EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
+              ::testing::MatchesRegex("Job backoff has failed because it has reached the "
+                                      "specified backoff limit: worker-0 exited with code 3 at "
+                                      "[0-9T:-]+Z after 1 restart"));
   ExpectNothingLeftRunning(1);
 }
 
