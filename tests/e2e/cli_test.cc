@@ -124,6 +124,33 @@ TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
   ExpectNothingLeftRunning(1);
 }
 
+// A worker that keeps failing under backoffLimit 2: the message names it, its exit code and its
+// restarts, and `describe` keeps every row after the end, none of them Running.
+TEST_F(CohortCliTest, BackoffLimitFailureNamesTheReplicaAndKeepsItsRow) {
+  std::string manifest =
+      Manifest("keeps-failing",
+               ReplicaSpec("Worker", 2, "OnFailure",
+                           {{"FAIL_INDEX", "1"}, {"FAIL_CODE", "3"}, {"SLEEP_SECONDS", "60"}}),
+               "    backoffLimit: 2\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()},
+                                      std::chrono::seconds(60));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  nlohmann::json status = Status("keeps-failing");
+  EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
+              ::testing::MatchesRegex("Job keeps-failing has failed because it has reached the "
+                                      "specified backoff limit: worker-1 exited with code 3 at "
+                                      "[0-9T:-]+Z after 2 restarts"));
+  EXPECT_EQ(status["replicaStatuses"]["Worker"].value("active", 0), 0) << status.dump();
+  CommandResult describe = sandbox_.Cohort({"describe", "keeps-failing"});
+  EXPECT_THAT(describe.output,
+              ::testing::ContainsRegex("worker-1 +Failed +2 +3 +[0-9]+ +[^ ]*worker-1[^ ]*\n"))
+      << describe.output;
+  EXPECT_THAT(describe.output, ::testing::ContainsRegex("worker-0 +Stopped +0 +[0-9]+ +[^ ]+\n"))
+      << describe.output;
+  EXPECT_THAT(describe.output, Not(::testing::ContainsRegex("worker-[0-9] +Running")));
+  ExpectNothingLeftRunning(2);
+}
+
 TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {
   std::string manifest =
       Manifest("deadline", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "60"}}),
