@@ -151,6 +151,18 @@ TEST_F(CohortCliTest, BackoffLimitFailureNamesTheReplicaAndKeepsItsRow) {
   ExpectNothingLeftRunning(2);
 }
 
+TEST_F(CohortCliTest, SuspendRefusesAFinishedJobNamingItsState) {
+  std::string manifest = Manifest("done", ReplicaSpec("Worker", 1, "Never", {}), "");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  CommandResult suspend = sandbox_.Cohort({"suspend", "done"});
+  EXPECT_NE(suspend.exit_code, 0) << suspend.output;
+  EXPECT_THAT(suspend.output, HasSubstr("done has already Succeeded; a finished job cannot be "
+                                        "suspended"));
+  EXPECT_THAT(suspend.output, Not(HasSubstr("done suspended")));
+  EXPECT_EQ(ConditionTypes(Status("done")).back(), "Succeeded");
+}
+
 TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {
   std::string manifest =
       Manifest("deadline", ReplicaSpec("Worker", 2, "Never", {{"SLEEP_SECONDS", "60"}}),
