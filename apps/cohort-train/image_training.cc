@@ -88,6 +88,9 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   if (!train.ok()) Fail(train.status());
   auto test = LoadImageDataset(flags.data_dir, Split::kTest);
   if (!test.ok()) Fail(test.status());
+  // The model learns the training split's classes; a test label beyond them fails here, naming
+  // its file, rather than in the first evaluation.
+  if (Status labels = CheckLabels(*test, train->num_classes); !labels.ok()) Fail(labels);
 
   const char* job_name = std::getenv("COHORT_JOB_NAME");
   WorkerConnectionOptions connection;
@@ -149,6 +152,8 @@ void EvaluateImageModel(const std::string& model_path, const std::string& data_d
   if (!model.ok()) Fail(model.status());
   auto test = LoadImageDataset(data_dir, Split::kTest);
   if (!test.ok()) Fail(test.status());
+  const int model_classes = static_cast<int>((*model)->num_classes());
+  if (Status labels = CheckLabels(*test, model_classes); !labels.ok()) Fail(labels);
   auto result = (*model)->Evaluate(*test);
   if (!result.ok()) Fail(result.status());
   std::printf("model %s (%s) on %s: %lld test samples\ntest loss %.4f\ntest accuracy %.4f\n",

@@ -1,9 +1,9 @@
 #include "apps/cohort/job_file.h"
 
-#include <iostream>
-#include <iterator>
+#include <unistd.h>
 
 #include "job/validation.h"
+#include "job/yaml_document.h"
 
 namespace cohort::cli {
 
@@ -12,8 +12,9 @@ StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptio
   LoadedJob loaded;
   auto read = [&]() -> StatusOr<job::JobFile> {
     if (path != "-") return job::LoadJobFromFile(path, options, &loaded.warnings);
-    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-    return job::LoadJobFromText(text, "<stdin>", options, &loaded.warnings);
+    StatusOr<std::string> text = job::ReadYamlDescriptor(STDIN_FILENO, "<stdin>");
+    if (!text.ok()) return text.status();
+    return job::LoadJobFromText(*text, "<stdin>", options, &loaded.warnings);
   };
   StatusOr<job::JobFile> file = read();
   if (!file.ok()) return file.status();

@@ -99,10 +99,15 @@ StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
     const std::string message = "cannot open " + path.string() + ": " + ErrnoMessage(error);
     return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
   }
+  StatusOr<std::string> contents = ReadWholeDescriptor(fd, path.string(), max_bytes);
+  close(fd);
+  return contents;
+}
+
+StatusOr<std::string> ReadWholeDescriptor(int fd, const std::string& name, size_t max_bytes) {
   struct stat info {};
   if (fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) {
-    close(fd);
-    return Status::InvalidArgument(path.string() + " is a directory, not a file");
+    return Status::InvalidArgument(name + " is a directory, not a file");
   }
   std::string contents;
   if (S_ISREG(info.st_mode) && static_cast<size_t>(info.st_size) <= max_bytes) {
@@ -114,18 +119,15 @@ StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int error = errno;
-      close(fd);
-      return Status::IOError("cannot read " + path.string() + ": " + ErrnoMessage(error));
+      return Status::IOError("cannot read " + name + ": " + ErrnoMessage(error));
     }
     if (n == 0) break;
     if (contents.size() + static_cast<size_t>(n) > max_bytes) {
-      close(fd);
-      return Status::InvalidArgument(path.string() + " holds more than " +
-                                     std::to_string(max_bytes) + " bytes");
+      return Status::InvalidArgument(name + " holds more than " + std::to_string(max_bytes) +
+                                     " bytes");
     }
     contents.append(buffer, static_cast<size_t>(n));
   }
-  close(fd);
   return contents;
 }
 

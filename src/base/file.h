@@ -52,4 +52,9 @@ inline constexpr size_t kDefaultMaxFileBytes = size_t{1} << 30;
 StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path,
                                     size_t max_bytes = kDefaultMaxFileBytes);
 
+// The same for an open descriptor (standard input, a pipe), read from where it stands to its end;
+// errors name the input `name`. The descriptor stays open.
+StatusOr<std::string> ReadWholeDescriptor(int fd, const std::string& name,
+                                          size_t max_bytes = kDefaultMaxFileBytes);
+
 }  // namespace cohort

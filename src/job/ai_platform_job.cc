@@ -454,21 +454,21 @@ class AiPlatformConverter {
     return counts;
   }
 
-  // trainingInput.args, then --job-dir=<jobDir> as AI Platform passes it.
+  // trainingInput.args, then --job-dir=<jobDir> as AI Platform passes it. Records where each
+  // was written (training_arg_paths_), so that a message about an argument points at it. A
+  // Cloud Storage jobDir gets the local run's warning about storage URLs (validation.h).
   std::vector<std::string> TrainingArgs(const json& input) {
     std::vector<std::string> args;
+    const std::string args_path = ChildPath(kTrainingInput, "args");
     if (const json* value = Field(input, "args")) {
-      args = ReadStringList(*value, ChildPath(kTrainingInput, "args")).value_or(args);
+      args = ReadStringList(*value, args_path).value_or(args);
     }
+    for (size_t k = 0; k < args.size(); ++k) training_arg_paths_.push_back(IndexPath(args_path, k));
     if (const json* job_dir = Field(input, "jobDir")) {
       std::string path = ChildPath(kTrainingInput, "jobDir");
       if (std::optional<std::string> directory = ReadString(*job_dir, path)) {
         args.push_back("--job-dir=" + *directory);
-        if (directory->rfind("gs://", 0) == 0) {
-          Warning(path,
-                  "a Cloud Storage path, which a local run cannot reach unless the "
-                  "program reads gs:// itself; it is still passed as --job-dir");
-        }
+        training_arg_paths_.push_back(path);
       }
     }
     return args;
@@ -524,6 +524,9 @@ class AiPlatformConverter {
     MapPosition(container_path + ".image",
                 ChildPath(ChildPath(kTrainingInput, "masterConfig"), "imageUri"));
     MapPosition(container_path + ".args", ChildPath(kTrainingInput, "args"));
+    for (size_t k = 0; k < training_arg_paths_.size(); ++k) {
+      MapPosition(IndexPath(container_path + ".args", k), training_arg_paths_[k]);
+    }
     if (const json* config = Field(input, role.prefix + "Config")) {
       ReadReplicaConfig(*config, config_path, container, container_path);
     }
@@ -557,13 +560,23 @@ class AiPlatformConverter {
       if (std::optional<std::vector<std::string>> list = ReadStringList(*command, command_path)) {
         container["command"] = *list;
         MapPosition(container_path + ".command", command_path);
+        for (size_t k = 0; k < list->size(); ++k) {
+          MapPosition(IndexPath(container_path + ".command", k), IndexPath(command_path, k));
+        }
       }
     }
     if (const json* args = Field(config, "containerArgs")) {
       std::string args_path = ChildPath(path, "containerArgs");
       if (std::optional<std::vector<std::string>> list = ReadStringList(*args, args_path)) {
         container["args"] = *list;
+        // These replace trainingInput.args, and so do their positions.
+        for (size_t k = 0; k < training_arg_paths_.size(); ++k) {
+          tfjob_positions_.erase(IndexPath(container_path + ".args", k));
+        }
         MapPosition(container_path + ".args", args_path);
+        for (size_t k = 0; k < list->size(); ++k) {
+          MapPosition(IndexPath(container_path + ".args", k), IndexPath(args_path, k));
+        }
       }
     }
   }
@@ -603,6 +616,7 @@ class AiPlatformConverter {
   json replica_specs_ = json::object();
   json run_policy_ = json::object();
   PositionMap tfjob_positions_;
+  std::vector<std::string> training_arg_paths_;  // where each of TrainingArgs was written
 };
 
 }  // namespace

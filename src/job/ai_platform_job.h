@@ -59,11 +59,12 @@
 // What a local run cannot honour gives one warning per field, and the job still runs: machine
 // types, acceleratorConfig, diskConfig, tpuTfVersion, region, runtimeVersion, pythonVersion,
 // scheduling.maxWaitTime and priority, network, serviceAccount, encryptionConfig,
-// enableWebAccess, a gs:// jobDir. Fields that are not part of TrainingInput warn as the TFJob
-// parser's unknown fields do; output-only fields of a fetched Job (state, trainingOutput...)
-// are ignored silently. What cannot run at all is an error: packageUris and pythonModule (code
-// for AI Platform's runtime images) without an imageUri, hyperparameters (a tuning job of many
-// trials), predictionInput.
+// enableWebAccess. A gs:// jobDir (or any storage URL in the args) gets the warning of every
+// local run (validation.h's LocalRunWarnings), positioned where it was written. Fields that are
+// not part of TrainingInput warn as the TFJob parser's unknown fields do; output-only fields of a
+// fetched Job (state, trainingOutput...) are ignored silently. What cannot run at all is an error:
+// packageUris and pythonModule (code for AI Platform's runtime images) without an imageUri,
+// hyperparameters (a tuning job of many trials), predictionInput.
 //
 // Not reproduced: the "job" and "trial" extras of AI Platform's TF_CONFIG, and the CLUSTER_SPEC
 // variable it sets for custom containers.

@@ -1,9 +1,14 @@
 #include "job/validation.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "job/cluster_builder.h"
 #include "job/job_kind.h"
 #include "job/spec_parser.h"
 #include "job/yaml_document.h"
@@ -54,6 +59,42 @@ std::optional<std::string> Dns1123LabelProblem(const std::string& name) {
   return std::nullopt;
 }
 
+// The longest environment string ("NAME=value" and its NUL) that the kind gives any replica of a
+// job, and whose it is.
+struct LongestEnvironment {
+  size_t bytes = 0;
+  std::string replica_type;
+  int index = 0;
+  std::string variable;
+  std::string endpoints;  // which endpoints gave it: "local ports" or "Kubernetes service names"
+};
+
+// The endpoint forms a replica may be given, each at its longest: a local run's "localhost:<port>"
+// with a five-digit port, and the Kubernetes service names of the operator (cluster_builder.h).
+std::vector<std::pair<std::string, EndpointFunction>> WorstCaseEndpoints(const Job& job) {
+  EndpointFunction local = [](const std::string&, int) { return std::string("localhost:65535"); };
+  return {{"local ports", local}, {"Kubernetes service names", KubernetesEndpoints(job)}};
+}
+
+// The environment values grow with the replica count and with the index digits, so the last
+// replica of each type has the longest one of its type.
+LongestEnvironment FindLongestEnvironment(const Job& job) {
+  LongestEnvironment longest;
+  for (const auto& [endpoints, endpoint] : WorstCaseEndpoints(job)) {
+    for (const auto& [type, spec] : job.replica_specs) {
+      if (spec.replicas <= 0) continue;
+      const int index = spec.replicas - 1;
+      for (const EnvVar& variable : job.job_kind->ReplicaEnvironment(job, type, index, endpoint)) {
+        const size_t bytes = variable.name.size() + 1 + variable.value.size() + 1;
+        if (bytes > longest.bytes) {
+          longest = LongestEnvironment{bytes, type, index, variable.name, endpoints};
+        }
+      }
+    }
+  }
+  return longest;
+}
+
 class Validator {
  public:
   explicit Validator(const Job& job)
@@ -67,6 +108,8 @@ class Validator {
     CheckRunPolicy();
     CheckKindSpecFields();
     CheckReplicaSpecs();
+    // The kind's environment hook expects a job that is valid otherwise.
+    if (errors_.empty()) CheckEnvironmentSize();
     return InDocumentOrder(std::move(errors_));
   }
 
@@ -207,6 +250,56 @@ class Validator {
     }
   }
 
+  // Whether every replica's environment fits in what Linux lets one process start with. A
+  // replica count above kReplicaCap makes any environment that lists every replica too long
+  // (each endpoint costs at least three bytes: two quotes and a comma), so counts are capped
+  // there first: a sparse environment (one that does not list every replica) is measured
+  // without building a huge one.
+  void CheckEnvironmentSize() {
+    constexpr int32_t kReplicaCap = static_cast<int32_t>(kMaxEnvironmentStringBytes / 3) + 1;
+    Job capped = job_;
+    bool any_capped = false;
+    for (auto& [type, spec] : capped.replica_specs) {
+      if (spec.replicas > kReplicaCap) {
+        spec.replicas = kReplicaCap;
+        any_capped = true;
+      }
+    }
+    const LongestEnvironment longest = FindLongestEnvironment(capped);
+    if (longest.bytes <= kMaxEnvironmentStringBytes) return;
+
+    // The type with the most replicas, and how many of it fit with the others as they are.
+    std::string largest_type;
+    int32_t largest_count = -1;
+    for (const auto& [type, spec] : capped.replica_specs) {
+      if (spec.replicas > largest_count) largest_type = type, largest_count = spec.replicas;
+    }
+    int32_t fitting = -1;  // none fits
+    for (int32_t low = 0, high = largest_count - 1; low <= high;) {
+      const int32_t middle = low + (high - low) / 2;
+      capped.replica_specs[largest_type].replicas = middle;
+      if (FindLongestEnvironment(capped).bytes <= kMaxEnvironmentStringBytes) {
+        fitting = middle;
+        low = middle + 1;
+      } else {
+        high = middle - 1;
+      }
+    }
+    const ReplicaSpec& original = job_.replica_specs.at(largest_type);
+    std::string message = std::to_string(original.replicas) + " replicas make " + longest.variable +
+                          " too long to start a process: " + longest.replica_type + " " +
+                          std::to_string(longest.index) + " would get " +
+                          (any_capped ? "more than " : "") + std::to_string(longest.bytes) +
+                          " bytes with " + longest.endpoints + ", over the " +
+                          std::to_string(kMaxEnvironmentStringBytes) +
+                          " bytes Linux allows one environment string (MAX_ARG_STRLEN)";
+    if (fitting >= 0) {
+      message += "; at most " + std::to_string(fitting) + " " + largest_type +
+                 " replicas fit with the others as they are";
+    }
+    Error(ChildPath(ChildPath(replica_specs_path_, largest_type), "replicas"), message);
+  }
+
   const Job& job_;
   const JobKind& kind_;
   const std::string replica_specs_path_;
@@ -260,6 +353,28 @@ constexpr IgnoredField kIgnoredContainerFields[] = {
      "ignored by a local run: replicas run as the user who runs cohort, with no other user, group "
      "or privileges"},
 };
+
+// The scheme of a URL in a command-line argument, "gs" for "gs://bucket/x" or
+// "--saved_model_path=gs://bucket/x"; nullopt when there is none. A scheme is a letter followed
+// by letters, digits, '+', '-' or '.' (RFC 3986), and here must be followed by "://". Network
+// addresses are left alone: web addresses (http, https), which a program fetches rather than
+// writes, and TensorFlow's server targets (grpc, "--master=grpc://host:2222").
+std::optional<std::string> UrlScheme(const std::string& argument) {
+  const size_t separator = argument.find("://");
+  if (separator == std::string::npos) return std::nullopt;
+  size_t begin = argument.rfind('=', separator);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  const std::string scheme = argument.substr(begin, separator - begin);
+  if (scheme.empty() || !std::isalpha(static_cast<unsigned char>(scheme[0]))) return std::nullopt;
+  for (char c : scheme) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
+      return std::nullopt;
+    }
+  }
+  const std::string lower = LowerCase(scheme);
+  if (lower == "http" || lower == "https" || lower == "grpc") return std::nullopt;
+  return lower;
+}
 
 // Collects warnings, one per kind of field: the first place it is written gets the message and
 // the count of the other places.
@@ -337,6 +452,18 @@ void ReportContainer(const KindFacts& facts, const Container& container, const j
                          facts.cluster_variable);
         }
       }
+    }
+  }
+  for (const auto& [field, arguments] :
+       {std::pair{"command", &container.command}, std::pair{"args", &container.args}}) {
+    for (size_t k = 0; k < arguments->size(); ++k) {
+      const std::optional<std::string> scheme = UrlScheme((*arguments)[k]);
+      if (!scheme) continue;
+      report.Add("url:" + *scheme, IndexPath(ChildPath(path, field), k),
+                 "a URL: a local run has no " + *scheme + ":// storage; the program gets the " +
+                     "text as it is, and one that takes it for a file name writes under ./" +
+                     *scheme + ":/ in its working directory; use a path mounted on this " +
+                     "machine instead");
     }
   }
   for (size_t k = 0; k < container.env.size(); ++k) {

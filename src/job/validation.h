@@ -15,9 +15,14 @@
 // container names present and unique, ports in range, env names present) and the replica-type
 // collisions that the operator's defaulting resolves silently ("ps" and "PS" in one manifest). The
 // kind's own spec fields are checked by its ValidateSpecFields hook (TFJob: successPolicy "" or
-// AllWorkers).
+// AllWorkers). Cohort also checks what would stop every replica from starting: the environment
+// the kind gives a replica (TF_CONFIG, through its ReplicaEnvironment hook), measured with the
+// longest endpoints a replica may get (a local run's "localhost:65535" and the Kubernetes service
+// names "<job>-<type>-<i>.<namespace>.svc:<port>"), must fit in kMaxEnvironmentStringBytes; the
+// message says how many replicas of the largest type would fit.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,10 @@ namespace cohort::job {
 // The two values runPolicy.managedBy may take; any other is rejected.
 inline constexpr const char* kManagedByTrainingOperator = "kubeflow.org/training-operator";
 inline constexpr const char* kManagedByMultiKueue = "kueue.x-k8s.io/multikueue";
+
+// Linux's MAX_ARG_STRLEN (32 pages of 4 KiB): execve fails with "Argument list too long" when one
+// argument or environment string, "NAME=value" with its terminating NUL, is longer.
+inline constexpr size_t kMaxEnvironmentStringBytes = 32 * 4096;
 
 // Every problem with `job`, in document order; empty when it is valid.
 std::vector<std::string> ValidationErrors(const Job& job);
@@ -46,8 +55,10 @@ Status ValidateJob(const Job& job);
 // readiness and startup probes, lifecycle hooks, pod and container securityContext, hostNetwork,
 // ports[].hostPort, schedulerName, priorityClassName, runtimeClassName, dnsPolicy, dnsConfig,
 // hostAliases, containers other than the kind's (tensorflow), env valueFrom, a template
-// restartPolicy, runPolicy.schedulingPolicy, a managedBy naming an external controller, and
-// replica types that are not the kind's. None of these fail validation: a manifest written for
+// restartPolicy, runPolicy.schedulingPolicy, a managedBy naming an external controller,
+// replica types that are not the kind's, and URLs other than http(s) and grpc ("gs://bucket/m",
+// "--checkpoint_path=s3://b/c") in the kind's container's command and args, which a local
+// replica cannot write to. None of these fail validation: a manifest written for
 // Kubernetes runs locally as it is.
 std::vector<std::string> LocalRunWarnings(const Job& job);
 

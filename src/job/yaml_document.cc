@@ -62,18 +62,22 @@ class DocumentBuilder : public YAML::EventHandler {
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     if (ExpectingKey()) throw DocumentError{At(mark), "a mapping key must be text, not null"};
-    Place(json(nullptr), "", SlotPosition(mark), anchor, 1);
+    Place(json(nullptr), "", SlotPosition(mark), anchor, Cost{1, 0});
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     if (!IsValidUtf8(value)) throw DocumentError{At(mark), "the text is not valid UTF-8"};
     if (ExpectingKey()) {
+      Spend(0, value.size(), At(mark));
       StartEntry(value, /*may_be_merge=*/tag == "?", mark);
-      if (anchor != YAML::NullAnchor) anchors_[anchor] = AnchoredValue{json(value), 1, value};
+      if (anchor != YAML::NullAnchor) {
+        anchors_[anchor] = AnchoredValue{json(value), 1, value.size(), value};
+      }
       return;
     }
-    Place(ResolveScalar(tag, value), value, ToPosition(mark, file_name_), anchor, 1);
+    Place(ResolveScalar(tag, value), value, ToPosition(mark, file_name_), anchor,
+          Cost{1, value.size()});
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -87,13 +91,17 @@ class DocumentBuilder : public YAML::EventHandler {
       if (anchored.value.is_structured() || anchored.value.is_null()) {
         throw DocumentError{At(mark), "a mapping key must be text"};
       }
+      Spend(0, anchored.text.size(), At(mark));
       StartEntry(anchored.text, /*may_be_merge=*/false, mark);
       return;
     }
     SourcePosition position = anchored.value.is_structured() || anchored.value.is_null()
                                   ? SlotPosition(mark)
                                   : ToPosition(mark, file_name_);
-    Place(anchored.value, anchored.text, position, YAML::NullAnchor, anchored.node_count);
+    // Charged where the alias is, so that the message names the alias that goes over a limit.
+    Spend(anchored.node_count, anchored.text_bytes, At(mark));
+    Place(anchored.value, anchored.text, position, YAML::NullAnchor,
+          Cost{anchored.node_count, anchored.text_bytes}, /*spent=*/true);
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t anchor,
@@ -115,6 +123,7 @@ class DocumentBuilder : public YAML::EventHandler {
     std::string path;
     YAML::anchor_t anchor = YAML::NullAnchor;
     size_t node_count = 1;  // nodes in this subtree, so that an alias of it is charged in full
+    size_t text_bytes = 0;  // bytes of scalar text (keys included) in this subtree, likewise
     // Mappings only: events alternate key, value. These describe the key whose value is next.
     bool expecting_key = true;
     std::string key;
@@ -126,7 +135,14 @@ class DocumentBuilder : public YAML::EventHandler {
   struct AnchoredValue {
     json value;
     size_t node_count = 1;
+    size_t text_bytes = 0;
     std::string text;  // a scalar's text as written, for an alias used as a key
+  };
+
+  // What a value costs against the document's budgets.
+  struct Cost {
+    size_t nodes = 1;
+    size_t text_bytes = 0;
   };
 
   SourcePosition At(const YAML::Mark& mark) const { return ToPosition(mark, file_name_); }
@@ -150,12 +166,19 @@ class DocumentBuilder : public YAML::EventHandler {
     return ToPosition(mark, file_name_);
   }
 
-  void Spend(size_t nodes, const SourcePosition& position) {
+  void Spend(size_t nodes, size_t text_bytes, const SourcePosition& position) {
     node_count_ += nodes;
     if (node_count_ > kMaxYamlNodes) {
       throw DocumentError{position, "the document has more than " + std::to_string(kMaxYamlNodes) +
                                         " nodes once aliases are expanded"};
     }
+    text_bytes_ += text_bytes;
+    if (text_bytes_ > kMaxYamlExpandedBytes) {
+      throw DocumentError{position, "the document holds more than " +
+                                        std::to_string(kMaxYamlExpandedBytes / (1024 * 1024)) +
+                                        " MiB of text once aliases are expanded"};
+    }
+    if (!stack_.empty()) stack_.back().text_bytes += text_bytes;
   }
 
   void StartEntry(const std::string& key, bool may_be_merge, const YAML::Mark& mark) {
@@ -174,12 +197,15 @@ class DocumentBuilder : public YAML::EventHandler {
     top.expecting_key = false;
   }
 
+  // `spent`: the caller has already charged `cost`.
   void Place(json value, const std::string& text, const SourcePosition& position,
-             YAML::anchor_t anchor, size_t node_count) {
-    Spend(node_count, position);
+             YAML::anchor_t anchor, Cost cost, bool spent = false) {
+    if (!spent) Spend(cost.nodes, cost.text_bytes, position);
     current_.positions[SlotPath()] = position;
-    if (anchor != YAML::NullAnchor) anchors_[anchor] = AnchoredValue{value, node_count, text};
-    Attach(std::move(value), node_count);
+    if (anchor != YAML::NullAnchor) {
+      anchors_[anchor] = AnchoredValue{value, cost.nodes, cost.text_bytes, text};
+    }
+    Attach(std::move(value), cost.nodes);
   }
 
   void Open(const YAML::Mark& mark, YAML::anchor_t anchor, json empty) {
@@ -189,7 +215,7 @@ class DocumentBuilder : public YAML::EventHandler {
       throw DocumentError{At(mark), "the document nests deeper than " +
                                         std::to_string(kMaxYamlNesting) + " levels"};
     }
-    Spend(1, At(mark));
+    Spend(1, 0, At(mark));
     std::string path = SlotPath();
     current_.positions[path] = SlotPosition(mark);
     Frame frame;
@@ -204,9 +230,11 @@ class DocumentBuilder : public YAML::EventHandler {
     stack_.pop_back();
     ApplyMerges(frame);
     if (frame.anchor != YAML::NullAnchor) {
-      anchors_[frame.anchor] = AnchoredValue{frame.value, frame.node_count, ""};
+      anchors_[frame.anchor] = AnchoredValue{frame.value, frame.node_count, frame.text_bytes, ""};
     }
+    const size_t text_bytes = frame.text_bytes;
     Attach(std::move(frame.value), frame.node_count);
+    if (!stack_.empty()) stack_.back().text_bytes += text_bytes;
   }
 
   void Attach(json value, size_t node_count) {
@@ -269,7 +297,8 @@ class DocumentBuilder : public YAML::EventHandler {
   YamlDocument current_;
   std::vector<Frame> stack_;
   std::map<YAML::anchor_t, AnchoredValue> anchors_;
-  size_t node_count_ = 0;  // across all documents: the budget is per input
+  size_t node_count_ = 0;  // across all documents: the budgets are per input
+  size_t text_bytes_ = 0;
 };
 
 bool IsPlainNameCharacter(char c) {
@@ -379,6 +408,16 @@ SourcePosition NearestPosition(const PositionMap& positions, const std::string& 
   }
 }
 
+namespace {
+
+Status TooLarge(const std::string& name) {
+  return Status::InvalidArgument(name + ": the file is larger than " +
+                                 std::to_string(kMaxYamlBytes / (1024 * 1024)) +
+                                 " MiB; a job spec is a few kilobytes");
+}
+
+}  // namespace
+
 StatusOr<std::string> ReadYamlFile(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -388,11 +427,13 @@ StatusOr<std::string> ReadYamlFile(const std::string& path) {
   }
   // The bound holds for pipes and devices too: the read stops there.
   StatusOr<std::string> contents = ReadWholeFile(path, kMaxYamlBytes);
-  if (contents.status().code() == Status::Code::kInvalidArgument) {
-    return Status::InvalidArgument(path + ": the file is larger than " +
-                                   std::to_string(kMaxYamlBytes / (1024 * 1024)) +
-                                   " MiB; a job spec is a few kilobytes");
-  }
+  if (contents.status().code() == Status::Code::kInvalidArgument) return TooLarge(path);
+  return contents;
+}
+
+StatusOr<std::string> ReadYamlDescriptor(int fd, const std::string& name) {
+  StatusOr<std::string> contents = ReadWholeDescriptor(fd, name, kMaxYamlBytes);
+  if (contents.status().code() == Status::Code::kInvalidArgument) return TooLarge(name);
   return contents;
 }
 

@@ -7,7 +7,8 @@
 //  - a pod template is kept verbatim, as JSON, for the Kubernetes backend (PodTemplate::raw);
 //  - the document is built from yaml-cpp parser events, so nesting depth and alias expansion are
 //    bounded while the text is read: hostile input (a deeply nested document, a "billion laughs"
-//    alias bomb) is refused with a message instead of exhausting the stack or memory.
+//    alias bomb, a long string repeated through aliases) is refused with a message instead of
+//    exhausting the stack or memory.
 //
 // Scalars follow the YAML 1.2 core schema, as the Kubernetes tools read them in practice: plain
 // true/false, integers, floats and null become JSON booleans, numbers and null; anything quoted
@@ -41,6 +42,9 @@ struct YamlDocument {
 inline constexpr size_t kMaxYamlBytes = 4 * 1024 * 1024;
 inline constexpr size_t kMaxYamlNesting = 64;
 inline constexpr size_t kMaxYamlNodes = 100 * 1000;  // counted after aliases are expanded
+// Bytes of scalar text (keys and values), counted after aliases are expanded: a few aliases of a
+// long string stay under the node limit yet would expand to gigabytes.
+inline constexpr size_t kMaxYamlExpandedBytes = 32 * 1024 * 1024;
 
 // Reads every document of a (possibly multi-document) YAML stream. On error: InvalidArgument
 // "<file_name>:<line>:<column>: <problem>" for the first problem found. Never throws.
@@ -50,6 +54,10 @@ StatusOr<std::vector<YamlDocument>> ReadYamlDocuments(const std::string& text,
 // The contents of the job file at `path`: NotFound when there is none, InvalidArgument for a
 // directory or a file over kMaxYamlBytes, IOError when it cannot be read.
 StatusOr<std::string> ReadYamlFile(const std::string& path);
+
+// The same for an open descriptor such as standard input (`kubectl -f -`), read to its end
+// under the same bound; `name` ("<stdin>") names it in messages.
+StatusOr<std::string> ReadYamlDescriptor(int fd, const std::string& name);
 
 // ---- Field paths: "spec.tfReplicaSpecs.Worker.template.spec.containers[0].image" ----
 

@@ -146,6 +146,25 @@ TEST(ReadWholeFileTest, AnEndlessStreamStopsAtTheBound) {
   EXPECT_THAT(contents.status().message(), HasSubstr("/dev/zero"));
 }
 
+TEST(ReadWholeDescriptorTest, ReadsAPipeToItsEndWithinTheBound) {
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  ASSERT_EQ(write(ends[1], "a: b\n", 5), 5);
+  close(ends[1]);
+  StatusOr<std::string> contents = ReadWholeDescriptor(ends[0], "<stdin>", 5);
+  ASSERT_TRUE(contents.ok()) << contents.status().ToString();
+  EXPECT_EQ(*contents, "a: b\n");
+  close(ends[0]);
+
+  const int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(zero, 0);
+  contents = ReadWholeDescriptor(zero, "<stdin>", 1 << 20);
+  close(zero);
+  ASSERT_FALSE(contents.ok());
+  EXPECT_EQ(contents.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(contents.status().message(), "<stdin> holds more than 1048576 bytes");
+}
+
 TEST(ErrnoMessageTest, SaysWhatTheSystemSays) {
   EXPECT_EQ(ErrnoMessage(ENOENT), "No such file or directory");
   EXPECT_EQ(ErrnoMessage(ENOSPC), "No space left on device");

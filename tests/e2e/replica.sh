@@ -23,10 +23,13 @@ echo "PWD=$(pwd)"
 # The child's pid is written before the replica's own, so a test that sees the one sees both.
 if [ -n "${BACKGROUND_CHILD_SECONDS:-}" ]; then
   sleep "$BACKGROUND_CHILD_SECONDS" &
-  if [ -n "${PID_DIR:-}" ]; then echo $! >"$PID_DIR/$me.child"; fi
+  if [ -n "${PID_DIR:-}" ]; then echo $! >"$PID_DIR/$me.child.tmp" && mv "$PID_DIR/$me.child.tmp" "$PID_DIR/$me.child"; fi
 fi
-if [ -n "${PID_DIR:-}" ]; then echo $$ >"$PID_DIR/$me.pid"; fi
+# The trap is set before the pid is published, so whoever sees the pid can stop it with SIGTERM
+# and find it recorded.
 trap 'echo "replica $me got SIGTERM"; if [ -n "${PID_DIR:-}" ]; then echo $$ >>"$PID_DIR/$me.sigterm"; fi; exit 143' TERM
+# Pid files appear whole (written aside, then renamed), so a reader never sees an empty one.
+if [ -n "${PID_DIR:-}" ]; then echo $$ >"$PID_DIR/$me.pid.tmp" && mv "$PID_DIR/$me.pid.tmp" "$PID_DIR/$me.pid"; fi
 # Counts the pid files in PID_DIR.
 started_replicas() {
   set -- "$PID_DIR"/*.pid

@@ -9,15 +9,18 @@
 #include "job/cluster_builder.h"
 #include "job/job_file.h"
 #include "job/tfjob.h"
+#include "job/validation.h"
 
 namespace cohort::job {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 // A small valid CUSTOM job; tests replace parts of it. Line numbers matter to the tests below.
 constexpr const char* kCustom = R"(jobId: census_2024
@@ -297,8 +300,26 @@ TEST(Containers, JobDirIsPassedAsJobDirArgument) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_THAT(TensorflowOf(loaded->job, kWorker).args,
               ElementsAre("--epochs=3", "--job-dir=gs://bucket/census"));
-  EXPECT_THAT(warnings, Contains(HasSubstr("job.yaml:12:11: trainingInput.jobDir: a Cloud "
-                                           "Storage path")));
+  // The local run's warning about storage URLs names the argument where jobDir was written.
+  EXPECT_THAT(LocalRunWarnings(loaded->job),
+              Contains(StartsWith("job.yaml:12:11: spec.tfReplicaSpecs.Master.template.spec."
+                                  "containers[0].args[1]: a URL: a local run has no gs:// "
+                                  "storage")));
+}
+
+TEST(Containers, StorageUrlsInArgsAreWarnedAboutWhereTheyAreWritten) {
+  std::string spec = Replace(kCustom, "  args: [--epochs=3]\n",
+                             "  args: [--epochs=3, --out=s3://b/o]\n"
+                             "  workerConfig:\n"
+                             "    containerArgs: [--in=hdfs://n/i]\n");
+  StatusOr<JobFile> loaded = Load(spec);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_THAT(LocalRunWarnings(loaded->job),
+              AllOf(Contains(StartsWith("job.yaml:11:22: spec.tfReplicaSpecs.Master.template.spec."
+                                        "containers[0].args[1]: a URL: a local run has no s3://")),
+                    Contains(StartsWith("job.yaml:13:21: spec.tfReplicaSpecs.Worker.template.spec."
+                                        "containers[0].args[0]: a URL: a local run has no "
+                                        "hdfs://"))));
 }
 
 TEST(Containers, APythonPackageWithoutAnImageIsAnError) {

@@ -14,6 +14,7 @@
 namespace cohort::job {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -518,6 +519,45 @@ TEST(ParseJob, RefusesHugeInput) {
   StatusOr<Job> job = ParseJob(text, "huge.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_THAT(job.status().message(), StartsWith("huge.yaml: the file is larger than 4 MiB"));
+}
+
+// The probe of issue 17: a 3 MB string repeated 9^5 times through five levels of aliases has
+// under 100,000 nodes but would expand to ~177 GB of text.
+TEST(ParseJob, RefusesALongStringRepeatedThroughAliases) {
+  std::string text = "s: &s " + std::string(3 * 1000 * 1000, 'x') + "\n";
+  std::string previous = "*s";
+  for (int level = 1; level <= 5; ++level) {
+    std::string name = "l" + std::to_string(level);
+    text += name + ": &" + name + " [";
+    for (int i = 0; i < 9; ++i) text += (i ? ", " : "") + previous;
+    text += "]\n";
+    previous = "*" + name;
+  }
+  ASSERT_LT(text.size(), kMaxYamlBytes);
+  StatusOr<Job> job = ParseJob(text, "aliases.yaml");
+  ASSERT_FALSE(job.ok());
+  // l1 holds 9 copies (27 MB, 30 MB with s itself); the first *l1 in l2 goes over 32 MiB.
+  EXPECT_EQ(job.status().message(),
+            "aliases.yaml:3:10: the document holds more than 32 MiB of text once aliases are "
+            "expanded");
+}
+
+TEST(ParseJob, CountsTheTextOfAliasedKeysAndMappings) {
+  std::string text = "m: &m {k: " + std::string(1000 * 1000, 'v') + "}\nl: [";
+  for (int i = 0; i < 40; ++i) text += (i ? ", " : "") + std::string("*m");
+  text += "]\n";
+  StatusOr<Job> job = ParseJob(text, "mappings.yaml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_THAT(job.status().message(),
+              AllOf(StartsWith("mappings.yaml:2:"), HasSubstr("more than 32 MiB of text")));
+}
+
+TEST(ReadYamlFile, StopsAtTheLimitOnADeviceThatNeverEnds) {
+  StatusOr<std::string> text = ReadYamlFile("/dev/zero");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(text.status().message(),
+            "/dev/zero: the file is larger than 4 MiB; a job spec is a few kilobytes");
 }
 
 TEST(ParseJob, RefusesInvalidUtf8) {

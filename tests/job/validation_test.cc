@@ -257,6 +257,52 @@ TEST(ValidateJob, UnknownReplicaTypesAreAllowed) {
   EXPECT_THAT(ValidationErrors(job), IsEmpty());
 }
 
+// ---- TF_CONFIG must fit in what Linux lets a process start with ----
+
+// The replica count in "at most N Worker replicas fit", or -1.
+int FittingCount(const std::string& message) {
+  const std::string before = "at most ";
+  size_t at = message.find(before);
+  if (at == std::string::npos) return -1;
+  return std::stoi(message.substr(at + before.size()));
+}
+
+TEST(ValidateJob, TenThousandReplicasAreRefusedWithTheCountThatFits) {
+  Job job = ParseAndDefault(Replace(kValid, "replicas: 2", "replicas: 10000"));
+  std::vector<std::string> errors = ValidationErrors(job);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], ::testing::StartsWith(
+                             "job.yaml:10:17: spec.tfReplicaSpecs.Worker.replicas: 10000 replicas "
+                             "make TF_CONFIG too long to start a process: Worker 9999 would get "));
+  EXPECT_THAT(errors[0], ::testing::HasSubstr(
+                             "bytes with Kubernetes service names, over the 131072 bytes Linux "
+                             "allows one environment string (MAX_ARG_STRLEN); at most "));
+  const int fitting = FittingCount(errors[0]);
+  ASSERT_GT(fitting, 1000);
+  // The count given is exact: it validates, one more does not.
+  Job largest =
+      ParseAndDefault(Replace(kValid, "replicas: 2", "replicas: " + std::to_string(fitting)));
+  EXPECT_THAT(ValidationErrors(largest), IsEmpty());
+  Job one_more =
+      ParseAndDefault(Replace(kValid, "replicas: 2", "replicas: " + std::to_string(fitting + 1)));
+  EXPECT_EQ(ValidationErrors(one_more).size(), 1u);
+}
+
+TEST(ValidateJob, AHugeReplicaCountIsMeasuredWithoutBuildingItsTfConfig) {
+  Job job = ParseAndDefault(Replace(kValid, "replicas: 2", "replicas: 2000000000"));
+  std::vector<std::string> errors = ValidationErrors(job);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], ::testing::HasSubstr("2000000000 replicas make TF_CONFIG too long"));
+  EXPECT_THAT(errors[0], ::testing::HasSubstr("would get more than "));
+}
+
+TEST(ValidateJob, ASparseTfConfigDoesNotListEveryWorker) {
+  // With enableDynamicWorker a worker's TF_CONFIG holds itself and the parameter servers only.
+  std::string text = Replace(kValid, "replicas: 2", "replicas: 100000");
+  text = Replace(text, "  tfReplicaSpecs:\n", "  enableDynamicWorker: true\n  tfReplicaSpecs:\n");
+  EXPECT_THAT(ValidationErrors(ParseAndDefault(text)), IsEmpty());
+}
+
 // ---- What a local run cannot honour ----
 
 TEST(LocalRunWarnings, NoneForAPlainJob) {
@@ -318,6 +364,32 @@ TEST(LocalRunWarnings, ExternalControllerUnknownTypeAndTemplateRestartPolicy) {
                   "job.yaml:13:26: spec.tfReplicaSpecs.Launcher.template.spec.restartPolicy: "
                   "overwritten by the replica's restartPolicy (Never), as the Kubeflow operator "
                   "does"));
+}
+
+TEST(LocalRunWarnings, StorageUrlsInArgsOncePerScheme) {
+  std::string text = Replace(
+      kValid, "image: tf:2.15",
+      "image: tf:2.15\n"
+      "              command: [python, train.py, \"hdfs://nn/data\"]\n"
+      "              args: [--saved_model_path=gs://bucket/saved_model_dir,\n"
+      "                     --checkpoint_path=gs://bucket/checkpoints, --log=s3://b/l,\n"
+      "                     --data_url=https://example.com/d.gz, --pattern=*://*, --x=1://y,\n"
+      "                     --master=grpc://localhost:2222]");
+  EXPECT_THAT(
+      LocalRunWarnings(ParseAndDefault(text)),
+      ElementsAre("job.yaml:16:43: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
+                  "command[2]: a URL: a local run has no hdfs:// storage; the program gets the "
+                  "text as it is, and one that takes it for a file name writes under ./hdfs:/ "
+                  "in its working directory; use a path mounted on this machine instead",
+                  "job.yaml:17:22: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
+                  "args[0]: a URL: a local run has no gs:// storage; the program gets the text "
+                  "as it is, and one that takes it for a file name writes under ./gs:/ in its "
+                  "working directory; use a path mounted on this machine instead (also in 1 "
+                  "other place)",
+                  "job.yaml:18:65: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
+                  "args[2]: a URL: a local run has no s3:// storage; the program gets the text "
+                  "as it is, and one that takes it for a file name writes under ./s3:/ in its "
+                  "working directory; use a path mounted on this machine instead"));
 }
 
 TEST(LocalRunWarnings, EnvFrom) {

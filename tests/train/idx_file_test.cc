@@ -96,11 +96,11 @@ TEST_F(IdxFileTest, BadMagicIsNamed) {
 }
 
 TEST_F(IdxFileTest, LoadsASplitAndChecksItsFiles) {
-  const ImageDataset original = testing::MakeSyntheticDataset(10, 1, 6);
+  const ImageDataset original = testing::MakeSyntheticDataset(40, 1, 6);
   testing::WriteDatasetFiles(original, dir_, "train", /*gzip=*/true);
   auto loaded = LoadImageDataset(dir_, Split::kTrain);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  EXPECT_EQ(loaded->size(), 10);
+  EXPECT_EQ(loaded->size(), 40);
   EXPECT_EQ(loaded->rows, 6);
   EXPECT_EQ(loaded->pixels, original.pixels);
   EXPECT_EQ(loaded->labels, original.labels);
@@ -124,10 +124,72 @@ TEST_F(IdxFileTest, ImagesAndLabelsMustAgreeInCount) {
                                            Path("train-labels-idx1-ubyte") + " has 3 labels");
 }
 
+// Writes a split of one-pixel images with these labels.
+void WriteLabelledSplit(const std::string& dir, const std::string& prefix,
+                        const std::vector<uint8_t>& labels) {
+  const auto count = static_cast<uint32_t>(labels.size());
+  WriteFile(dir + "/" + prefix + "-images-idx3-ubyte",
+            IdxBytes({count, 1, 1}, std::vector<uint8_t>(labels.size(), 0)));
+  WriteFile(dir + "/" + prefix + "-labels-idx1-ubyte", IdxBytes({count}, labels));
+}
+
+TEST_F(IdxFileTest, FashionMnistLabelsMustBeBelowItsTenClasses) {
+  const std::string dir = dir_ + "/fashion-mnist";
+  std::filesystem::create_directories(dir);
+  WriteLabelledSplit(dir, "train", {0, 9, 3});
+  auto train = LoadImageDataset(dir, Split::kTrain);
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->num_classes, 10);  // fixed by the class names, not by the labels seen
+
+  WriteLabelledSplit(dir, "t10k", {1, 2, 250, 10});
+  auto test = LoadImageDataset(dir, Split::kTest);
+  ASSERT_FALSE(test.ok());
+  EXPECT_EQ(test.status().message(), dir +
+                                         "/t10k-labels-idx1-ubyte: label 250 at index 2 is not "
+                                         "one of the 10 classes (0-9)");
+}
+
+TEST_F(IdxFileTest, LabelsAll200AreRefusedNamingTheFirst) {
+  WriteLabelledSplit(dir_, "train", {200, 200, 200});
+  auto train = LoadImageDataset(dir_, Split::kTrain);
+  ASSERT_FALSE(train.ok());
+  EXPECT_EQ(train.status().message(),
+            Path("train-labels-idx1-ubyte") +
+                ": label 200 at index 0 would make 201 classes, but no image has label 0: labels "
+                "must number the classes from 0 with none missing");
+
+  WriteLabelledSplit(dir_, "train", {0, 1, 0, 3, 2, 5});
+  train = LoadImageDataset(dir_, Split::kTrain);
+  ASSERT_FALSE(train.ok());
+  EXPECT_EQ(train.status().message(),
+            Path("train-labels-idx1-ubyte") +
+                ": label 5 at index 5 would make 6 classes, but no image has label 4: labels must "
+                "number the classes from 0 with none missing");
+}
+
+TEST_F(IdxFileTest, TestLabelsAreCheckedAgainstTheTrainingClasses) {
+  WriteLabelledSplit(dir_, "train", {0, 1, 2, 3});
+  WriteLabelledSplit(dir_, "t10k", {3, 1, 250, 0});
+  auto train = LoadImageDataset(dir_, Split::kTrain);
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->num_classes, 4);
+  // A test split alone defines nothing: it may lack classes, and its labels are checked against
+  // the training split's.
+  auto test = LoadImageDataset(dir_, Split::kTest);
+  ASSERT_TRUE(test.ok()) << test.status().ToString();
+  Status labels = CheckLabels(*test, train->num_classes);
+  EXPECT_EQ(labels.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(labels.message(), Path("t10k-labels-idx1-ubyte") +
+                                  ": label 250 at index 2 is not one of the 4 classes (0-3)");
+  EXPECT_TRUE(CheckLabels(*train, 4).ok());
+}
+
 TEST(ClassNames, FashionNamesOnlyForFashionMnist) {
   EXPECT_EQ(ClassNamesFor("/usr/share/datasets/fashion-mnist/", 10)[9], "Ankle boot");
   EXPECT_EQ(ClassNamesFor("/data/mnist", 10)[9], "9");
   EXPECT_EQ(ClassNamesFor("/data/fashion-mnist", 4).size(), 4u);
+  EXPECT_EQ(KnownClassCount("/usr/share/datasets/fashion-mnist/"), 10);
+  EXPECT_EQ(KnownClassCount("/data/mnist"), 0);
 }
 
 }  // namespace

@@ -18,6 +18,24 @@ StatusOr<std::string> FindIdxFile(const std::string& dir, const std::string& ste
   return Status::NotFound(base.string() + "[.gz]: no such file");
 }
 
+// The training split of a data set without known class names defines its classes: every one
+// from 0 to its largest label must have an image.
+Status CheckEveryClassPresent(const ImageDataset& dataset) {
+  std::vector<bool> present(static_cast<size_t>(dataset.num_classes), false);
+  for (uint8_t label : dataset.labels) present[label] = true;
+  const auto missing = std::find(present.begin(), present.end(), false);
+  if (missing == present.end()) return Status::OK();
+  const int missing_class = static_cast<int>(missing - present.begin());
+  // The first label that lies beyond the missing class, which is what makes the count too big.
+  size_t index = 0;
+  while (dataset.labels[index] <= missing_class) ++index;
+  return Status::InvalidArgument(
+      dataset.labels_path + ": label " + std::to_string(dataset.labels[index]) + " at index " +
+      std::to_string(index) + " would make " + std::to_string(dataset.num_classes) +
+      " classes, but no image has label " + std::to_string(missing_class) +
+      ": labels must number the classes from 0 with none missing");
+}
+
 }  // namespace
 
 const std::vector<std::string>& FashionMnistClassNames() {
@@ -27,12 +45,17 @@ const std::vector<std::string>& FashionMnistClassNames() {
   return kNames;
 }
 
-std::vector<std::string> ClassNamesFor(const std::string& data_dir, int num_classes) {
+int KnownClassCount(const std::string& data_dir) {
   std::filesystem::path dir = std::filesystem::path(data_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "…/fashion-mnist/"
-  if (num_classes == 10 && dir.filename().string().find("fashion") != std::string::npos) {
-    return FashionMnistClassNames();
+  if (dir.filename().string().find("fashion") != std::string::npos) {
+    return static_cast<int>(FashionMnistClassNames().size());
   }
+  return 0;
+}
+
+std::vector<std::string> ClassNamesFor(const std::string& data_dir, int num_classes) {
+  if (num_classes == 10 && KnownClassCount(data_dir) == 10) return FashionMnistClassNames();
   std::vector<std::string> names;
   for (int label = 0; label < num_classes; ++label) names.push_back(std::to_string(label));
   return names;
@@ -77,10 +100,29 @@ StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Split split) {
   dataset.cols = images->dims[2];
   dataset.pixels = std::move(images->data);
   dataset.labels = std::move(labels->data);
-  if (!dataset.labels.empty()) {
-    dataset.num_classes = 1 + *std::max_element(dataset.labels.begin(), dataset.labels.end());
+  dataset.labels_path = *labels_path;
+  if (const int known = KnownClassCount(dir); known > 0) {
+    dataset.num_classes = known;
+    if (Status status = CheckLabels(dataset, known); !status.ok()) return status;
+    return dataset;
+  }
+  if (dataset.labels.empty()) return dataset;
+  dataset.num_classes = 1 + *std::max_element(dataset.labels.begin(), dataset.labels.end());
+  if (split == Split::kTrain) {
+    if (Status status = CheckEveryClassPresent(dataset); !status.ok()) return status;
   }
   return dataset;
+}
+
+Status CheckLabels(const ImageDataset& dataset, int num_classes) {
+  for (size_t i = 0; i < dataset.labels.size(); ++i) {
+    if (dataset.labels[i] < num_classes) continue;
+    return Status::InvalidArgument(
+        dataset.labels_path + ": label " + std::to_string(dataset.labels[i]) + " at index " +
+        std::to_string(i) + " is not one of the " + std::to_string(num_classes) + " classes (0-" +
+        std::to_string(num_classes - 1) + ")");
+  }
+  return Status::OK();
 }
 
 }  // namespace cohort::train
