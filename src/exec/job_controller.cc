@@ -81,7 +81,10 @@ StatusOr<job::JobStatus> JobController::Run() {
     Publish(result.status, events);
     // No replica outlives the job's controller: once the job has finished and the reconciler's
     // cleanPodPolicy actions are done, whatever still runs is stopped.
-    if (job::IsFinished(status_)) StopEverything();
+    if (job::IsFinished(status_)) {
+      StopEverything();
+      ClearActiveCounts();
+    }
     WriteReplicaTable();
     if (observer_.on_tick) observer_.on_tick();
     if (job::IsFinished(status_) && !AnyRunning()) break;
@@ -255,6 +258,14 @@ void JobController::StopReplica(Replica& replica) {
   backend_.Stop(replica.id, StopMode::kGraceful);
   KeepRemovedRow(replica, clock_());
   replicas_.erase(replica.id);
+}
+
+// Once the job has finished every replica is being stopped, so none counts as active any more
+// (a Failed job would otherwise keep showing the replicas that ran when it failed).
+void JobController::ClearActiveCounts() {
+  job::JobStatus cleared = status_;
+  for (auto& [type, counts] : cleared.replica_statuses) counts.active = 0;
+  Publish(cleared, {});
 }
 
 void JobController::StopEverything() {

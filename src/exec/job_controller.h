@@ -82,6 +82,7 @@ class JobController {
   void StartReplica(Replica& replica, Time now, std::vector<job::Event>& events);
   void StopReplica(Replica& replica);
   void StopEverything();
+  void ClearActiveCounts();
   std::vector<job::ObservedReplica> Observed() const;
   bool AnyRunning() const;
   void Publish(const job::JobStatus& status, const std::vector<job::Event>& events);

@@ -182,6 +182,25 @@ TEST_F(JobControllerTest, AfterTheBackoffLimitNoReplicaIsRunningOrActive) {
   EXPECT_EQ(rows[2].phase, "Stopped");
 }
 
+// Under Never one failed worker fails the job while the others run: they are stopped, and the
+// final status counts none of them as active.
+TEST_F(JobControllerTest, AFailedJobCountsNoReplicaAsActive) {
+  CreateJob(3, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 2) return Exit{seconds(1), 1};
+    return std::nullopt;
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(status->replica_statuses.at("Worker").active, 0);
+  EXPECT_EQ(status->replica_statuses.at("Worker").failed, 1);
+  StatusOr<job::JobStatus> stored = store_.ReadStatus(key_);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->replica_statuses.at("Worker").active, 0);
+  EXPECT_EQ(backend.running(), 0);
+}
+
 TEST_F(JobControllerTest, SuspendStopsTheRunningReplicaAndResumeStartsItAgain) {
   CreateJob(1, "Never");
   FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) -> std::optional<Exit> {
