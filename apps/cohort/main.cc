@@ -481,6 +481,12 @@ int Delete(const std::vector<std::string>& arguments, const std::string& file,
 int SetSuspended(const std::string& name, const std::string& namespace_name, bool suspended) {
   LocalJobs jobs(exec::DefaultCohortHome());
   JobKey key{namespace_name, name};
+  StatusOr<job::JobStatus> current = jobs.store().ReadStatus(key);
+  if (suspended && current.ok() && job::IsFinished(*current)) {
+    return Fail(kExitInvalidInput, ResourceName(jobs, key) + "/" + key.name + " has already " +
+                                       job::JobState(*current) +
+                                       "; a finished job cannot be suspended");
+  }
   if (Status status = jobs.SetSuspended(key, suspended); !status.ok()) {
     return Fail(kExitError, status.message());
   }

@@ -81,7 +81,10 @@ StatusOr<job::JobStatus> JobController::Run() {
     Publish(result.status, events);
     // No replica outlives the job's controller: once the job has finished and the reconciler's
     // cleanPodPolicy actions are done, whatever still runs is stopped.
-    if (job::IsFinished(status_)) StopEverything();
+    if (job::IsFinished(status_)) {
+      StopEverything();
+      ClearActiveCounts();
+    }
     WriteReplicaTable();
     if (observer_.on_tick) observer_.on_tick();
     if (job::IsFinished(status_) && !AnyRunning()) break;
@@ -124,6 +127,7 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
             {"Normal", "SuccessfulDeletePod",
              "Deleted pod: " + job::ReplicaName(key_.name, replica.id.type, replica.id.index),
              now});
+        KeepRemovedRow(replica, now);
         it = replicas_.erase(it);
         continue;
       }
@@ -252,7 +256,16 @@ void JobController::StopReplica(Replica& replica) {
   }
   // Not running (exited, or waiting to restart): it just goes away, like a deleted pod.
   backend_.Stop(replica.id, StopMode::kGraceful);
+  KeepRemovedRow(replica, clock_());
   replicas_.erase(replica.id);
+}
+
+// Once the job has finished every replica is being stopped, so none counts as active any more
+// (a Failed job would otherwise keep showing the replicas that ran when it failed).
+void JobController::ClearActiveCounts() {
+  job::JobStatus cleared = status_;
+  for (auto& [type, counts] : cleared.replica_statuses) counts.active = 0;
+  Publish(cleared, {});
 }
 
 void JobController::StopEverything() {
@@ -307,20 +320,44 @@ void JobController::Publish(const job::JobStatus& status, const std::vector<job:
   }
 }
 
-void JobController::WriteReplicaTable() {
-  std::vector<ReplicaRow> rows;
-  for (const auto& [id, replica] : replicas_) {
-    ReplicaRow row;
-    row.name = ShortReplicaName(id.type, id.index);
-    row.phase = job::ToString(replica.phase);
-    row.restarts = replica.restart_count;
-    row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
-    row.pid = replica.running ? replica.pid : 0;
-    if (replica.finished_at) row.exit_code = replica.exit_code;
-    row.started_at = replica.started_at;
-    row.finished_at = replica.finished_at;
-    rows.push_back(row);
+ReplicaRow JobController::RowOf(const Replica& replica) const {
+  ReplicaRow row;
+  row.name = ShortReplicaName(replica.id.type, replica.id.index);
+  row.phase = job::ToString(replica.phase);
+  row.restarts = replica.restart_count;
+  row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
+  row.pid = replica.running ? replica.pid : 0;
+  if (replica.finished_at) row.exit_code = replica.exit_code;
+  row.started_at = replica.started_at;
+  row.finished_at = replica.finished_at;
+  return row;
+}
+
+// A replica stopped while it ran ends "Stopped" at `now`, its exit unknown; one waiting for its
+// restart ends as its last run did; an exited one keeps its phase and exit code.
+void JobController::KeepRemovedRow(const Replica& replica, Time now) {
+  ReplicaRow row = RowOf(replica);
+  row.removed = true;
+  row.pid = 0;
+  if (replica.running) {
+    row.phase = "Stopped";
+    row.exit_code.reset();
+    row.finished_at = now;
+  } else if (replica.restart_at) {
+    row.phase = job::ToString(replica.exit_code == 0 ? job::ReplicaPhase::kSucceeded
+                                                     : job::ReplicaPhase::kFailed);
   }
+  removed_rows_[replica.id] = row;
+}
+
+void JobController::WriteReplicaTable() {
+  std::map<ReplicaId, ReplicaRow> table;
+  for (const auto& [id, row] : removed_rows_) {
+    if (replicas_.count(id) == 0) table[id] = row;
+  }
+  for (const auto& [id, replica] : replicas_) table[id] = RowOf(replica);
+  std::vector<ReplicaRow> rows;
+  for (const auto& [id, row] : table) rows.push_back(row);
   store_.WriteReplicas(key_, rows);
 }
 

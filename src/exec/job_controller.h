@@ -82,9 +82,13 @@ class JobController {
   void StartReplica(Replica& replica, Time now, std::vector<job::Event>& events);
   void StopReplica(Replica& replica);
   void StopEverything();
+  void ClearActiveCounts();
   std::vector<job::ObservedReplica> Observed() const;
   bool AnyRunning() const;
   void Publish(const job::JobStatus& status, const std::vector<job::Event>& events);
+  // Remembers the last state of a replica that is about to go away, for the replica table.
+  void KeepRemovedRow(const Replica& replica, Time now);
+  ReplicaRow RowOf(const Replica& replica) const;
   void WriteReplicaTable();
   StatusOr<job::JobStatus> Finish();
 
@@ -97,6 +101,8 @@ class JobController {
   job::Job job_;
   int64_t spec_version_ = 0;
   std::map<std::string, int> ports_;  // for the replica table
+  // Replicas stopped and gone, kept in the table (marked removed) until one runs again there.
+  std::map<ReplicaId, ReplicaRow> removed_rows_;
   job::JobStatus status_;
   bool status_written_ = false;
   std::map<ReplicaId, Replica> replicas_;

@@ -41,10 +41,14 @@ struct ReplicaRow {
   std::optional<int> exit_code;  // set once it has exited
   std::optional<Time> started_at;
   std::optional<Time> finished_at;
+  // Stopped and gone, as a deleted pod is: `get pods` no longer lists it, while `describe` keeps
+  // its last state (phase "Stopped" when it was stopped while running) and its log.
+  bool removed = false;
   bool operator==(const ReplicaRow& other) const {
-    return std::tie(name, phase, restarts, port, pid, exit_code, started_at, finished_at) ==
-           std::tie(other.name, other.phase, other.restarts, other.port, other.pid, other.exit_code,
-                    other.started_at, other.finished_at);
+    return std::tie(name, phase, restarts, port, pid, exit_code, started_at, finished_at,
+                    removed) == std::tie(other.name, other.phase, other.restarts, other.port,
+                                         other.pid, other.exit_code, other.started_at,
+                                         other.finished_at, other.removed);
   }
 };
 

@@ -237,6 +237,7 @@ Status JobStore::WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>&
     if (row.exit_code) entry["exitCode"] = *row.exit_code;
     if (row.started_at) entry["startedAt"] = FormatTime(*row.started_at);
     if (row.finished_at) entry["finishedAt"] = FormatTime(*row.finished_at);
+    if (row.removed) entry["removed"] = true;
     table.push_back(entry);
   }
   std::string text = table.dump(2) + "\n";
@@ -263,6 +264,7 @@ std::vector<ReplicaRow> JobStore::ReadReplicas(const JobKey& key) const {
     }
     row.started_at = ParseTime(entry.value("startedAt", ""));
     row.finished_at = ParseTime(entry.value("finishedAt", ""));
+    row.removed = entry.value("removed", false);
     rows.push_back(row);
   }
   return rows;

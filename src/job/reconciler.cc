@@ -19,6 +19,7 @@
 #include "job/reconciler.h"
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <optional>
 #include <string>
@@ -180,6 +181,36 @@ void AddNewExits(std::vector<const ObservedReplica*> exited, int already_counted
   SortByExit(exited);
   const size_t first_new = static_cast<size_t>(std::max(already_counted, 0));
   for (size_t i = first_new; i < exited.size(); ++i) new_exits.push_back(exited[i]);
+}
+
+// "SIGKILL" for 9: the names a shell prints for the signals that end processes.
+std::string SignalName(int signal) {
+  static const std::map<int, std::string> kNames = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"}};
+  auto found = kNames.find(signal);
+  return found == kNames.end() ? "unknown signal" : found->second;
+}
+
+// Cohort deviation: the operator's backoff-limit message names no replica. Cohort adds the first
+// of the exits that needed a restart beyond the limit, e.g. "worker-1 exited with code 3 at
+// 2026-11-24T08:50:00Z after 2 restarts" or "worker-0 was killed by signal 9 (SIGKILL) at ...".
+std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
+  SortByExit(exits);
+  const ObservedReplica& replica = *exits.front();
+  std::string text = LowerCase(replica.type) + "-" + std::to_string(replica.index);
+  if (replica.exit_code > 128) {
+    const int signal = replica.exit_code - 128;
+    text += " was killed by signal " + std::to_string(signal) + " (" + SignalName(signal) + ")";
+  } else {
+    text += " exited with code " + std::to_string(replica.exit_code);
+  }
+  if (replica.finished_at) text += " at " + FormatTime(*replica.finished_at);
+  text += " after " + std::to_string(replica.restart_count) +
+          (replica.restart_count == 1 ? " restart" : " restarts");
+  return text;
 }
 
 // The observed replica for each (type, index); the first one wins if the executor reports two.
@@ -398,9 +429,12 @@ void Reconciliation::ReconcileActive() {
   // §3.4 step 6: the two limits stop every replica, whatever cleanPodPolicy says, since the job is
   // not yet marked finished when they are deleted.
   if (!plan.restarts.empty() && ExceedsBackoffLimit(plan)) {
+    const std::string first_exit = DescribeFirstExit(plan.restarts);
     CountUnrestartedExits(plan);
-    FailForLimit("Job " + name() + " has failed because it has reached the specified backoff limit",
-                 "backoff limit reached");
+    FailForLimit(
+        "Job " + name() +
+            " has failed because it has reached the specified backoff limit: " + first_exit,
+        "backoff limit reached");
     return;
   }
   if (PastActiveDeadline()) {
@@ -575,6 +609,8 @@ void Reconciliation::StartAndRestart(const ReplicaPlan& plan) {
 
 void Reconciliation::FailForLimit(const std::string& message, const std::string& stop_reason) {
   Fail(kNormal, message);
+  // Every replica is being stopped, so none stays active in the final status.
+  for (auto& [type, counts] : status().replica_statuses) counts.active = 0;
   CleanUp(stop_reason);
 }
 

@@ -36,7 +36,9 @@ std::vector<PodRef> JobPods(const exec::JobStateStore& store, const exec::JobKey
   if (!spec.ok()) return pods;
   StatusOr<job::JobStatus> status = store.ReadStatus(key);
   std::set<std::string> rows;
-  for (const exec::ReplicaRow& row : store.ReadReplicas(key)) rows.insert(row.name);
+  for (const exec::ReplicaRow& row : store.ReadReplicas(key)) {
+    if (!row.removed) rows.insert(row.name);
+  }
   bool finished = status.ok() && job::IsFinished(*status);
   for (const auto& [type, replica_spec] : spec->replica_specs) {
     for (int index = 0; index < replica_spec.replicas; ++index) {

@@ -117,9 +117,50 @@ TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
   CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   nlohmann::json status = Status("backoff");
-  EXPECT_EQ(status["conditions"].back()["message"],
-            "Job backoff has failed because it has reached the specified backoff limit");
+  EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
+              ::testing::MatchesRegex("Job backoff has failed because it has reached the "
+                                      "specified backoff limit: worker-0 exited with code 3 at "
+                                      "[0-9T:-]+Z after 1 restart"));
   ExpectNothingLeftRunning(1);
+}
+
+// A worker that keeps failing under backoffLimit 2: the message names it, its exit code and its
+// restarts, and `describe` keeps every row after the end, none of them Running.
+TEST_F(CohortCliTest, BackoffLimitFailureNamesTheReplicaAndKeepsItsRow) {
+  std::string manifest =
+      Manifest("keeps-failing",
+               ReplicaSpec("Worker", 2, "OnFailure",
+                           {{"FAIL_INDEX", "1"}, {"FAIL_CODE", "3"}, {"SLEEP_SECONDS", "60"}}),
+               "    backoffLimit: 2\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()},
+                                      std::chrono::seconds(60));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  nlohmann::json status = Status("keeps-failing");
+  EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
+              ::testing::MatchesRegex("Job keeps-failing has failed because it has reached the "
+                                      "specified backoff limit: worker-1 exited with code 3 at "
+                                      "[0-9T:-]+Z after 2 restarts"));
+  EXPECT_EQ(status["replicaStatuses"]["Worker"].value("active", 0), 0) << status.dump();
+  CommandResult describe = sandbox_.Cohort({"describe", "keeps-failing"});
+  EXPECT_THAT(describe.output,
+              ::testing::ContainsRegex("worker-1 +Failed +2 +3 +[0-9]+ +[^ ]*worker-1[^ ]*\n"))
+      << describe.output;
+  EXPECT_THAT(describe.output, ::testing::ContainsRegex("worker-0 +Stopped +0 +[0-9]+ +[^ ]+\n"))
+      << describe.output;
+  EXPECT_THAT(describe.output, Not(::testing::ContainsRegex("worker-[0-9] +Running")));
+  ExpectNothingLeftRunning(2);
+}
+
+TEST_F(CohortCliTest, SuspendRefusesAFinishedJobNamingItsState) {
+  std::string manifest = Manifest("done", ReplicaSpec("Worker", 1, "Never", {}), "");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  CommandResult suspend = sandbox_.Cohort({"suspend", "done"});
+  EXPECT_NE(suspend.exit_code, 0) << suspend.output;
+  EXPECT_THAT(suspend.output, HasSubstr("done has already Succeeded; a finished job cannot be "
+                                        "suspended"));
+  EXPECT_THAT(suspend.output, Not(HasSubstr("done suspended")));
+  EXPECT_EQ(ConditionTypes(Status("done")).back(), "Succeeded");
 }
 
 TEST_F(CohortCliTest, ActiveDeadlineFailsTheJobAndStopsItsReplicas) {

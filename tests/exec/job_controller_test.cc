@@ -130,7 +130,18 @@ TEST_F(JobControllerTest, TheBackOffGrowsUntilTheBackoffLimitFailsTheJob) {
   StatusOr<job::JobStatus> status = Run(backend);
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   ASSERT_TRUE(job::IsFailed(*status));
-  EXPECT_THAT(status->conditions.back().message, HasSubstr("backoff limit"));
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("backoff limit: worker-0 exited with code 1 at "));
+  EXPECT_THAT(status->conditions.back().message, HasSubstr(" after 2 restarts"));
+
+  // The failed replica keeps its row, with every restart it made and its last exit.
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "worker-0");
+  EXPECT_EQ(rows[0].phase, "Failed");
+  EXPECT_EQ(rows[0].restarts, 2);
+  EXPECT_EQ(rows[0].exit_code, 1);
+  EXPECT_EQ(rows[0].pid, 0);
 
   ASSERT_EQ(backend.starts().size(), 3u);
   for (int restart = 1; restart <= 2; ++restart) {
@@ -138,6 +149,56 @@ TEST_F(JobControllerTest, TheBackOffGrowsUntilTheBackoffLimitFailsTheJob) {
     EXPECT_GE(gap, job::RestartBackoff(restart - 1)) << "restart " << restart;
     EXPECT_LT(gap, job::RestartBackoff(restart - 1) + seconds(1)) << "restart " << restart;
   }
+}
+
+// The other replicas, still running when the limit fails the job, are stopped: none stays Running
+// or active, and the failing one keeps its restarts.
+TEST_F(JobControllerTest, AfterTheBackoffLimitNoReplicaIsRunningOrActive) {
+  CreateJob(3, "OnFailure", "{backoffLimit: 2}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 1) return Exit{seconds(1), 3};
+    return std::nullopt;
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message, HasSubstr("worker-1 exited with code 3 at "));
+  const job::ReplicaStatus& workers = status->replica_statuses.at("Worker");
+  EXPECT_EQ(workers.active, 0);
+  EXPECT_EQ(workers.failed, 1);
+  EXPECT_EQ(backend.running(), 0);
+
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].name, "worker-1");
+  EXPECT_EQ(rows[1].phase, "Failed");
+  EXPECT_EQ(rows[1].restarts, 2);
+  EXPECT_EQ(rows[1].exit_code, 3);
+  for (const ReplicaRow& row : rows) {
+    EXPECT_NE(row.phase, "Running") << row.name;
+    EXPECT_EQ(row.pid, 0) << row.name;
+  }
+  EXPECT_EQ(rows[0].phase, "Stopped");
+  EXPECT_EQ(rows[2].phase, "Stopped");
+}
+
+// Under Never one failed worker fails the job while the others run: they are stopped, and the
+// final status counts none of them as active.
+TEST_F(JobControllerTest, AFailedJobCountsNoReplicaAsActive) {
+  CreateJob(3, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 2) return Exit{seconds(1), 1};
+    return std::nullopt;
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(status->replica_statuses.at("Worker").active, 0);
+  EXPECT_EQ(status->replica_statuses.at("Worker").failed, 1);
+  StatusOr<job::JobStatus> stored = store_.ReadStatus(key_);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->replica_statuses.at("Worker").active, 0);
+  EXPECT_EQ(backend.running(), 0);
 }
 
 TEST_F(JobControllerTest, SuspendStopsTheRunningReplicaAndResumeStartsItAgain) {
@@ -201,7 +262,16 @@ TEST_F(JobControllerTest, TheActiveDeadlineFailsTheJobAndStopsItsReplicas) {
   EXPECT_LT(now_, start_ + seconds(5));
   EXPECT_EQ(backend.running(), 0);
   EXPECT_EQ(std::count(reported_.begin(), reported_.end(), "SuccessfulDeletePod"), 2);
-  EXPECT_TRUE(store_.ReadReplicas(key_).empty());  // stopped replicas are gone
+  // Stopped replicas are gone as deleted pods are, and their rows say so: none is Running.
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const ReplicaRow& row : rows) {
+    EXPECT_TRUE(row.removed) << row.name;
+    EXPECT_EQ(row.phase, "Stopped") << row.name;
+    EXPECT_EQ(row.pid, 0) << row.name;
+    EXPECT_FALSE(row.exit_code.has_value()) << row.name;
+  }
+  EXPECT_EQ(status->replica_statuses.at("Worker").active, 0);
 }
 
 TEST_F(JobControllerTest, AReplicaThatCannotStartFailsLikeAContainerThatExited) {

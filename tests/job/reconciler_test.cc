@@ -692,8 +692,12 @@ TEST_P(BackoffTest, LimitCountsEveryRestart) {
   simulation.Exit("Worker", 0, c.exit_code);
   ReconcileResult result = simulation.Step();
 
+  const std::string exit = c.exit_code == 137 ? " was killed by signal 9 (SIGKILL)"
+                                              : " exited with code " + std::to_string(c.exit_code);
   const std::string message =
-      "Job mnist has failed because it has reached the specified backoff limit";
+      "Job mnist has failed because it has reached the specified backoff limit: worker-0" + exit +
+      " at " + FormatTime(simulation.now()) + " after " + std::to_string(c.backoff_limit) +
+      (c.backoff_limit == 1 ? " restart" : " restarts");
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_EQ(result.status.conditions.back().message, message);
   EXPECT_EQ(Describe(result.events).back(), "Normal TFJobFailed: " + message);
@@ -702,6 +706,10 @@ TEST_P(BackoffTest, LimitCountsEveryRestart) {
   EXPECT_THAT(Describe(result.actions), UnorderedElementsAre("Stop Worker 0", "Stop PS 0"));
   const ReplicaStatus& workers = result.status.replica_statuses.at("Worker");
   EXPECT_EQ(c.exit_code == 0 ? workers.succeeded : workers.failed, 1);
+  // Nothing stays active in a failed job whose replicas are all stopped.
+  for (const auto& [type, counts] : result.status.replica_statuses) {
+    EXPECT_EQ(counts.active, 0) << type;
+  }
   EXPECT_TRUE(result.finished);
   EXPECT_THAT(simulation.Step().actions, IsEmpty());
 }
