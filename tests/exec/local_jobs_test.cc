@@ -42,7 +42,9 @@ TEST(LocalJobsTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) {
       "; while true; do sleep 0.05; done\" & "
       "while true; do sleep 0.05; done";
   constexpr int kGraceSeconds = 2;
-  job::Job job = ShellJob("stubborn", 1, script, "{activeDeadlineSeconds: 1}", kGraceSeconds);
+  // The start time is kept in whole seconds, so a deadline of 2 s fires after more than 1 s: time
+  // for the replica to set its trap and start its child before the SIGTERM.
+  job::Job job = ShellJob("stubborn", 1, script, "{activeDeadlineSeconds: 2}", kGraceSeconds);
 
   StatusOr<job::JobStatus> status = RunJob(jobs, job);
   double finished_at = SecondsSinceEpoch(Clock::now());
