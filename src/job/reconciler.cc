@@ -196,17 +196,16 @@ std::string SignalName(int signal) {
 
 // Cohort deviation: the operator's backoff-limit message names no replica. Cohort adds the first
 // of the exits that needed a restart beyond the limit, e.g. "worker-1 exited with code 3 at
-// 2026-11-24T08:50:00Z after 2 restarts" or "worker-0 was killed by signal 9 (SIGKILL) at ...".
+// 2026-11-24T08:50:00Z after 2 restarts" or "worker-0 exited with code 137 (128 + SIGKILL) at ...".
+// A code above 128 is named by the signal it stands for, not said to be one: a process killed by
+// SIGKILL and one that exits 137 itself (as cohort-train exits 138, 128 + SIGUSR1, to be
+// restarted) look alike to the executor, as they do to Kubernetes.
 std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   SortByExit(exits);
   const ObservedReplica& replica = *exits.front();
   std::string text = LowerCase(replica.type) + "-" + std::to_string(replica.index);
-  if (replica.exit_code > 128) {
-    const int signal = replica.exit_code - 128;
-    text += " was killed by signal " + std::to_string(signal) + " (" + SignalName(signal) + ")";
-  } else {
-    text += " exited with code " + std::to_string(replica.exit_code);
-  }
+  text += " exited with code " + std::to_string(replica.exit_code);
+  if (replica.exit_code > 128) text += " (128 + " + SignalName(replica.exit_code - 128) + ")";
   if (replica.finished_at) text += " at " + FormatTime(*replica.finished_at);
   text += " after " + std::to_string(replica.restart_count) +
           (replica.restart_count == 1 ? " restart" : " restarts");

@@ -692,8 +692,8 @@ TEST_P(BackoffTest, LimitCountsEveryRestart) {
   simulation.Exit("Worker", 0, c.exit_code);
   ReconcileResult result = simulation.Step();
 
-  const std::string exit = c.exit_code == 137 ? " was killed by signal 9 (SIGKILL)"
-                                              : " exited with code " + std::to_string(c.exit_code);
+  const std::string exit = " exited with code " + std::to_string(c.exit_code) +
+                           (c.exit_code == 137 ? " (128 + SIGKILL)" : "");
   const std::string message =
       "Job mnist has failed because it has reached the specified backoff limit: worker-0" + exit +
       " at " + FormatTime(simulation.now()) + " after " + std::to_string(c.backoff_limit) +
