@@ -7,10 +7,8 @@
 // cluster and who this process is; without TF_CONFIG it trains alone. The command line is parsed
 // in flags.cc, training and evaluation run in image_training.cc, exit codes and failing are
 // train/program/process.h's (shared with taxi-train).
-#include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <thread>
 
 #include "cluster/tf_config.h"
 #include "flags.h"
@@ -26,9 +24,7 @@ using namespace program;
 namespace {
 
 int Evaluate(const Flags& flags) {
-  SetUpCompute(flags.threads > 0
-                   ? flags.threads
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  SetUpCompute(ComputeThreads(flags.threads, cluster::TfConfig{}));
   auto manifest = ReadManifest(flags.model_path);
   if (!manifest.ok()) Fail(manifest.status());
   if (manifest->model == kMovedWideDeepModel) {
@@ -53,7 +49,7 @@ int Train(const Flags& flags) {
         "taxi example's program, taxi-train (examples/taxi); --model=" +
         flags.model + " trains with MultiWorkerMirrored, in a cluster without ps tasks"));
   }
-  const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
+  const int threads = ComputeThreads(flags.threads, *config);
   const BlasLibrary blas = SetUpCompute(threads);
   return TrainImageClassifier(flags, *config, threads, blas);
 }

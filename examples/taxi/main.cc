@@ -14,14 +14,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cluster/tf_config.h"
@@ -90,9 +88,7 @@ std::vector<TaxiTrip> ReadTaxiFile(const std::string& path, const std::string& b
 // data it was trained on, unless --data_dir says otherwise). The feature statistics come from that
 // data set's train split, as they did in training.
 int EvaluateSavedModel(const Flags& flags, bool data_dir_given) {
-  SetUpCompute(flags.threads > 0
-                   ? flags.threads
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  SetUpCompute(ComputeThreads(flags.threads, cluster::TfConfig{}));
   auto manifest = train::ReadManifest(flags.model_path);
   if (!manifest.ok()) Fail(manifest.status());
   if (manifest->model != kWideDeepModelName) {
@@ -268,7 +264,7 @@ int Train(const Flags& flags) {
         "(run it as a TFJob with PS replicas, e.g. examples/taxi/tfjob.yaml)"));
   }
   if (config->task.type == "ps") return ServeVariables(flags, *config);
-  const int threads = flags.threads > 0 ? flags.threads : AutomaticThreads(*config);
+  const int threads = ComputeThreads(flags.threads, *config);
   SetUpCompute(threads);
   return TrainWideDeep(flags, *config, threads);
 }

@@ -51,7 +51,8 @@ std::chrono::milliseconds Milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-int AutomaticThreads(const cluster::TfConfig& config) {
+int ComputeThreads(int requested, const cluster::TfConfig& config) {
+  if (requested > 0) return requested;
   const int hardware = std::max(1u, std::thread::hardware_concurrency());
   int local_workers = 0;
   for (const cluster::TaskId& task : cluster::WorkerTasks(config.cluster)) {

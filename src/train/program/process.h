@@ -57,10 +57,12 @@ void PrintError(const std::string& message);
 // A flag given in seconds, as the clock types want it.
 std::chrono::milliseconds Milliseconds(double seconds);
 
-// Hardware threads divided among the training tasks that share this host (all of them when every
-// endpoint is on localhost, as with Cohort's local executor), so that co-located tasks do not
-// oversubscribe the cores.
-int AutomaticThreads(const cluster::TfConfig& config);
+// The compute threads of this task: `requested` (--threads) when positive, else the hardware
+// threads divided among the training tasks of `config` that share this host (all of them when
+// every endpoint is on localhost, as with Cohort's local executor), so that co-located tasks do
+// not oversubscribe the cores. A process alone (an empty config, as for --evaluate) gets every
+// hardware thread.
+int ComputeThreads(int requested, const cluster::TfConfig& config);
 
 // Pins libtorch's and OpenBLAS's threads (Fail on an error), and warns on stderr when the math
 // would run on the reference BLAS. Returns the BLAS in use.
