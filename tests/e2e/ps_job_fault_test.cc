@@ -15,10 +15,10 @@
 #include <chrono>
 #include <filesystem>
 #include <regex>
-#include <thread>
 
 #include "testing/cohort_runner.h"
 #include "testing/scratch_directory.h"
+#include "testing/wait.h"
 
 namespace {
 
@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using cohort::testing::FindTrainerProcess;
 using cohort::testing::ReadText;
 using cohort::testing::WaitForChildOrStop;
+using cohort::testing::WaitUntil;
 using std::chrono::seconds;
 
 const fs::path kTaxiTrain = fs::path(COHORT_BINARY_DIR) / "examples/taxi/taxi-train";
@@ -80,19 +81,34 @@ class ParameterServerJobTest : public ::testing::Test {
         {"run", manifest.string(), "--image", "cohort/taxi-train=" + kTaxiTrain.string()}, log);
   }
 
-  // Waits (at most 300 s) for the chief's first periodic checkpoint: training is under way.
-  ::testing::AssertionResult WaitForCheckpoint(const std::string& name, const fs::path& log) {
+  // Waits (at most 300 s) for the chief's first periodic checkpoint of job `name`, so that
+  // training is under way, then SIGKILLs the trainer of replica `type`-`index`.
+  ::testing::AssertionResult KillOnceTrainingIsUnderWay(const std::string& name,
+                                                        const std::string& type, int index,
+                                                        const fs::path& log) {
     const fs::path dir = sandbox_.root() / name / "checkpoints";
-    const auto deadline = std::chrono::steady_clock::now() + seconds(300);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::error_code error;
-      for (const auto& entry : fs::directory_iterator(dir, error)) {
-        if (entry.path().extension() == ".manifest") return ::testing::AssertionSuccess();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const bool checkpointed = WaitUntil(
+        [&] {
+          std::error_code error;
+          for (const auto& entry : fs::directory_iterator(dir, error)) {
+            if (entry.path().extension() == ".manifest") return true;
+          }
+          return false;
+        },
+        seconds(300), std::chrono::milliseconds(50));
+    if (!checkpointed) {
+      return ::testing::AssertionFailure() << "no checkpoint in " << dir << " after 300 s:\n"
+                                           << ReadText(log);
     }
-    return ::testing::AssertionFailure() << "no checkpoint in " << dir << " after 300 s:\n"
-                                         << ReadText(log);
+    const pid_t victim = FindTrainerProcess(name, type, index);
+    if (victim <= 0) {
+      return ::testing::AssertionFailure() << "no trainer runs " << type << "-" << index << ":\n"
+                                           << ReadText(log);
+    }
+    if (::kill(victim, SIGKILL) != 0) {
+      return ::testing::AssertionFailure() << "cannot kill " << type << "-" << index;
+    }
+    return ::testing::AssertionSuccess();
   }
 
   cohort::testing::CohortSandbox sandbox_;
@@ -116,10 +132,7 @@ constexpr double kMinimumSyncAuc = 0.87;
 TEST_F(ParameterServerJobTest, KilledWorkerRejoinsAndTheJobCompletes) {
   const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("worker-killed", "OnFailure", {"--max_staleness=4"}), log);
-  ASSERT_TRUE(WaitForCheckpoint("worker-killed", log));
-  const pid_t victim = FindTrainerProcess("worker-killed", "worker", 1);
-  ASSERT_GT(victim, 0) << ReadText(log);
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(KillOnceTrainingIsUnderWay("worker-killed", "worker", 1, log));
 
   ASSERT_EQ(WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
@@ -135,10 +148,7 @@ TEST_F(ParameterServerJobTest, KilledWorkerRejoinsAndTheJobCompletes) {
 TEST_F(ParameterServerJobTest, KilledServerRestartsFromTheLatestCheckpoint) {
   const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("ps-killed", "OnFailure"), log);
-  ASSERT_TRUE(WaitForCheckpoint("ps-killed", log));
-  const pid_t victim = FindTrainerProcess("ps-killed", "ps", 1);
-  ASSERT_GT(victim, 0) << ReadText(log);
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(KillOnceTrainingIsUnderWay("ps-killed", "ps", 1, log));
 
   ASSERT_EQ(WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
@@ -164,10 +174,7 @@ TEST_F(ParameterServerJobTest, SyncTrainingCompletesWithAGoodModel) {
 TEST_F(ParameterServerJobTest, ServerThatStaysDownFailsTheJobNamingIt) {
   const fs::path log = sandbox_.root() / "job.log";
   pid_t cohort = StartJob(WriteManifest("ps-down", "Never"), log);
-  ASSERT_TRUE(WaitForCheckpoint("ps-down", log));
-  const pid_t victim = FindTrainerProcess("ps-down", "ps", 0);
-  ASSERT_GT(victim, 0) << ReadText(log);
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(KillOnceTrainingIsUnderWay("ps-down", "ps", 0, log));
 
   const int code = WaitForChildOrStop(cohort, seconds(300));
   const std::string output = ReadText(log);
