@@ -7,13 +7,13 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "testing/cohort_runner.h"
+#include "testing/processes.h"
 #include "testing/wait.h"
 
 namespace {
@@ -115,14 +115,10 @@ TEST_F(KillWorkerTest, JobSurvivesAKilledWorkerAndMatchesAnUninterruptedRun) {
   EXPECT_FALSE(fs::is_empty(out / "logs" / "validation"));
 
   // The saved model evaluates to the accuracy its manifest records.
-  const std::string command = kCohortTrain.string() + " --evaluate --threads=1 --model_path " +
-                              (out / "model").string() + " 2>&1";
-  std::string evaluation;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) evaluation.append(buffer, n);
-  ASSERT_EQ(::pclose(pipe), 0) << evaluation;
+  const cohort::testing::CommandResult evaluated = cohort::testing::RunCommand(
+      kCohortTrain.string() + " --evaluate --threads=1 --model_path " + (out / "model").string());
+  const std::string& evaluation = evaluated.output;
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluation;
   ASSERT_TRUE(std::regex_search(evaluation, match, std::regex("test accuracy ([0-9]+\\.[0-9]+)")))
       << evaluation;
   EXPECT_NEAR(std::stod(match[1]), TestAccuracy("killed"), 1e-4) << evaluation;
