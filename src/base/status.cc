@@ -23,6 +23,10 @@ const char* CodeName(Status::Code code) {
       return "I/O error";
     case Status::Code::kInternal:
       return "internal error";
+    case Status::Code::kAborted:
+      return "aborted";
+    case Status::Code::kOutOfRange:
+      return "out of range";
   }
   return "unknown";
 }

@@ -25,6 +25,12 @@ class Status {
     kDeadlineExceeded,  // a wait ran out of time
     kIOError,
     kInternal,
+    // A concurrent change won: the object was modified since it was read (an API server's 409
+    // Conflict on a stale resourceVersion). Read it again and retry.
+    kAborted,
+    // What was asked for is older than the other side keeps (an API server's 410 Gone for an
+    // expired watch resourceVersion): start again from a fresh list.
+    kOutOfRange,
   };
 
   Status() = default;  // OK
@@ -43,6 +49,8 @@ class Status {
   }
   static Status IOError(std::string m) { return Status(Code::kIOError, std::move(m)); }
   static Status Internal(std::string m) { return Status(Code::kInternal, std::move(m)); }
+  static Status Aborted(std::string m) { return Status(Code::kAborted, std::move(m)); }
+  static Status OutOfRange(std::string m) { return Status(Code::kOutOfRange, std::move(m)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

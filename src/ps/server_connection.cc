@@ -32,6 +32,10 @@ Status RemoteStatus(Status::Code code, const std::string& message) {
       return Status::IOError(message);
     case Status::Code::kInternal:
       return Status::Internal(message);
+    case Status::Code::kAborted:
+      return Status::Aborted(message);
+    case Status::Code::kOutOfRange:
+      return Status::OutOfRange(message);
   }
   return Status::Internal(message);
 }
@@ -177,7 +181,7 @@ Status ServerConnection::Exchange(std::vector<Call>& calls, net::Deadline deadli
     std::string message = reader.String();
     if (!reader.ok()) return Status::Unavailable(name_ + " sent a response without a status");
     const uint8_t code = payload_header[0];
-    if (code > static_cast<uint8_t>(Status::Code::kInternal)) {
+    if (code > static_cast<uint8_t>(Status::Code::kOutOfRange)) {
       return Status::Unavailable(name_ + " sent an unknown status code " + std::to_string(code));
     }
     call.response_fields = fields.substr(2 + message.size());
