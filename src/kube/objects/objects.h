@@ -1,0 +1,46 @@
+// The Kubernetes objects of a job, exactly as Kubeflow's training operator creates them.
+//
+// One pod and one headless service per replica index, named <job>-<type>-<index>, with the
+// operator's labels, its single controller ownerReference, the replica's pod template copied with
+// only the restart policy mapped (ExitCode -> Never), the port default and TF_CONFIG as the last
+// environment variable of the job's main container; and, with gang scheduling, a PodGroup. The
+// operator (kube/operator) creates them; `cohort manifests FILE` prints them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "job/common_types.h"
+
+namespace cohort::kube {
+
+// The job object on the server that owns the pods and services (their ownerReference).
+struct Owner {
+  std::string api_version = "kubeflow.org/v1";
+  std::string kind = "TFJob";
+  std::string name;
+  std::string uid;  // empty when the job is not on a server yet (`cohort manifests`)
+};
+
+struct ObjectOptions {
+  // Appended to the hosts of TF_CONFIG (<job>-<type>-<i>.<ns>.svc.<cluster_domain>:<port>) when
+  // not empty, like the operator's cluster-domain option.
+  std::string cluster_domain;
+  // Gang scheduling: "" (none), "volcano" or "scheduler-plugins".
+  std::string gang_scheduler;
+};
+
+// `job` must be defaulted and valid. Errors name the replica and field.
+StatusOr<nlohmann::json> BuildPod(const job::Job& job, const Owner& owner,
+                                  const std::string& replica_type, int index,
+                                  const ObjectOptions& options);
+StatusOr<nlohmann::json> BuildService(const job::Job& job, const Owner& owner,
+                                      const std::string& replica_type, int index,
+                                      const ObjectOptions& options);
+// nullopt without gang scheduling.
+StatusOr<std::optional<nlohmann::json>> BuildPodGroup(const job::Job& job, const Owner& owner,
+                                                      const ObjectOptions& options);
+
+}  // namespace cohort::kube
