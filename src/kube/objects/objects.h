@@ -7,16 +7,20 @@
 // operator (kube/operator) creates them; `cohort manifests FILE` prints them.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "job/common_types.h"
 
 namespace cohort::kube {
 
-// The job object on the server that owns the pods and services (their ownerReference).
+// The job object on the server that owns the pods and services (their ownerReference). Without a
+// uid (a job not on a server yet, as `cohort manifests` prints it) the objects get no
+// ownerReferences at all: the API server refuses a reference without one.
 struct Owner {
   std::string api_version = "kubeflow.org/v1";
   std::string kind = "TFJob";
@@ -28,7 +32,9 @@ struct ObjectOptions {
   // Appended to the hosts of TF_CONFIG (<job>-<type>-<i>.<ns>.svc.<cluster_domain>:<port>) when
   // not empty, like the operator's cluster-domain option.
   std::string cluster_domain;
-  // Gang scheduling: "" (none), "volcano" or "scheduler-plugins".
+  // Gang scheduling, like the operator's --gang-scheduler-name: "" (none), "volcano" (a Volcano
+  // PodGroup), or any other name: a scheduler-plugins PodGroup, with that name as the pods'
+  // schedulerName (usually "scheduler-plugins" or "scheduler-plugins-scheduler").
   std::string gang_scheduler;
 };
 
@@ -42,5 +48,15 @@ StatusOr<nlohmann::json> BuildService(const job::Job& job, const Owner& owner,
 // nullopt without gang scheduling.
 StatusOr<std::optional<nlohmann::json>> BuildPodGroup(const job::Job& job, const Owner& owner,
                                                       const ObjectOptions& options);
+
+// Every object of the job in the order `cohort manifests` prints them: the pods (replica types in
+// the job's key order, indices ascending), then their services, then the PodGroup if any.
+StatusOr<std::vector<nlohmann::json>> BuildJobObjects(const job::Job& job, const Owner& owner,
+                                                      const ObjectOptions& options);
+
+// The labels the operator puts on every pod and service of a replica (and the services'
+// selector): operator-name, job-name, replica-type, replica-index under training.kubeflow.org/.
+std::map<std::string, std::string> ReplicaLabels(const job::Job& job,
+                                                 const std::string& replica_type, int index);
 
 }  // namespace cohort::kube
