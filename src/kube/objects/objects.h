@@ -5,6 +5,15 @@
 // only the restart policy mapped (ExitCode -> Never), the port default and TF_CONFIG as the last
 // environment variable of the job's main container; and, with gang scheduling, a PodGroup. The
 // operator (kube/operator) creates them; `cohort manifests FILE` prints them.
+//
+// What the operator leaves out, these leave out too: a pod's or service's metadata.namespace (the
+// namespace is in the request path; the PodGroup alone carries it), hostname, subdomain,
+// serviceAccountName and, without gang scheduling, schedulerName; a service's targetPort and
+// protocol (the API server defaults them). Only the template's labels, annotations and finalizers
+// reach a pod's metadata. Events the operator emits on the way (a template restartPolicy or
+// schedulerName overridden) are the caller's: these functions only build.
+//
+//   StatusOr<std::vector<nlohmann::json>> objects = BuildJobObjects(job, owner, {});
 #pragma once
 
 #include <map>
