@@ -192,8 +192,8 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
   if (!environment.empty() && pod_spec.contains("containers") &&
       pod_spec["containers"].is_array()) {
     for (json& container : pod_spec["containers"]) {
-      if (!container.is_object() ||
-          container.value("name", "") != job.job_kind->facts().container_name) {
+      if (!container.is_object() || !container.contains("name") ||
+          container["name"] != job.job_kind->facts().container_name) {
         continue;
       }
       json& env = container["env"];
