@@ -64,7 +64,7 @@ StatusOr<bool> Bool(const Entry& entry, const std::string& key) {
 fs::path ResolvePath(const Entry& entry, const std::string& path) {
   fs::path written(path);
   if (written.is_absolute() || path.empty()) return written;
-  return entry.file.parent_path() / written;
+  return (entry.file.parent_path() / written).lexically_normal();
 }
 
 // `key`-data (base64) or `key` (a file), as bytes; "" when neither is set.
