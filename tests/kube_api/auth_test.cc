@@ -5,8 +5,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include "base/file.h"
 #include "base/time.h"
@@ -270,6 +275,29 @@ TEST_F(ExecPluginTest, A401RunsThePluginAgainOnce) {
   EXPECT_EQ(server.requests().size(), 4u);
 }
 
+TEST_F(ExecPluginTest, ThreadsCallingAtOnceShareOneRunOfThePlugin) {
+  FakeApiServer server;
+  AnswerWithAPod(server);
+  IssueTokens(FormatTime(Clock::now() + 1h));
+  HttpApi api(server.Config(User()), options_);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) {
+        if (!api.Get(PodResource(), "default", "w-" + std::to_string(i)).ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(server.requests().size(), 30u);
+  EXPECT_EQ(runs(), 1);
+  for (const RecordedRequest& request : server.requests()) {
+    EXPECT_EQ(request.authorization, "Bearer token-1");
+  }
+}
+
 TEST_F(ExecPluginTest, AFailingPluginIsReportedWithItsStandardError) {
   FakeApiServer server;
   AnswerWithAPod(server);
@@ -423,6 +451,28 @@ TEST(InClusterTest, OutsideAPodOrWithoutTheFilesItSaysWhy) {
   EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
   EXPECT_NE(missing.status().message().find("ca.crt"), std::string::npos)
       << missing.status().message();
+}
+
+TEST(ConnectTest, InAPodWithoutAKubeconfigTheServiceAccountIsUsed) {
+  ScratchDirectory home("cohort-kube-home");
+  ScopedEnvironment environment;
+  environment.Set("KUBECONFIG", (home.path() / "missing").string());
+  environment.Set("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  environment.Set("KUBERNETES_SERVICE_PORT", "443");
+  StatusOr<ConnectionConfig> config = LoadConnectionConfig("");
+  // This machine is no pod: the service account's files are missing, and the message says
+  // which it looked for.
+  if (config.ok()) {
+    EXPECT_EQ(config->cluster.server, "https://10.96.0.1:443");
+  } else {
+    EXPECT_NE(config.status().message().find(kServiceAccountDirectory), std::string::npos)
+        << config.status().message();
+  }
+  // A context named on the command line means a kubeconfig, in a pod or not.
+  StatusOr<ConnectionConfig> named = LoadConnectionConfig("kind");
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.status().message().find("no kubeconfig"), std::string::npos)
+      << named.status().message();
 }
 
 TEST(ConnectTest, KubeconfigFromTheEnvironmentWithAClientCertificate) {

@@ -68,6 +68,8 @@ class HttpApi : public Api {
                const Selector& selector, const std::string& resource_version,
                std::chrono::seconds timeout,
                const std::function<bool(const WatchEvent&)>& on_event) override;
+  // The server's limitBytes would keep the beginning of a long log; api.h promises its end, so
+  // the log is read through (within the request timeout) and only its last limit_bytes are kept.
   StatusOr<std::string> PodLog(const std::string& namespace_name, const std::string& pod,
                                const LogOptions& options) override;
 
