@@ -434,15 +434,17 @@ TEST_F(HttpApiTest, WatchHttp410IsOutOfRange) {
 
 TEST_F(HttpApiTest, WatchThatOutlivesItsTimeoutEndsOk) {
   options_.connect_timeout = 1s;
-  std::atomic<bool> released{false};
-  server_.Respond([&](const RecordedRequest&, httplib::Response& response) {
-    response.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
-      std::string event = Event("ADDED", {{"metadata", {{"name", "a"}}}});
-      sink.write(event.data(), event.size());
-      cohort::testing::WaitUntil([&] { return released.load(); }, 30s);
-      sink.done();
-      return true;
-    });
+  // Shared with the server's thread, which may still wait on it after this test body returns.
+  auto released = std::make_shared<std::atomic<bool>>(false);
+  server_.Respond([released](const RecordedRequest&, httplib::Response& response) {
+    response.set_chunked_content_provider(
+        "application/json", [released](size_t, httplib::DataSink& sink) {
+          std::string event = Event("ADDED", {{"metadata", {{"name", "a"}}}});
+          sink.write(event.data(), event.size());
+          cohort::testing::WaitUntil([&] { return released->load(); }, 30s);
+          sink.done();
+          return true;
+        });
   });
   int events = 0;
   auto start = std::chrono::steady_clock::now();
@@ -451,7 +453,7 @@ TEST_F(HttpApiTest, WatchThatOutlivesItsTimeoutEndsOk) {
     return true;
   });
   auto took = std::chrono::steady_clock::now() - start;
-  released = true;
+  *released = true;
   EXPECT_TRUE(watched.ok()) << watched.ToString();
   EXPECT_EQ(events, 1);
   EXPECT_LT(took, 15s);

@@ -64,6 +64,7 @@ struct PluginRun {
   std::string errors;
   bool timed_out = false;
   bool too_much_output = false;
+  int exec_error = 0;  // errno of an exec that failed: the command is missing or not runnable
 };
 
 StatusOr<PluginRun> Run(const ExecPluginConfig& plugin, const ClusterConfig& cluster,
@@ -89,6 +90,14 @@ StatusOr<PluginRun> Run(const ExecPluginConfig& plugin, const ClusterConfig& clu
     return Status::IOError("cannot create a pipe for " + PluginName(plugin) + ": " +
                            ErrnoMessage(error));
   }
+  // Closed by a successful exec; carries errno when the exec fails.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    int error = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    return Status::IOError("cannot create a pipe for " + PluginName(plugin) + ": " +
+                           ErrnoMessage(error));
+  }
   int null_input = open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t pid = fork();
   if (pid == 0) {
@@ -98,25 +107,40 @@ StatusOr<PluginRun> Run(const ExecPluginConfig& plugin, const ClusterConfig& clu
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     execvpe(argv[0], argv.data(), envp.data());
-    static const char kMessage[] = "cannot execute the command: ";
-    (void)!write(2, kMessage, sizeof(kMessage) - 1);
-    const char* reason = errno == ENOENT ? "not found" : "permission denied or not executable";
-    (void)!write(2, reason, strlen(reason));
+    int error = errno;
+    (void)!write(exec_pipe[1], &error, sizeof(error));
     _exit(127);
   }
   int fork_error = errno;
   if (null_input >= 0) close(null_input);
   close(out_pipe[1]);
   close(err_pipe[1]);
+  close(exec_pipe[1]);
   if (pid < 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
+    close(exec_pipe[0]);
     return Status::IOError("cannot start " + PluginName(plugin) + ": " + ErrnoMessage(fork_error));
   }
   setpgid(pid, pid);
 
   PluginRun run;
   steady_clock::time_point deadline = steady_clock::now() + timeout;
+  // Did the exec succeed? Its answer comes at once; the deadline bounds the wait all the same.
+  pollfd exec_fd = {exec_pipe[0], POLLIN, 0};
+  int exec_error = 0;
+  if (poll(&exec_fd, 1, static_cast<int>(timeout.count()) + 1) > 0 &&
+      read(exec_pipe[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error)) {
+    run.exec_error = exec_error;
+  }
+  close(exec_pipe[0]);
+  if (run.exec_error != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    int wait_status = 0;
+    waitpid(pid, &wait_status, 0);  // it has called _exit already
+    return run;
+  }
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* buffers[2] = {&run.output, &run.errors};
   int open_pipes = 2;
@@ -221,6 +245,12 @@ StatusOr<ExecCredential> RunExecPlugin(const ExecPluginConfig& plugin, const Clu
                                        std::chrono::milliseconds timeout) {
   StatusOr<PluginRun> run = Run(plugin, cluster, timeout);
   if (!run.ok()) return run.status();
+  if (run->exec_error != 0) {
+    std::string hint = plugin.install_hint.empty() ? "" : "\n" + plugin.install_hint;
+    return Status::FailedPrecondition(
+        "cannot run " + PluginName(plugin) + ": " + ErrnoMessage(run->exec_error) +
+        (run->exec_error == ENOENT ? " (not found on PATH)" : "") + hint);
+  }
   std::string errors = Trimmed(run->errors);
   std::string said = errors.empty() ? "" : "; its standard error: " + errors;
   if (run->timed_out) {
@@ -232,10 +262,8 @@ StatusOr<ExecCredential> RunExecPlugin(const ExecPluginConfig& plugin, const Clu
                                       std::to_string(kMaxPluginOutputBytes) + " bytes");
   }
   if (run->exit_code != 0) {
-    std::string hint =
-        run->exit_code == 127 && !plugin.install_hint.empty() ? "\n" + plugin.install_hint : "";
     return Status::FailedPrecondition(PluginName(plugin) + " failed with exit code " +
-                                      std::to_string(run->exit_code) + said + hint);
+                                      std::to_string(run->exit_code) + said);
   }
   return ParseExecCredential(run->output, plugin);
 }

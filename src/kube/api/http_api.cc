@@ -196,7 +196,6 @@ StatusOr<HttpApi::Answer> HttpApi::Send(Request& request, const RequestCredentia
   transfer.body_started = &request.body_started;
 
   std::string url = config_.cluster.server + request.path;
-  std::string connect_to;
   CurlSlist connect_to_list;
   if (!config_.cluster.tls_server_name.empty()) {
     // Ask for the server by the name its certificate carries, and connect to where it is.
@@ -213,6 +212,7 @@ StatusOr<HttpApi::Answer> HttpApi::Send(Request& request, const RequestCredentia
   }
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);  // a quiet watch still notices a dead peer
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
@@ -320,9 +320,13 @@ StatusOr<HttpApi::Answer> HttpApi::Call(Request& request) {
       --attempt;  // fresh credentials are not a retry of a failing server
       continue;
     }
-    bool retryable = request.body_started ? false
-                     : answer.ok()        ? (answer->http_code == 429 || answer->http_code >= 500)
-                                          : answer.status().code() == Status::Code::kUnavailable;
+    // Tried again: a GET whose answer was 429 or 5xx, or that reached no server; never once a
+    // streamed body has been handed on.
+    bool retryable = false;
+    if (!request.body_started) {
+      retryable = answer.ok() ? answer->http_code == 429 || answer->http_code >= 500
+                              : answer.status().code() == Status::Code::kUnavailable;
+    }
     if (retryable && attempt < attempts) {
       milliseconds wait = backoff;
       if (answer.ok() && answer->retry_after.count() >= 0) {
