@@ -227,6 +227,37 @@ TEST_F(HttpApiTest, AnErrorWithoutAStatusBodyQuotesWhatTheServerSaid) {
       << pod.status().message();
 }
 
+TEST_F(HttpApiTest, A401WithAFixedTokenIsNotTriedAgainAndNamesTheConfig) {
+  server_.Respond([](const RecordedRequest&, httplib::Response& response) {
+    SetStatus(response, 401, "Unauthorized", "Unauthorized");
+  });
+  StatusOr<json> pod = api().Get(PodResource(), "default", "web-0");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_EQ(pod.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(pod.status().message().find("did not accept the credentials of the fake API server's "
+                                        "test config"),
+            std::string::npos)
+      << pod.status().message();
+  EXPECT_EQ(server_.requests().size(), 1u);
+}
+
+TEST_F(HttpApiTest, GetWaitsAsRetryAfterSaysThenTriesAgain) {
+  std::atomic<int> calls{0};
+  server_.Respond([&](const RecordedRequest&, httplib::Response& response) {
+    if (++calls == 1) {
+      SetStatus(response, 429, "TooManyRequests", "slow down");
+      response.set_header("Retry-After", "1");
+    } else {
+      SetJson(response, {{"metadata", {{"name", "web-0"}}}});
+    }
+  });
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<json> pod = api().Get(PodResource(), "default", "web-0");
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1s);  // not the 10 ms backoff
+}
+
 TEST_F(HttpApiTest, GetIsTriedAgainAfter5xxAndSucceeds) {
   std::atomic<int> calls{0};
   server_.Respond([&](const RecordedRequest&, httplib::Response& response) {
