@@ -98,8 +98,6 @@ struct HttpApi::Request {
 struct HttpApi::Answer {
   long http_code = 0;
   std::string body;  // empty when on_body took it
-  bool stopped_by_receiver = false;
-  bool timed_out_after_answer = false;  // a streamed answer ran until the request's timeout
   milliseconds retry_after{-1};
 };
 
@@ -279,8 +277,7 @@ StatusOr<HttpApi::Answer> HttpApi::Send(Request& request, const RequestCredentia
   if (result == CURLE_OK) return answer;
   if (transfer.stopped) {
     if (!request.body_error.ok()) return request.body_error;
-    answer.stopped_by_receiver = true;
-    return answer;
+    return answer;  // the receiver has all it wanted
   }
   if (transfer.too_large) {
     return Status::Internal("cannot " + request.action + ": the server's answer is larger than " +
@@ -290,8 +287,7 @@ StatusOr<HttpApi::Answer> HttpApi::Send(Request& request, const RequestCredentia
   std::string detail = error_text[0] != '\0' ? error_text : curl_easy_strerror(result);
   if (result == CURLE_OPERATION_TIMEDOUT) {
     if (request.on_body && answer.http_code >= 200 && answer.http_code < 300) {
-      answer.timed_out_after_answer = true;
-      return answer;
+      return answer;  // a streamed answer ran until the request's timeout: its end
     }
     return Status::DeadlineExceeded(
         "cannot " + request.action + ": no answer from " + config_.cluster.server + " within " +
