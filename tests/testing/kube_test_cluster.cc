@@ -421,8 +421,7 @@ Status KubeTestCluster::CheckServersRunning() {
     }
     if (server.exit_code >= 0) {
       return Status::Unavailable(server.name + " exited with status " +
-                                 std::to_string(server.exit_code) +
-                                 " (its log: " + server.log.string() + ")");
+                                 std::to_string(server.exit_code));
     }
   }
   return Status::OK();
@@ -564,7 +563,7 @@ std::string KubeTestCluster::LogTails(int lines) const {
   std::string tails;
   for (const Server& server : servers_) {
     StatusOr<std::string> log = ReadWholeFile(server.log, kMaxLogBytes);
-    tails += "--- the last lines of " + server.name + "'s log (" + server.log.string() + "):\n";
+    tails += "--- the last lines of " + server.name + "'s log:\n";
     tails += log.ok() ? LastLines(*log, lines) : log.status().ToString();
     if (!tails.empty() && tails.back() != '\n') tails += '\n';
   }
