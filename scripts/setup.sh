@@ -22,12 +22,13 @@ COHORT_PACKAGES=(
 # (tests/kube_cluster). scripts/build-kube-apiserver.sh builds kube-apiserver and
 # kube-controller-manager from Debian's `kubernetes` source package with golang-go (dpkg-dev
 # unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
-# that crashes under Go 1.19); etcd-server is their store; openssl makes the test CA and keys,
-# curl sends the tests' raw requests. kubectl is installed only where none is on PATH.
+# that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
+# (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
+# on PATH.
 COHORT_TEST_PACKAGES=(
   golang-go etcd-server dpkg-dev rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
-  openssl curl
+  curl
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
