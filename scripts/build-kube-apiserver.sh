@@ -29,7 +29,12 @@ fail() {
   trap - EXIT
   exit 1
 }
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "build-kube-apiserver: step '"'"'$step'"'"' failed (exit $rc)" >&2; fi' EXIT
+# A command that fails under `set -e` names the step it was in, as fail() does.
+report_failed_step() {
+  local code=$?
+  if [ "$code" -ne 0 ]; then echo "build-kube-apiserver: step '$step' failed (exit $code)" >&2; fi
+}
+trap report_failed_step EXIT
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
