@@ -12,9 +12,9 @@
 // server-side strict field validation), found in $COHORT_KUBE_APISERVER_DIR or, when that is
 // unset, in the script's cache; etcd is Debian's etcd-server, found on PATH.
 //
-// Starting one takes 10 to 30 seconds on a busy machine, so a test binary shares one: tests derive
-// from KubeClusterTest, which starts the shared cluster at the first test and skips (outside CI)
-// or fails (in CI) every test when the binaries are missing. Tests isolate themselves by
+// Starting one takes 5 to 15 seconds on a busy 2-core machine, so a test binary shares one: tests
+// derive from KubeClusterTest, which starts the shared cluster at the first test and skips (outside
+// CI) or fails (in CI) every test when the binaries are missing. Tests isolate themselves by
 // namespace:
 //
 //   class PodTest : public cohort::testing::KubeClusterTest {};
