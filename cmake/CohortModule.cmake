@@ -17,8 +17,13 @@ endfunction()
 # tests/NAME, registered with ctest test by test, each with a TIMEOUT of 300 s. The tests that
 # HEAVY's gtest filter selects (many processes, all cores busy for seconds) run with RUN_SERIAL:
 # alone, so that under `ctest -j` they do not starve the tests that measure time.
+# Tests of a kube_* folder are labelled "kube" too, so `ctest -L kube` runs every Kubernetes test.
 function(cohort_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "HEAVY" "")
+  set(labels ${name})
+  if(name MATCHES "^kube_")
+    list(APPEND labels kube)
+  endif()
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${name}/*_test.cc)
   if(NOT sources)
     return()
@@ -31,10 +36,11 @@ function(cohort_test name)
     COHORT_BINARY_DIR="${PROJECT_BINARY_DIR}")
   if(arg_HEAVY)
     gtest_discover_tests(${name}_test TEST_FILTER "-${arg_HEAVY}"
-      PROPERTIES LABELS ${name} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+      PROPERTIES LABELS "${labels}" TIMEOUT 300 DISCOVERY_TIMEOUT 60)
     gtest_discover_tests(${name}_test TEST_FILTER "${arg_HEAVY}"
-      PROPERTIES LABELS ${name} TIMEOUT 300 RUN_SERIAL TRUE DISCOVERY_TIMEOUT 60)
+      PROPERTIES LABELS "${labels}" TIMEOUT 300 RUN_SERIAL TRUE DISCOVERY_TIMEOUT 60)
   else()
-    gtest_discover_tests(${name}_test PROPERTIES LABELS ${name} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+    gtest_discover_tests(${name}_test PROPERTIES LABELS "${labels}" TIMEOUT 300
+      DISCOVERY_TIMEOUT 60)
   endif()
 endfunction()

@@ -159,6 +159,8 @@ struct ReplicaPlan {
   const ObservedReplica* worker_zero = nullptr;            // replica 0 of the kind's worker type
   // Restarts already made by replicas whose policy may restart them (§3.7).
   int restarts_made = 0;
+  // The replica with the most of them (the first such in status order), for messages.
+  const ObservedReplica* most_restarted = nullptr;
   // A replica restarted earlier is still waiting for its back-off: the job is Restarting, not
   // Running, until it runs again.
   bool restart_pending = false;
@@ -212,6 +214,14 @@ std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   return text;
 }
 
+// A replica restarted in place, by the kubelet under a pod restartPolicy of OnFailure or Always:
+// "worker-0 was restarted in place 3 times".
+std::string DescribeRestartsInPlace(const ObservedReplica& replica) {
+  return LowerCase(replica.type) + "-" + std::to_string(replica.index) +
+         " was restarted in place " + std::to_string(replica.restart_count) +
+         (replica.restart_count == 1 ? " time" : " times");
+}
+
 // The observed replica for each (type, index); the first one wins if the executor reports two.
 std::map<std::pair<std::string, int>, const ObservedReplica*> IndexObserved(
     const std::vector<ObservedReplica>& observed) {
@@ -241,7 +251,12 @@ ReplicaPlan PlanReplicas(const Job& job, const JobStatus& previous,
       }
       const ObservedReplica& replica = *found->second;
       if (type == job.job_kind->facts().worker_type && index == 0) plan.worker_zero = &replica;
-      if (spec.restart_policy != RestartPolicy::kNever) plan.restarts_made += replica.restart_count;
+      if (spec.restart_policy != RestartPolicy::kNever) {
+        plan.restarts_made += replica.restart_count;
+        if (!plan.most_restarted || replica.restart_count > plan.most_restarted->restart_count) {
+          plan.most_restarted = &replica;
+        }
+      }
       if (replica.phase == ReplicaPhase::kRunning) ++counts.active;
       if (replica.phase == ReplicaPhase::kPending && replica.restart_count > 0) {
         plan.restart_pending = true;
@@ -427,8 +442,10 @@ void Reconciliation::ReconcileActive() {
 
   // §3.4 step 6: the two limits stop every replica, whatever cleanPodPolicy says, since the job is
   // not yet marked finished when they are deleted.
-  if (!plan.restarts.empty() && ExceedsBackoffLimit(plan)) {
-    const std::string first_exit = DescribeFirstExit(plan.restarts);
+  if (ExceedsBackoffLimit(plan)) {
+    const std::string first_exit = plan.restarts.empty()
+                                       ? DescribeRestartsInPlace(*plan.most_restarted)
+                                       : DescribeFirstExit(plan.restarts);
     CountUnrestartedExits(plan);
     FailForLimit(
         "Job " + name() +
@@ -472,7 +489,9 @@ void Reconciliation::RecordExits(const ReplicaPlan& plan) {
 // soon as the count reaches the limit, even while the last restart is running fine. Cohort counts
 // every restart actually made, by any policy but Never, and checks when one more is needed:
 // backoffLimit N allows N restarts and the failure that would need restart N + 1 fails the job,
-// like a batch/v1 Job. Several replicas failing at once need one restart each.
+// like a batch/v1 Job. Several replicas failing at once need one restart each. On Kubernetes the
+// kubelet restarts OnFailure and Always containers in place, without asking: once the restarts
+// observed exceed the limit, the job fails as well, even with no restart needed in this pass.
 bool Reconciliation::ExceedsBackoffLimit(const ReplicaPlan& plan) const {
   const std::optional<int32_t>& limit = job_.run_policy.backoff_limit;
   if (!limit) return false;

@@ -82,7 +82,10 @@ Status Informer::ListOnce() {
   StatusOr<ObjectList> list = api_.List(resource_, namespace_, selector_);
   if (!list.ok()) return list.status();
   std::map<std::string, nlohmann::json> listed;
-  for (nlohmann::json& item : list->items) listed[ObjectKey(item)] = std::move(item);
+  for (nlohmann::json& item : list->items) {
+    std::string key = ObjectKey(item);
+    listed[key] = std::move(item);
+  }
   std::vector<nlohmann::json> vanished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -132,8 +135,8 @@ bool Informer::Apply(const nlohmann::json& object, bool deleted) {
   }
   if (deleted) {
     // A deletion of an older incarnation (another uid) leaves the newer object alone.
-    if (found != objects_.end() && found->second["metadata"].value("uid", "") !=
-                                       object["metadata"].value("uid", "")) {
+    if (found != objects_.end() &&
+        found->second["metadata"].value("uid", "") != object["metadata"].value("uid", "")) {
       return false;
     }
     return objects_.erase(key) > 0;

@@ -35,9 +35,9 @@
 namespace cohort::kube {
 
 struct InformerOptions {
-  std::chrono::seconds watch_timeout{10};             // each watch call's bound
-  std::chrono::milliseconds retry_delay{1000};        // after an error other than 410
-  std::function<void(const std::string&)> log;        // what it does (relists, errors)
+  std::chrono::seconds watch_timeout{10};       // each watch call's bound
+  std::chrono::milliseconds retry_delay{1000};  // after an error other than 410
+  std::function<void(const std::string&)> log;  // what it does (relists, errors)
 };
 
 class Informer {

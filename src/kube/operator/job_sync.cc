@@ -264,9 +264,9 @@ void JobSync::Pass::CollectObjects() {
     const std::string after_text = Annotation(service, kRestartAfterAnnotation);
     if (after_text.empty()) continue;
     std::optional<Time> after = ParseTime(after_text);
-    pending_[replica] = PendingRestart{ParseCount(Annotation(service, kRestartsAnnotation)),
-                                       after ? *after : now_,
-                                       Annotation(service, kRestartOfAnnotation)};
+    pending_[replica] =
+        PendingRestart{ParseCount(Annotation(service, kRestartsAnnotation)), after ? *after : now_,
+                       Annotation(service, kRestartOfAnnotation)};
   }
 }
 
@@ -278,7 +278,9 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
   for (auto& [replica, pod] : pods_) {
     if (pending_.count(replica) == 0) observed.push_back(ObservePod(pod, replica, container));
   }
-  for (const auto& [replica, pending] : pending_) {
+  // A copy: a restart that is done or made here leaves pending_.
+  const std::map<ReplicaRef, PendingRestart> pending_restarts = pending_;
+  for (const auto& [replica, pending] : pending_restarts) {
     auto pod = pods_.find(replica);
     if (pod != pods_.end() && Uid(pod->second) != pending.replaces_uid) {
       // The new pod exists: the restart is done, only its record is left to clear.
@@ -318,8 +320,8 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
 
 Status JobSync::Pass::CarryOut(const job::Action& action) {
   const ReplicaRef replica{action.type, action.index};
-  const std::string what = action.type + " " + std::to_string(action.index) + " (" +
-                           action.reason + ")";
+  const std::string what =
+      action.type + " " + std::to_string(action.index) + " (" + action.reason + ")";
   switch (action.kind) {
     case job::Action::Kind::kStart:
       if (pods_.count(replica) || pending_.count(replica)) return Status::OK();
@@ -344,8 +346,8 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
   COHORT_RETURN_IF_ERROR(EnsurePodGroup());
   const std::string name = PodName(replica);
   if (services_.count(replica) == 0) {
-    StatusOr<nlohmann::json> service = sync_.builders_.service(job_, OwnerOf(), replica.type,
-                                                               replica.index, sync_.options_);
+    StatusOr<nlohmann::json> service =
+        sync_.builders_.service(job_, OwnerOf(), replica.type, replica.index, sync_.options_);
     if (!service.ok()) {
       AddEvent("Warning", "FailedCreateService", "Error creating: " + service.status().message());
       return service.status();
@@ -371,8 +373,13 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
   COHORT_RETURN_IF_ERROR(MayAct());
   StatusOr<nlohmann::json> created = sync_.api_.Create(PodResource(), namespace_, *pod);
   if (!created.ok()) {
-    // AlreadyExists: the pod of the last run is still terminating; the next pass creates it.
-    if (created.status().code() != Status::Code::kAlreadyExists) {
+    // AlreadyExists from a pod of this job is the last run's, still terminating: the next pass
+    // creates the new one. A pod of that name that the job does not control stays in the way,
+    // untouched, and is reported.
+    std::optional<nlohmann::json> existing =
+        sync_.caches_.pods ? sync_.caches_.pods->Get(ObjectKey(namespace_, name)) : std::nullopt;
+    const bool ours = existing && ControllerUid(*existing, kJobKind) == uid_;
+    if (created.status().code() != Status::Code::kAlreadyExists || !ours) {
       AddEvent("Warning", "FailedCreatePod", "Error creating: " + created.status().message());
     }
     return created.status();
@@ -396,12 +403,12 @@ Status JobSync::Pass::RestartReplica(const ReplicaRef& replica) {
   nlohmann::json annotations = {{kRestartsAnnotation, restarts},
                                 {kRestartAfterAnnotation, FormatTime(after)},
                                 {kRestartOfAnnotation, Uid(pod->second)}};
-  StatusOr<nlohmann::json> recorded = sync_.api_.Patch(
-      ServiceResource(), namespace_, PodName(replica),
-      nlohmann::json{{"metadata", {{"annotations", annotations}}}});
+  StatusOr<nlohmann::json> recorded =
+      sync_.api_.Patch(ServiceResource(), namespace_, PodName(replica),
+                       nlohmann::json{{"metadata", {{"annotations", annotations}}}});
   if (!recorded.ok() && recorded.status().code() == Status::Code::kNotFound) {
-    StatusOr<nlohmann::json> service = sync_.builders_.service(job_, OwnerOf(), replica.type,
-                                                               replica.index, sync_.options_);
+    StatusOr<nlohmann::json> service =
+        sync_.builders_.service(job_, OwnerOf(), replica.type, replica.index, sync_.options_);
     if (!service.ok()) return service.status();
     for (const auto& [key, value] : annotations.items()) {
       SetAnnotation(*service, key, value.get<std::string>());
@@ -488,8 +495,7 @@ Status JobSync::Pass::DeleteJob() {
 }
 
 Status JobSync::Pass::EnsurePodGroup() {
-  if (pod_group_ensured_ || sync_.options_.gang_scheduler.empty() ||
-      !sync_.builders_.pod_group) {
+  if (pod_group_ensured_ || sync_.options_.gang_scheduler.empty() || !sync_.builders_.pod_group) {
     return Status::OK();
   }
   StatusOr<std::optional<nlohmann::json>> built =
@@ -498,8 +504,8 @@ Status JobSync::Pass::EnsurePodGroup() {
   if (built->has_value()) {
     const nlohmann::json& group = **built;
     COHORT_RETURN_IF_ERROR(MayAct());
-    StatusOr<nlohmann::json> created = sync_.api_.Create(
-        PodGroupResource(group.value("apiVersion", "")), namespace_, group);
+    StatusOr<nlohmann::json> created =
+        sync_.api_.Create(PodGroupResource(group.value("apiVersion", "")), namespace_, group);
     if (!created.ok() && created.status().code() != Status::Code::kAlreadyExists) {
       return created.status().WithContext("creating the PodGroup of " + key_);
     }

@@ -71,8 +71,8 @@ struct SyncResult {
 class JobSync {
  public:
   JobSync(Api& api, JobCaches caches, ObjectBuilders builders, ObjectOptions options,
-          EventRecorder& recorder, std::function<Time()> clock,
-          std::function<bool()> may_act, std::function<void(const std::string&)> log);
+          EventRecorder& recorder, std::function<Time()> clock, std::function<bool()> may_act,
+          std::function<void(const std::string&)> log);
 
   // One pass over the job `key` ("namespace/name"). An error means the pass could not finish (a
   // write failed, leadership was lost): the caller requeues with back-off.

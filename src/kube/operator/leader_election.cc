@@ -6,8 +6,7 @@ namespace cohort::kube {
 
 std::string FormatMicroTime(Time time) {
   const auto seconds = std::chrono::floor<std::chrono::seconds>(time);
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time - seconds).count();
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time - seconds).count();
   std::string whole = FormatTime(seconds);  // "...:05Z"
   char fraction[32];
   std::snprintf(fraction, sizeof(fraction), ".%06lld", static_cast<long long>(micros));
@@ -54,8 +53,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   if (!attempt.ok()) Log("could not acquire or renew: " + attempt.message());
   if (was_leading) {
     // Another holder is on record: stop at once. A failed renewal: stop once the deadline passed.
-    const bool deadline_passed =
-        !last_renewal_ || now - *last_renewal_ >= options_.renew_deadline;
+    const bool deadline_passed = !last_renewal_ || now - *last_renewal_ >= options_.renew_deadline;
     if ((attempt.ok() && !leading) || deadline_passed) {
       Log(options_.identity + " stopped leading");
       leading_.store(false);
@@ -141,15 +139,16 @@ void LeaderElector::Stop() {
 
 Status LeaderElector::Release() {
   if (!leading_.exchange(false)) return Status::OK();
-  StatusOr<nlohmann::json> released = UpdateWithRetry(
-      api_, LeaseResource(), options_.lease_namespace, options_.lease_name,
-      [&](nlohmann::json& lease) {
-        if (lease["spec"].value("holderIdentity", "") != options_.identity) return false;
-        lease["spec"]["holderIdentity"] = "";
-        lease["spec"]["leaseDurationSeconds"] = 1;
-        lease["spec"]["renewTime"] = FormatMicroTime(clock_());
-        return true;
-      });
+  StatusOr<nlohmann::json> released =
+      UpdateWithRetry(api_, LeaseResource(), options_.lease_namespace, options_.lease_name,
+                      [&](nlohmann::json& lease) {
+                        if (lease["spec"].value("holderIdentity", "") != options_.identity)
+                          return false;
+                        lease["spec"]["holderIdentity"] = "";
+                        lease["spec"]["leaseDurationSeconds"] = 1;
+                        lease["spec"]["renewTime"] = FormatMicroTime(clock_());
+                        return true;
+                      });
   if (released.ok()) Log(options_.identity + " released the lease");
   return released.status();
 }

@@ -41,9 +41,7 @@ void Operator::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
 
-bool Operator::Acting() const {
-  return !stopping_.load() && (!elector_ || elector_->IsLeader());
-}
+bool Operator::Acting() const { return !stopping_.load() && (!elector_ || elector_->IsLeader()); }
 
 bool Operator::CachesSynced() const {
   return jobs_->HasSynced() && pods_->HasSynced() && services_->HasSynced();

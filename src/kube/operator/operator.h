@@ -40,9 +40,9 @@
 namespace cohort::kube {
 
 struct OperatorOptions {
-  std::string namespace_name;  // "" watches every namespace
-  int workers = 1;             // jobs synced at once (1 to 64)
-  ObjectOptions objects;       // cluster domain, gang scheduler
+  std::string namespace_name;             // "" watches every namespace
+  int workers = 1;                        // jobs synced at once (1 to 64)
+  ObjectOptions objects;                  // cluster domain, gang scheduler
   std::string component = kOperatorName;  // the Events' source component
   std::string identity;                   // reportingInstance, and the Lease holder
   InformerOptions informer;

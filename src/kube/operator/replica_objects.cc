@@ -133,8 +133,8 @@ job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& rep
   const nlohmann::json* container = JobContainerStatus(pod, container_name);
   const nlohmann::json& state = container ? Field(*container, "state") : Field(status, "none");
   const int in_place = container ? std::max(0, IntField(*container, "restartCount")) : 0;
-  observed.restart_count = std::min(
-      kMaxRecordedRestarts, ParseCount(Annotation(pod, kRestartsAnnotation)) + in_place);
+  observed.restart_count =
+      std::min(kMaxRecordedRestarts, ParseCount(Annotation(pod, kRestartsAnnotation)) + in_place);
   const std::string phase = StringField(status, "phase");
   const nlohmann::json& running = Field(state, "running");
   const nlohmann::json& terminated = Field(state, "terminated");
