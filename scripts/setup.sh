@@ -41,6 +41,37 @@ cohort_pin_blas() {
 cohort_install_packages() {
   cohort_install_missing_packages
   cohort_pin_blas
+  cohort_install_node_packages
+}
+
+# The npm packages of tests/kube_schema (the kube_schema test validates Cohort's Kubernetes objects
+# with them), exactly as package-lock.json pins them. Skipped when they are already installed from
+# this lock. Without npm, or offline, a machine outside CI skips them with a message (the test is
+# then not registered, or says what to run); in CI ($CI set) both are errors.
+cohort_install_node_packages() {
+  local folder="$COHORT_ROOT/tests/kube_schema"
+  local stamp="$folder/node_modules/.cohort-installed-lock.json"
+  if [ -f "$stamp" ] && cmp -s "$folder/package-lock.json" "$stamp"; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null; then
+    if [ -n "${CI:-}" ]; then
+      echo "setup: npm is missing; CI needs it for tests/kube_schema (install node 20 and npm)" >&2
+      return 1
+    fi
+    echo "setup: npm not found: skipping tests/kube_schema's packages (the kube_schema test needs them)"
+    return 0
+  fi
+  echo "setup: npm ci in tests/kube_schema"
+  if ! (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    if [ -n "${CI:-}" ]; then
+      echo "setup: npm ci failed in tests/kube_schema" >&2
+      return 1
+    fi
+    echo "setup: npm ci failed (offline?): the kube_schema test will fail until it succeeds"
+    return 0
+  fi
+  cp "$folder/package-lock.json" "$stamp"
 }
 
 cohort_install_missing_packages() {
