@@ -473,6 +473,33 @@ TEST_F(OperatorTest, AnExpiredWatchListsAgainAndMissesNothing) {
   EXPECT_EQ(api_.Calls("create", "pods"), 2);
 }
 
+// kube/objects' builders: the pods carry TF_CONFIG with the services' names, and the operator's
+// informers find what they build (labels, ownerReference).
+TEST_F(OperatorTest, RunsAJobWithTheRealObjectBuilders) {
+  OperatorOptions options = Options();
+  options.objects.cluster_domain = "cluster.local";
+  Operator op(api_, KubeObjectBuilders(), options, clock_.AsFunction());
+  op.Start();
+  nlohmann::json tfjob = TFJobObject("real", {{"PS", 1}, {"Worker", 1}});
+  tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["restartPolicy"] = "Always";
+  CreateJob(tfjob);
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  nlohmann::json pod = *Pod("real-worker-0");
+  std::string tf_config;
+  for (const nlohmann::json& env : pod["spec"]["containers"][0]["env"]) {
+    if (env.value("name", "") == "TF_CONFIG") tf_config = env.value("value", "");
+  }
+  EXPECT_NE(tf_config.find("real-ps-0.default.svc.cluster.local:2222"), std::string::npos)
+      << tf_config;
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(Service("real-ps-0").value_or(nlohmann::json())["spec"]["clusterIP"], "None");
+  ASSERT_TRUE(WaitUntil([&] { return Events("SetPodTemplateRestartPolicy") == 1; }, kWait));
+  RunAll();
+  ASSERT_TRUE(kubelet_.Exit("real-worker-0", 0).ok());
+  ASSERT_TRUE(WaitUntil([&] { return Condition("real", "Succeeded") == "True"; }, kWait));
+  op.Stop();
+}
+
 // ---- Leader election ----
 
 OperatorOptions WithLease(OperatorOptions options) {

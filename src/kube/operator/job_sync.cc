@@ -71,6 +71,14 @@ void SetAnnotation(nlohmann::json& object, const std::string& key, const std::st
 
 }  // namespace
 
+ObjectBuilders KubeObjectBuilders() {
+  ObjectBuilders builders;
+  builders.pod = BuildPod;
+  builders.service = BuildService;
+  builders.pod_group = BuildPodGroup;
+  return builders;
+}
+
 JobSync::JobSync(Api& api, JobCaches caches, ObjectBuilders builders, ObjectOptions options,
                  EventRecorder& recorder, std::function<Time()> clock,
                  std::function<bool()> may_act, std::function<void(const std::string&)> log)
@@ -371,6 +379,11 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
   }
   if (restarts > 0) SetAnnotation(*pod, kRestartsAnnotation, std::to_string(restarts));
   COHORT_RETURN_IF_ERROR(MayAct());
+  if (!job_.replica_specs.at(replica.type).template_spec.restart_policy.empty()) {
+    AddEvent("Warning", "SetPodTemplateRestartPolicy",
+             "Restart policy in pod template will be overwritten by restart policy in replica "
+             "spec");
+  }
   StatusOr<nlohmann::json> created = sync_.api_.Create(PodResource(), namespace_, *pod);
   if (!created.ok()) {
     // AlreadyExists from a pod of this job is the last run's, still terminating: the next pass

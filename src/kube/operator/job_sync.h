@@ -55,6 +55,9 @@ struct ObjectBuilders {
       pod_group;
 };
 
+// kube/objects' BuildPod, BuildService and BuildPodGroup.
+ObjectBuilders KubeObjectBuilders();
+
 // The caches a pass reads and writes through; the operator's informers.
 struct JobCaches {
   Informer* jobs = nullptr;
