@@ -558,9 +558,11 @@ TEST(LeaderElectorTest, TakesAnExpiredLeaseAndTheOldHolderStopsLeading) {
   EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
   EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 15);
   EXPECT_TRUE(ParseMicroTime(lease["spec"].value("acquireTime", "")).has_value());
-  EXPECT_TRUE(a.IsLeader());            // a has not looked yet...
-  EXPECT_FALSE(a.TryAcquireOrRenew());  // ...and stops as soon as it sees b holding it
+  // a stopped acting at its renew deadline, 10 s after its last renewal, before b could take over;
+  // trying again, it sees b holding the Lease.
   EXPECT_FALSE(a.IsLeader());
+  EXPECT_FALSE(a.TryAcquireOrRenew());
+  EXPECT_TRUE(b.IsLeader());
 }
 
 // An API server that stops answering the Lease's reads and writes.
@@ -587,8 +589,10 @@ TEST(LeaderElectorTest, StopsLeadingOnceRenewalHasFailedForTheRenewDeadline) {
   clock.Advance(5s);
   EXPECT_TRUE(a.TryAcquireOrRenew());  // 5 s without renewal: still within the deadline
   clock.Advance(5s);
-  EXPECT_FALSE(a.TryAcquireOrRenew());  // 10 s: stops, before anyone may take over at 15 s
+  // 10 s: it stops acting at the deadline itself, before its next attempt, and well before
+  // anyone else may take the Lease at 15 s.
   EXPECT_FALSE(a.IsLeader());
+  EXPECT_FALSE(a.TryAcquireOrRenew());
   api.down = false;
   EXPECT_TRUE(a.TryAcquireOrRenew());  // its own Lease, still on record: it leads again
 }

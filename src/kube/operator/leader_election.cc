@@ -45,7 +45,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   Status attempt = Acquire(now, leading);
   const bool was_leading = leading_.load();
   if (attempt.ok() && leading) {
-    last_renewal_ = now;
+    last_renewal_.store(now.time_since_epoch().count());
     if (!was_leading) Log(options_.identity + " became the leader");
     leading_.store(true);
     return true;
@@ -53,13 +53,14 @@ bool LeaderElector::TryAcquireOrRenew() {
   if (!attempt.ok()) Log("could not acquire or renew: " + attempt.message());
   if (was_leading) {
     // Another holder is on record: stop at once. A failed renewal: stop once the deadline passed.
-    const bool deadline_passed = !last_renewal_ || now - *last_renewal_ >= options_.renew_deadline;
+    const Time renewed{Clock::duration(last_renewal_.load())};
+    const bool deadline_passed = now - renewed >= options_.renew_deadline;
     if ((attempt.ok() && !leading) || deadline_passed) {
       Log(options_.identity + " stopped leading");
       leading_.store(false);
     }
   }
-  return leading_.load();
+  return IsLeader();
 }
 
 Status LeaderElector::Acquire(Time now, bool& leading) {
@@ -116,6 +117,12 @@ Status LeaderElector::Acquire(Time now, bool& leading) {
   if (!updated.ok()) return updated.status();
   leading = true;
   return Status::OK();
+}
+
+bool LeaderElector::IsLeader() const {
+  if (!leading_.load()) return false;
+  const Time renewed{Clock::duration(last_renewal_.load())};
+  return clock_() - renewed < options_.renew_deadline;
 }
 
 void LeaderElector::Run(const std::function<void(bool leading)>& on_change) {

@@ -60,7 +60,10 @@ class LeaderElector {
   // Gives the Lease up if this operator holds it (clean shutdown). No-op otherwise.
   Status Release();
 
-  bool IsLeader() const { return leading_.load(); }
+  // Whether this operator leads now: it won the Lease and its last renewal is younger than
+  // renew_deadline by the clock, so a leader whose renewals stall stops acting at the deadline
+  // itself, not at its next attempt.
+  bool IsLeader() const;
   const LeaderElectionOptions& options() const { return options_; }
 
  private:
@@ -71,7 +74,9 @@ class LeaderElector {
   const LeaderElectionOptions options_;
   const std::function<Time()> clock_;
   std::atomic<bool> leading_{false};
-  std::optional<Time> last_renewal_;  // when this operator last wrote the Lease as holder
+  // When this operator last wrote the Lease as holder (clock ticks; read by IsLeader on any
+  // thread).
+  std::atomic<Clock::rep> last_renewal_{0};
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
   std::condition_variable stop_requested_;

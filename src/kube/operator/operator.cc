@@ -16,9 +16,14 @@ Operator::Operator(Api& api, ObjectBuilders builders, OperatorOptions options,
   InformerOptions informer = options_.informer;
   if (!informer.log) informer.log = options_.log;
   const Selector owned{std::string(kOperatorNameLabel) + "=" + kOperatorName, ""};
-  jobs_ = std::make_unique<Informer>(
-      api_, TFJobResource(), options_.namespace_name, Selector{}, informer,
-      [this](const nlohmann::json& object, bool) { Enqueue(object, true); });
+  jobs_ = std::make_unique<Informer>(api_, TFJobResource(), options_.namespace_name, Selector{},
+                                     informer, [this](const nlohmann::json& object, bool deleted) {
+                                       // A deleted job's events are not aggregated any more; its
+                                       // pods go with it.
+                                       if (deleted)
+                                         recorder_.Forget(object["metadata"].value("uid", ""));
+                                       Enqueue(object, true);
+                                     });
   pods_ = std::make_unique<Informer>(
       api_, PodResource(), options_.namespace_name, owned, informer,
       [this](const nlohmann::json& object, bool) { Enqueue(object, false); });
