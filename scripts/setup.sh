@@ -11,6 +11,7 @@ COHORT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libssl-dev zlib1g-dev libgtest-dev libgmock-dev
+  libcurl4-openssl-dev libcpp-httplib-dev openssl
   clang libclang-rt-14-dev
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
