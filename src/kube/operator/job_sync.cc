@@ -558,6 +558,10 @@ Status JobSync::Pass::WriteStatus(const job::JobStatus& status) {
       },
       /*status_subresource=*/true);
   if (!updated.ok()) return updated.status().WithContext("writing the status of " + key_);
+  if (job::JobState(status) != job::JobState(previous_)) {
+    Log("is " + job::JobState(status) + " (was " +
+        (job::JobState(previous_).empty() ? std::string("new") : job::JobState(previous_)) + ")");
+  }
   if (sync_.caches_.jobs) sync_.caches_.jobs->Upsert(*updated);
   return Status::OK();
 }
