@@ -500,6 +500,27 @@ TEST_F(OperatorTest, RunsAJobWithTheRealObjectBuilders) {
   op.Stop();
 }
 
+// Volcano gang scheduling: the PodGroup comes first, and no pod is created until Volcano has
+// admitted the group (its phase set and not Pending).
+TEST_F(OperatorTest, WaitsForVolcanoToAdmitThePodGroupBeforeCreatingPods) {
+  OperatorOptions options = Options();
+  options.objects.gang_scheduler = "volcano";
+  Operator op(api_, KubeObjectBuilders(), options, clock_.AsFunction());
+  op.Start();
+  CreateJob(TFJobObject("gang", {{"Worker", 2}}));
+  ASSERT_TRUE(
+      WaitUntil([&] { return api_.Object("podgroups", "default", "gang").has_value(); }, kWait));
+  clock_.Advance(2s);
+  EXPECT_FALSE(WaitUntil([&] { return !PodNames().empty(); }, 300ms));
+  const Resource podgroups{"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", true};
+  ASSERT_TRUE(
+      api_.Patch(podgroups, "default", "gang", {{"status", {{"phase", "Inqueue"}}}}, false).ok());
+  clock_.Advance(2s);
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  EXPECT_EQ(api_.Calls("create", "podgroups"), 1);
+  op.Stop();
+}
+
 // ---- Leader election ----
 
 OperatorOptions WithLease(OperatorOptions options) {

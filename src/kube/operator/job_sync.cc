@@ -124,7 +124,7 @@ class JobSync::Pass {
   Status RestartReplica(const ReplicaRef& replica);
   Status StopReplica(const ReplicaRef& replica);
   Status DeleteJob();
-  Status EnsurePodGroup();
+  Status EnsurePodGroup(bool& admitted);
   void DeletePodGroup();
   Status DeletePod(const nlohmann::json& pod);
   Status DeleteService(const nlohmann::json& service);
@@ -155,7 +155,7 @@ class JobSync::Pass {
   std::map<ReplicaRef, PendingRestart> pending_;
   std::vector<job::Event> events_;
   std::optional<Time> requeue_at_;
-  bool pod_group_ensured_ = false;
+  std::optional<bool> pod_group_admitted_;  // once this pass has looked at the PodGroup
   SyncResult result_;
 };
 
@@ -351,7 +351,9 @@ Status JobSync::Pass::CarryOut(const job::Action& action) {
 // The service first (peers resolve each other through it), then the pod. `restarts` > 0 marks a
 // re-created replica: the count goes on the pod, so that it survives this operator.
 Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
-  COHORT_RETURN_IF_ERROR(EnsurePodGroup());
+  bool admitted = true;
+  COHORT_RETURN_IF_ERROR(EnsurePodGroup(admitted));
+  if (!admitted) return Status::OK();  // no pod yet: the caller sees none was created
   const std::string name = PodName(replica);
   if (services_.count(replica) == 0) {
     StatusOr<nlohmann::json> service =
@@ -507,8 +509,14 @@ Status JobSync::Pass::DeleteJob() {
   return Status::OK();
 }
 
-Status JobSync::Pass::EnsurePodGroup() {
-  if (pod_group_ensured_ || sync_.options_.gang_scheduler.empty() || !sync_.builders_.pod_group) {
+// With gang scheduling the job's PodGroup exists before any of its pods. Volcano also admits the
+// group before its pods may be created (the operator's DelayPodCreationDueToPodGroup): until the
+// group's phase is set and not Pending, `admitted` is false and the job is looked at again in 1 s.
+Status JobSync::Pass::EnsurePodGroup(bool& admitted) {
+  admitted = true;
+  if (sync_.options_.gang_scheduler.empty() || !sync_.builders_.pod_group) return Status::OK();
+  if (pod_group_admitted_) {  // looked at once per pass
+    admitted = *pod_group_admitted_;
     return Status::OK();
   }
   StatusOr<std::optional<nlohmann::json>> built =
@@ -516,14 +524,25 @@ Status JobSync::Pass::EnsurePodGroup() {
   if (!built.ok()) return built.status();
   if (built->has_value()) {
     const nlohmann::json& group = **built;
-    COHORT_RETURN_IF_ERROR(MayAct());
-    StatusOr<nlohmann::json> created =
-        sync_.api_.Create(PodGroupResource(group.value("apiVersion", "")), namespace_, group);
-    if (!created.ok() && created.status().code() != Status::Code::kAlreadyExists) {
-      return created.status().WithContext("creating the PodGroup of " + key_);
+    const Resource resource = PodGroupResource(group.value("apiVersion", ""));
+    const std::string name = group["metadata"].value("name", "");
+    StatusOr<nlohmann::json> stored = sync_.api_.Get(resource, namespace_, name);
+    if (!stored.ok() && stored.status().code() == Status::Code::kNotFound) {
+      COHORT_RETURN_IF_ERROR(MayAct());
+      stored = sync_.api_.Create(resource, namespace_, group);
+    }
+    if (!stored.ok()) return stored.status().WithContext("creating the PodGroup of " + key_);
+    if (resource.group == "scheduling.volcano.sh") {
+      const nlohmann::json& status = (*stored)["status"];
+      const std::string phase = status.is_object() ? status.value("phase", "") : "";
+      if (phase.empty() || phase == "Pending") {
+        Log("waits for PodGroup " + name + " to be admitted (phase \"" + phase + "\")");
+        admitted = false;
+        requeue_at_ = Earliest(requeue_at_, now_ + std::chrono::seconds(1));
+      }
     }
   }
-  pod_group_ensured_ = true;
+  pod_group_admitted_ = admitted;
   return Status::OK();
 }
 
