@@ -521,6 +521,29 @@ TEST_F(OperatorTest, WaitsForVolcanoToAdmitThePodGroupBeforeCreatingPods) {
   op.Stop();
 }
 
+TEST_F(OperatorTest, APodThatCannotStartIsReportedOnTheJob) {
+  auto op = StartOperator();
+  CreateJob(TFJobObject("pull", {{"Worker", 1}}));
+  ASSERT_TRUE(WaitUntil([&] { return Pod("pull-worker-0").has_value(); }, kWait));
+  ASSERT_TRUE(api_.SetPodStatus("default", "pull-worker-0",
+                                {{"phase", "Pending"},
+                                 {"containerStatuses",
+                                  {{{"name", "tensorflow"},
+                                    {"restartCount", 0},
+                                    {"state",
+                                     {{"waiting",
+                                       {{"reason", "ErrImagePull"},
+                                        {"message", "pull access denied for trainer"}}}}}}}}})
+                  .ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Events("ErrImagePull",
+                      "Error pod pull-worker-0 container tensorflow waiting message: pull access "
+                      "denied for trainer") >= 1;
+      },
+      kWait));
+}
+
 // ---- Leader election ----
 
 OperatorOptions WithLease(OperatorOptions options) {

@@ -119,6 +119,7 @@ class JobSync::Pass {
   Status MarkInvalid(const std::string& problem);
   void CollectObjects();
   Status Observe(std::vector<job::ObservedReplica>& observed);
+  void ReportAbnormalPod(const nlohmann::json& pod);
   Status CarryOut(const job::Action& action);
   Status StartReplica(const ReplicaRef& replica, int restarts);
   Status RestartReplica(const ReplicaRef& replica);
@@ -284,7 +285,9 @@ void JobSync::Pass::CollectObjects() {
 Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
   const std::string& container = job_.job_kind->facts().container_name;
   for (auto& [replica, pod] : pods_) {
-    if (pending_.count(replica) == 0) observed.push_back(ObservePod(pod, replica, container));
+    if (pending_.count(replica) != 0) continue;
+    observed.push_back(ObservePod(pod, replica, container));
+    ReportAbnormalPod(pod);
   }
   // A copy: a restart that is done or made here leaves pending_.
   const std::map<ReplicaRef, PendingRestart> pending_restarts = pending_;
@@ -324,6 +327,40 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
     observed.push_back(ObservePod(pods_.at(replica), replica, container));
   }
   return Status::OK();
+}
+
+// As the operator's abnormal-pod recorder: a live pod whose container waits with a message
+// (ErrImagePull, CrashLoopBackOff...) or, before any container status, whose latest condition is
+// not True (Unschedulable) gets a Warning on the job, with the kubelet's or scheduler's reason.
+// Repeats are aggregated by the event recorder.
+void JobSync::Pass::ReportAbnormalPod(const nlohmann::json& pod) {
+  if (IsTerminating(pod) || !pod.contains("status") || !pod["status"].is_object()) return;
+  const nlohmann::json& status = pod["status"];
+  const std::string phase = status.value("phase", "");
+  if (phase != "Pending" && phase != "Running") return;
+  const std::string name = Name(pod);
+  const nlohmann::json containers = status.value("containerStatuses", nlohmann::json::array());
+  if (containers.is_array() && !containers.empty()) {
+    for (const nlohmann::json& container : containers) {
+      if (!container.is_object() || !container.contains("state")) continue;
+      const nlohmann::json& waiting = container["state"].value("waiting", nlohmann::json());
+      if (!waiting.is_object()) continue;
+      const std::string reason = waiting.value("reason", "");
+      const std::string message = waiting.value("message", "");
+      if (reason.empty() || message.empty()) continue;
+      AddEvent("Warning", reason,
+               "Error pod " + name + " container " + container.value("name", "") +
+                   " waiting message: " + message);
+    }
+    return;
+  }
+  const nlohmann::json conditions = status.value("conditions", nlohmann::json::array());
+  if (!conditions.is_array() || conditions.empty() || !conditions.back().is_object()) return;
+  const nlohmann::json& latest = conditions.back();
+  const std::string reason = latest.value("reason", "");
+  if (latest.value("status", "") == "True" || reason.empty()) return;
+  AddEvent("Warning", reason,
+           "Error pod " + name + " condition message: " + latest.value("message", ""));
 }
 
 Status JobSync::Pass::CarryOut(const job::Action& action) {
