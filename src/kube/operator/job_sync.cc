@@ -202,7 +202,7 @@ StatusOr<SyncResult> JobSync::Pass::Run() {
   for (const job::Action& action : reconciled.actions) {
     Status done = CarryOut(action);
     if (!done.ok() && acted.ok()) acted = done;
-    if (done.code() == Status::Code::kAborted) return done;  // leadership lost: touch nothing
+    if (!MayAct().ok()) return MayAct();  // leadership lost: touch nothing more
     if (result_.deleted) break;
   }
   if (result_.deleted) {
@@ -317,7 +317,7 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
       continue;
     }
     Status started = StartReplica(replica, pending.restarts);
-    if (started.code() == Status::Code::kAborted) return started;
+    COHORT_RETURN_IF_ERROR(MayAct());  // leadership lost: touch nothing more
     if (!started.ok() || pods_.count(replica) == 0) {
       observed.push_back(waiting);
       requeue_at_ = Earliest(requeue_at_, now_ + std::chrono::seconds(1));
@@ -482,7 +482,7 @@ Status JobSync::Pass::StopReplica(const ReplicaRef& replica) {
   if (auto pod = pods_.find(replica); pod != pods_.end() && !IsTerminating(pod->second)) {
     result = DeletePod(pod->second);
   }
-  if (result.code() == Status::Code::kAborted) return result;
+  COHORT_RETURN_IF_ERROR(MayAct());
   if (auto service = services_.find(replica); service != services_.end()) {
     Status deleted = DeleteService(service->second);
     if (result.ok()) result = deleted;
