@@ -14,6 +14,7 @@
 #include "base/file.h"
 #include "base/hex.h"
 #include "exec/free_ports.h"
+#include "exec/job_processes.h"
 #include "exec/local_process_backend.h"
 #include "exec/log_follower.h"
 #include "exec/replica_environment.h"
@@ -275,6 +276,15 @@ Status LocalJobs::Delete(const JobKey& key) {
     }
     // The watchdog marks and cleans up after a killed supervisor; give it a moment.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Whatever still runs of the replicas (their supervisor and its watchdog both died, or a
+  // replica's child left its process group) is found by the job's secret and killed before the
+  // job's state, and with it the secret, is removed.
+  if (StatusOr<std::string> secret = store_.ReadSecret(key); secret.ok()) {
+    StatusOr<int> killed = KillJobProcesses(*secret, std::chrono::seconds(10));
+    if (!killed.ok()) {
+      return killed.status().WithContext("job " + key.ToString() + " is not deleted");
+    }
   }
   return store_.DeleteJob(key);
 }

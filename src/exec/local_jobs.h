@@ -91,7 +91,10 @@ class LocalJobs {
 
   // Stops the job and removes its state. A live supervisor is asked to stop (SIGTERM: it stops
   // the replicas within their grace period and exits) and killed after 45 s; it is given 120 s
-  // in all. NotFound when there is no such job.
+  // in all. Then whatever still runs of the replicas (their supervisor and its watchdog both
+  // died) is found by the job's secret and SIGKILLed (job_processes.h); if some of it survives
+  // 10 s, the job is not deleted (DeadlineExceeded, naming the pids). NotFound when there is no
+  // such job.
   Status Delete(const JobKey& key);
 
   // Sets runPolicy.suspend in the saved spec; the job's controller notices and suspends (stops
