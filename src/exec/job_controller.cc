@@ -40,7 +40,37 @@ Status JobController::ReloadSpecIfChanged() {
   if (!job.ok()) return job.status();
   job_ = std::move(*job);
   spec_version_ = version;
+  // Validation refused a job whose rules do not parse, so a failure here means none.
+  StatusOr<std::vector<job::LogPolicy>> policies = job::JobLogPolicies(job_);
+  job_log_policies_ = policies.ok() ? std::move(*policies) : std::vector<job::LogPolicy>{};
   return Status::OK();
+}
+
+void JobController::AddLogPolicies(std::vector<job::LogPolicy> policies) {
+  extra_log_policies_.insert(extra_log_policies_.end(), policies.begin(), policies.end());
+}
+
+void JobController::ExplainExit(Replica& replica, const ReplicaState& state) const {
+  replica.details = job::ExitDetails{};
+  replica.details.hint = state.exit_hint;
+  std::vector<std::string> lines;
+  for (const std::string& line : state.output_tail) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  if (!lines.empty()) {
+    replica.details.last_log_line = lines.back().substr(0, job::kMaxMatchedLineBytes);
+  }
+  if (state.exit_code != 0) {
+    replica.details.log_policy = job::MatchLogPolicies(job_log_policies_, lines);
+    if (!replica.details.log_policy) {
+      replica.details.log_policy = job::MatchLogPolicies(extra_log_policies_, lines);
+    }
+  }
+  const size_t first = lines.size() > kKeptLogLines ? lines.size() - kKeptLogLines : 0;
+  replica.last_log_lines.clear();
+  for (size_t i = first; i < lines.size(); ++i) {
+    replica.last_log_lines.push_back(lines[i].substr(0, job::kMaxMatchedLineBytes));
+  }
 }
 
 Status JobController::Load() {
@@ -148,6 +178,7 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
       replica.phase = state.phase;  // a pod's Pending turns Running
     }
     if (state.phase == job::ReplicaPhase::kSucceeded || state.phase == job::ReplicaPhase::kFailed) {
+      if (replica.running) ExplainExit(replica, state);
       replica.running = false;
       replica.phase = state.phase;
       replica.exit_code = state.exit_code;
@@ -241,6 +272,9 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
     replica.phase = job::ReplicaPhase::kFailed;
     replica.exit_code = 127;
     replica.finished_at = now;
+    replica.details = job::ExitDetails{};
+    replica.details.hint = "it could not be started: " + started.status().message();
+    replica.last_log_lines.clear();
     events.push_back(
         {"Warning", "FailedCreatePod", "Error creating: " + started.status().message(), now});
   }
@@ -280,7 +314,7 @@ std::vector<job::ObservedReplica> JobController::Observed() const {
   std::vector<job::ObservedReplica> observed;
   for (const auto& [id, replica] : replicas_) {
     observed.push_back({id.type, id.index, replica.phase, replica.exit_code, replica.restart_count,
-                        replica.started_at, replica.finished_at});
+                        replica.started_at, replica.finished_at, replica.details});
   }
   return observed;
 }
@@ -327,7 +361,10 @@ ReplicaRow JobController::RowOf(const Replica& replica) const {
   row.restarts = replica.restart_count;
   row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
   row.pid = replica.running ? replica.pid : 0;
-  if (replica.finished_at) row.exit_code = replica.exit_code;
+  if (replica.finished_at) {
+    row.exit_code = replica.exit_code;
+    row.last_log_lines = replica.last_log_lines;
+  }
   row.started_at = replica.started_at;
   row.finished_at = replica.finished_at;
   return row;

@@ -29,6 +29,7 @@
 #include "exec/job_state_store.h"
 #include "exec/replica_backend.h"
 #include "job/common_types.h"
+#include "job/log_policy.h"
 #include "job/reconciler.h"
 
 namespace cohort::exec {
@@ -57,6 +58,10 @@ class JobController {
   // (SIGINT: "the user (Ctrl-C)", otherwise "signal N").
   void RequestStop(int signal_number);
 
+  // Log policies from outside the job ($COHORT_HOME/config), matched after the job's own
+  // (its cohort.dev/log-policies annotation, job/log_policy.h) against a failed run's output.
+  void AddLogPolicies(std::vector<job::LogPolicy> policies);
+
  private:
   // The controller's view of one replica: the backend's last observation and its own
   // bookkeeping.
@@ -71,9 +76,14 @@ class JobController {
     bool running = false;            // the backend has it, started and not exited
     bool stop_requested = false;     // stopped while it ran: absent once gone
     int pid = 0;
+    job::ExitDetails details;                 // of the last exit
+    std::vector<std::string> last_log_lines;  // of the last finished run
   };
 
   Status ReloadSpecIfChanged();
+  // What is known of an exit beyond its code: the log policy that matches its output, its last
+  // line, the backend's hint; and the lines the replica table keeps.
+  void ExplainExit(Replica& replica, const ReplicaState& state) const;
   // Takes in the backend's observation; a stopped replica that is gone becomes absent.
   void Refresh(Time now, std::vector<job::Event>& events);
   void HandleStopRequest(Time now, bool& handled);
@@ -100,7 +110,9 @@ class JobController {
   bool loaded_ = false;
   job::Job job_;
   int64_t spec_version_ = 0;
-  std::map<std::string, int> ports_;  // for the replica table
+  std::vector<job::LogPolicy> job_log_policies_;    // the job's annotation's
+  std::vector<job::LogPolicy> extra_log_policies_;  // AddLogPolicies
+  std::map<std::string, int> ports_;                // for the replica table
   // Replicas stopped and gone, kept in the table (marked removed) until one runs again there.
   std::map<ReplicaId, ReplicaRow> removed_rows_;
   job::JobStatus status_;

@@ -20,6 +20,7 @@
 #include "exec/replica_environment.h"
 #include "exec/supervisor_loss.h"
 #include "job/reconciler.h"
+#include "job/yaml_document.h"
 
 namespace cohort::exec {
 namespace {
@@ -62,8 +63,39 @@ StatusOr<std::map<std::string, int>> LocalJobs::ReservePorts(const job::Job& job
   return by_replica;
 }
 
+StatusOr<std::vector<job::LogPolicy>> LocalJobs::LoadConfigLogPolicies() const {
+  const std::filesystem::path path = store_.home() / "config";
+  StatusOr<std::string> text = ReadWholeFile(path, job::kMaxYamlBytes);
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
+    return std::vector<job::LogPolicy>{};
+  }
+  if (!text.ok()) return text.status();
+  StatusOr<std::vector<job::YamlDocument>> documents = job::ReadYamlDocuments(*text, path.string());
+  if (!documents.ok()) return documents.status();
+  if (documents->empty() || documents->front().root.is_null()) {
+    return std::vector<job::LogPolicy>{};
+  }
+  const nlohmann::json& root = documents->front().root;
+  if (documents->size() > 1 || !root.is_object()) {
+    return Status::InvalidArgument(path.string() +
+                                   ": must be one mapping, e.g. logPolicies: [...]");
+  }
+  for (const auto& [key, value] : root.items()) {
+    if (key != "logPolicies") {
+      return Status::InvalidArgument(path.string() + ": unknown setting \"" + key +
+                                     "\" (known: logPolicies)");
+    }
+  }
+  if (!root.contains("logPolicies")) return std::vector<job::LogPolicy>{};
+  return job::ParseLogPolicies(root["logPolicies"], path.string() + ": logPolicies");
+}
+
 StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& images) {
   COHORT_RETURN_IF_ERROR(images.CheckJob(job));
+  // A broken config is reported before the job exists, not by its supervisor.
+  if (StatusOr<std::vector<job::LogPolicy>> policies = LoadConfigLogPolicies(); !policies.ok()) {
+    return policies.status();
+  }
   StatusOr<std::map<std::string, int>> ports = ReservePorts(job);
   if (!ports.ok()) return ports.status();
   CreatedJob created{{job.metadata.namespace_name, job.metadata.name}, SupervisorLock()};
@@ -110,7 +142,10 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
       if (on_tick) on_tick();
     };
   }
+  StatusOr<std::vector<job::LogPolicy>> config_policies = LoadConfigLogPolicies();
+  if (!config_policies.ok()) return config_policies.status();
   JobController controller(store_, **backend, key, std::move(observer));
+  controller.AddLogPolicies(std::move(*config_policies));
   COHORT_RETURN_IF_ERROR(controller.Load());
 
   COHORT_RETURN_IF_ERROR(WriteFileAtomically(store_.JobDirectory(key) / "supervisor.pid",

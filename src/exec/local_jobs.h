@@ -29,6 +29,7 @@
 #include "exec/log_selection.h"
 #include "exec/supervisor_lock.h"
 #include "job/common_types.h"
+#include "job/log_policy.h"
 
 namespace cohort::exec {
 
@@ -49,6 +50,12 @@ class LocalJobs {
 
   // The image commands: `--image NAME=COMMAND` flags over the file $COHORT_HOME/images.
   StatusOr<ImageMap> LoadImages(const std::vector<std::string>& image_flags) const;
+
+  // The log policies of $COHORT_HOME/config (job/log_policy.h), a YAML (or JSON) file of
+  //   logPolicies:
+  //     - {name: cuda-oom, pattern: "CUDA out of memory", action: permanent}
+  // None when there is no such file; InvalidArgument naming the file for anything else in it.
+  StatusOr<std::vector<job::LogPolicy>> LoadConfigLogPolicies() const;
 
   // Creates the job: its directory and spec, a port for each replica (reserved here and nowhere
   // else, fixed for the job's life) and the job secret. Fails (AlreadyExists) if the name is

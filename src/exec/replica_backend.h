@@ -14,6 +14,7 @@
 // stays, with its exit code, until it is started again or stopped.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -48,7 +49,16 @@ struct ReplicaState {
   std::optional<Time> finished_at;
   bool stopping = false;  // Stop() was asked and it still runs
   int pid = 0;            // the local process id, shown by `cohort describe`; 0 when none
+  // Once it has exited: the end of what this run wrote (at most kOutputTailBytes, split into
+  // lines, oldest first), for log policies and for the job's failure message.
+  std::vector<std::string> output_tail;
+  // Once it has exited: what the backend can tell of the exit beyond its code, e.g. that the
+  // command could not be run and which command it was; "" when nothing.
+  std::string exit_hint;
 };
+
+// How much of a run's end ReplicaState::output_tail holds.
+inline constexpr size_t kOutputTailBytes = 64 * 1024;
 
 // What the controller asks to start.
 struct ReplicaStart {

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "exec/replica_backend.h"
@@ -29,6 +30,7 @@ class FakeReplicaBackend : public ReplicaBackend {
   struct Exit {
     std::chrono::seconds duration;
     int exit_code = 0;
+    std::vector<std::string> output;  // what the run wrote, as ReplicaState::output_tail
   };
   using Script = std::function<std::optional<Exit>(const ReplicaId& id, int run)>;
 
@@ -80,6 +82,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     if (std::optional<Exit> exit = script_(request.id, runs_[request.id]++)) {
       replica.exit_at = *now_ + exit->duration;
       replica.exit_code = exit->exit_code;
+      replica.output = exit->output;
     }
     return replica.state;
   }
@@ -112,6 +115,7 @@ class FakeReplicaBackend : public ReplicaBackend {
         replica.state.exit_code = replica.exit_code;
         replica.state.finished_at = *now_;
         replica.state.pid = 0;
+        replica.state.output_tail = replica.output;
       }
       states.push_back(replica.state);
       ++it;
@@ -141,6 +145,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     ReplicaState state;
     std::optional<Time> exit_at;
     int exit_code = 0;
+    std::vector<std::string> output;
     bool killed = false;
   };
 

@@ -12,6 +12,7 @@
 #include "exec/memory_job_store.h"
 #include "exec_test_support.h"
 #include "fake_replica_backend.h"
+#include "job/log_policy.h"
 #include "job/spec_parser.h"
 #include "job/status_json.h"
 #include "testing/test_kind.h"
@@ -31,10 +32,14 @@ const ReplicaId kWorker1{"Worker", 1};
 class JobControllerTest : public ::testing::Test {
  protected:
   // Creates job "job" of `workers` Worker replicas with `restart_policy` and `run_policy`.
-  void CreateJob(int workers, const std::string& restart_policy,
-                 const std::string& run_policy = "") {
+  void CreateJob(int workers, const std::string& restart_policy, const std::string& run_policy = "",
+                 const std::string& log_policies = "") {
     std::ostringstream yaml;
-    yaml << "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: job}\nspec:\n";
+    yaml << "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: job\n";
+    if (!log_policies.empty()) {
+      yaml << "  annotations:\n    cohort.dev/log-policies: '" << log_policies << "'\n";
+    }
+    yaml << "spec:\n";
     if (!run_policy.empty()) yaml << "  runPolicy: " << run_policy << "\n";
     yaml << "  tfReplicaSpecs:\n    Worker:\n      replicas: " << workers
          << "\n      restartPolicy: " << restart_policy
@@ -337,6 +342,87 @@ TEST_F(JobControllerTest, ASecondStopRequestKillsWithoutWaitingForTheGracePeriod
   }
   EXPECT_EQ(killed, (std::set<ReplicaId>{kWorker0, kWorker1}));
   EXPECT_EQ(backend.running(), 0);
+}
+
+// ---- Log policies, the failure message and the kept log lines ----
+
+TEST_F(JobControllerTest, APermanentLogPolicyStopsTheRestartsAndTheMessageQuotesTheLine) {
+  CreateJob(2, "OnFailure", "",
+            R"([{"name": "cuda-oom", "pattern": "CUDA out of memory", "action": "permanent"}])");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 0) return std::nullopt;
+    return Exit{seconds(2),
+                1,
+                {"step 10", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                 "Traceback follows", ""}};
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(backend.starts().size(), 2u);  // worker-1 was not restarted
+  EXPECT_EQ(status->conditions.back().message,
+            "TFJob default/job has failed because 1 Worker replica(s) failed: worker-1 exited "
+            "with code 1 at 2026-01-01T00:00:02Z after 0 restarts; its log: \"RuntimeError: CUDA "
+            "out of memory. Tried to allocate 2.00 GiB\" (log policy cuda-oom: permanent).");
+  // The row keeps the run's last lines (blank ones left out) after the job has ended.
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].phase, "Failed");
+  EXPECT_THAT(rows[1].last_log_lines,
+              ::testing::ElementsAre("step 10",
+                                     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                                     "Traceback follows"));
+}
+
+TEST_F(JobControllerTest, PoliciesFromTheConfigApplyAfterTheJobsOwn) {
+  CreateJob(1, "OnFailure", "{backoffLimit: 1}",
+            R"([{"pattern": "transient", "action": "retryable"}])");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) {
+    return Exit{seconds(1), 1, {run == 0 ? "transient disk error" : "disk full"}};
+  });
+  StatusOr<std::vector<job::LogPolicy>> config = job::ParseLogPolicies(
+      nlohmann::json::parse(R"([{"pattern": "disk", "action": "permanent"}])"), "config");
+  ASSERT_TRUE(config.ok());
+  controller_ = std::make_unique<JobController>(store_, backend, key_, ControllerObserver{},
+                                                [this] { return now_; });
+  controller_->AddLogPolicies(*config);
+  StatusOr<job::JobStatus> status = controller_->Run();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  // The first failure matched both: the job's retryable rule decided, and it was restarted. The
+  // second matched only the config's permanent rule.
+  EXPECT_EQ(backend.starts().size(), 2u);
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("after 1 restart; its log: \"disk full\" (log policy disk: permanent)"));
+}
+
+// Without a policy the failure still says why, in the replica's last line; a replica that keeps
+// failing ends the job with its name, exit code and that line (issue 15's done-when).
+TEST_F(JobControllerTest, AWorkerThatKeepsFailingEndsTheJobNamingItsCodeAndLastLine) {
+  CreateJob(2, "OnFailure", "{backoffLimit: 2}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 0) return std::nullopt;
+    return Exit{seconds(1), 3, {"loading data", "error: cannot open /data/train.csv"}};
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  const std::string& message = status->conditions.back().message;
+  EXPECT_THAT(message, HasSubstr("worker-1 exited with code 3 at "));
+  EXPECT_THAT(message, HasSubstr("after 2 restarts; its last log line: \"error: cannot open "
+                                 "/data/train.csv\""));
+}
+
+TEST_F(JobControllerTest, AReplicaThatCannotStartSaysWhyInTheJobsMessage) {
+  CreateJob(1, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 0}; });
+  backend.refuse_to_start.insert(kWorker0);
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("worker-0 exited with code 127 at 2026-01-01T00:00:00Z after 0 restarts; "
+                        "it could not be started: cannot execute fake."));
 }
 
 TEST_F(JobControllerTest, AFinishedJobIsNotRunAgain) {

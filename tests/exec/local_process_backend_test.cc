@@ -75,6 +75,33 @@ TEST_F(LocalProcessBackendTest, AnExitIsObservedWithItsCode) {
   EXPECT_TRUE(backend->Observe().empty());
 }
 
+// The exited run's own lines come back (not the earlier run's, not the restart banner), and an
+// exit of 127 in the first second gets a hint naming the command.
+TEST_F(LocalProcessBackendTest, AnExitBringsTheRunsLastLinesAndACommandThatCannotRunItsHint) {
+  std::unique_ptr<LocalProcessBackend> backend = NewBackend();
+  ASSERT_NE(backend, nullptr);
+  job::Job job = ShellJob("tail", 1, "echo first run; exit 4");
+  ASSERT_TRUE(backend->Start({kWorker0, &job, 0, 0}).ok());
+  auto exited = [](const auto& states) {
+    return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+  };
+  std::vector<ReplicaState> states = ObserveUntil(*backend, exited);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_THAT(states[0].output_tail, ::testing::ElementsAre("first run"));
+  EXPECT_EQ(states[0].exit_hint, "");
+
+  job::Job second = ShellJob("tail", 1, "echo one; echo two; exit 127");
+  ASSERT_TRUE(backend->Start({kWorker0, &second, 1, 4}).ok());
+  states = ObserveUntil(*backend, exited);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].exit_code, 127);
+  EXPECT_THAT(states[0].output_tail, ::testing::ElementsAre("one", "two"));
+  EXPECT_EQ(states[0].exit_hint,
+            "exit code 127 within its first second: its command could not be run (not found); "
+            "it ran /bin/sh -c 'echo one; echo two; exit 127'");
+  backend->Stop(kWorker0, StopMode::kGraceful);
+}
+
 TEST_F(LocalProcessBackendTest, AStoppedReplicaIsAbsentOnceItHasExited) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);

@@ -379,10 +379,16 @@ TEST_P(ExitTest, PolicyDecides) {
       break;
     }
     case Outcome::kJobFailed: {
+      // The operator's message, then (Cohort's addition) the replica that failed, how and when.
+      std::string message = c.failed_event.substr(c.failed_event.find(' ') + 1);
+      message.pop_back();  // its final period
+      message += ": " + LowerCase(c.type) + "-" + std::to_string(c.index) + " exited with code " +
+                 std::to_string(c.exit_code) + (c.exit_code == 137 ? " (128 + SIGKILL)" : "") +
+                 " at " + FormatTime(now) + " after 0 restarts.";
       EXPECT_THAT(Describe(result.events),
                   ElementsAre(exited, c.failed_event.substr(0, c.failed_event.find(' ')) +
-                                          " TFJobFailed: " +
-                                          c.failed_event.substr(c.failed_event.find(' ') + 1)));
+                                          " TFJobFailed: " + message));
+      EXPECT_EQ(result.status.conditions.back().message, message);
       EXPECT_THAT(Describe(result.status.conditions),
                   ElementsAre("Created True", "Running False", "Failed True"));
       EXPECT_EQ(result.status.conditions.back().reason, "TFJobFailed");
@@ -517,13 +523,90 @@ TEST(ReconcileTest, WorkerExitingOneUnderExitCodeFailsWithTheOperatorsMessage) {
   EXPECT_THAT(Describe(result.events),
               ElementsAre("Normal ExitedWithCode: Pod: kubeflow.mnist-worker-0 exited with code 1",
                           "Warning TFJobFailed: job \"mnist\" is failing because \"Worker\" "
-                          "replica(s) failed."));
+                          "replica(s) failed: worker-0 exited with code 1 at 2021-09-06T11:48:20Z "
+                          "after 0 restarts."));
   EXPECT_THAT(Describe(result.status.conditions),
               ElementsAre("Created True", "Running False", "Failed True"));
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_EQ(result.status.completion_time, kStart + seconds(10));
   EXPECT_TRUE(result.finished);
   EXPECT_FALSE(result.requeue_at);
+}
+
+// ---- Log policies and the failure message (Cohort's additions) ----
+
+LogPolicyMatch Matched(LogPolicyAction action) {
+  return LogPolicyMatch{"cuda-oom", action, "RuntimeError: CUDA out of memory"};
+}
+
+TEST(ReconcileTest, APermanentLogPolicyFailsTheJobWhateverTheRestartPolicy) {
+  for (RestartPolicy policy : {kAlways, kOnFailure, kExitCode, kNever}) {
+    Simulation simulation(MakeJob({{"Worker", 2, policy}}));
+    simulation.StartRunning();
+    simulation.Advance(seconds(5));
+    simulation.Exit("Worker", 1, 137);
+    simulation.Replica("Worker", 1).details.log_policy = Matched(LogPolicyAction::kPermanent);
+    ReconcileResult result = simulation.Step();
+    EXPECT_EQ(JobState(result.status), "Failed") << ToString(policy);
+    EXPECT_THAT(Describe(result.actions), IsEmpty()) << ToString(policy);
+    EXPECT_EQ(result.status.conditions.back().message,
+              "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-1 "
+              "exited with code 137 (128 + SIGKILL) at 2021-09-06T11:48:15Z after 0 restarts; "
+              "its log: \"RuntimeError: CUDA out of memory\" (log policy cuda-oom: permanent).")
+        << ToString(policy);
+  }
+}
+
+TEST(ReconcileTest, ARetryableLogPolicyRestartsAnExitCodeFailureButNotUnderNever) {
+  Simulation simulation(MakeJob({{"Worker", 2, kExitCode}}));
+  simulation.StartRunning();
+  simulation.Exit("Worker", 1, 1);
+  simulation.Replica("Worker", 1).details.log_policy = Matched(LogPolicyAction::kRetryable);
+  ReconcileResult result = simulation.Step();
+  EXPECT_THAT(Describe(result.actions), ElementsAre("Restart Worker 1"));
+  EXPECT_EQ(JobState(result.status), "Restarting");
+
+  Simulation never(MakeJob({{"Worker", 2, kNever}}));
+  never.StartRunning();
+  never.Exit("Worker", 1, 1);
+  never.Replica("Worker", 1).details.log_policy = Matched(LogPolicyAction::kRetryable);
+  EXPECT_EQ(JobState(never.Step().status), "Failed");
+}
+
+TEST(ReconcileTest, ALogPolicyDoesNotTurnASuccessIntoAFailure) {
+  Simulation simulation(MakeJob({{"Worker", 1, kOnFailure}}));
+  simulation.StartRunning();
+  simulation.Exit("Worker", 0, 0);
+  simulation.Replica("Worker", 0).details.log_policy = Matched(LogPolicyAction::kPermanent);
+  EXPECT_EQ(JobState(simulation.Step().status), "Succeeded");
+}
+
+TEST(ReconcileTest, TheFailureMessageQuotesTheLastLogLineAndTheExecutorsHint) {
+  Simulation simulation(MakeJob({{"Worker", 2, kNever}}));
+  simulation.StartRunning();
+  simulation.Advance(seconds(1));
+  simulation.Exit("Worker", 0, 127);
+  simulation.Replica("Worker", 0).details.last_log_line = "sh: 1: exec: train: not found";
+  simulation.Replica("Worker", 0).details.hint = "its command could not be run";
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(result.status.conditions.back().message,
+            "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-0 exited "
+            "with code 127 at 2021-09-06T11:48:11Z after 0 restarts; its last log line: \"sh: 1: "
+            "exec: train: not found\"; its command could not be run.");
+}
+
+// Two workers fail in one pass: the message names the one that failed first.
+TEST(ReconcileTest, TheFailureMessageNamesTheFirstReplicaThatFailed) {
+  Simulation simulation(MakeJob({{"Worker", 3, kNever}}));
+  simulation.StartRunning();
+  simulation.Advance(seconds(2));
+  simulation.Exit("Worker", 2, 4);
+  simulation.Advance(seconds(1));
+  simulation.Exit("Worker", 0, 5);
+  ReconcileResult result = simulation.Step();
+  EXPECT_THAT(result.status.conditions.back().message,
+              ::testing::HasSubstr("2 Worker replica(s) failed: worker-2 exited with code 4 at "
+                                   "2021-09-06T11:48:12Z"));
 }
 
 TEST(ReconcileTest, JobStaysRestartingUntilTheRestartedReplicaRuns) {
@@ -621,11 +704,13 @@ TEST(ReconcileTest, FailureWinsOverSuccessInTheSamePass) {
   ReconcileResult result = simulation.Step();
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_FALSE(IsSucceeded(result.status));
-  EXPECT_THAT(Describe(result.events),
-              ElementsAre("Normal ExitedWithCode: Pod: kubeflow.mnist-chief-0 exited with code 0",
-                          "Normal ExitedWithCode: Pod: kubeflow.mnist-ps-0 exited with code 1",
-                          "Normal TFJobFailed: TFJob kubeflow/mnist has failed because 1 PS "
-                          "replica(s) failed."));
+  EXPECT_THAT(
+      Describe(result.events),
+      ElementsAre("Normal ExitedWithCode: Pod: kubeflow.mnist-chief-0 exited with code 0",
+                  "Normal ExitedWithCode: Pod: kubeflow.mnist-ps-0 exited with code 1",
+                  "Normal TFJobFailed: TFJob kubeflow/mnist has failed because 1 PS "
+                  "replica(s) failed: ps-0 exited with code 1 at 2021-09-06T11:48:10Z after "
+                  "0 restarts."));
 }
 
 TEST(ReconcileTest, SuccessInThePassOfARestartRestartsNothing) {
