@@ -118,6 +118,12 @@ StatusOr<job::JobStatus> JobController::Run() {
     WriteReplicaTable();
     if (observer_.on_tick) observer_.on_tick();
     if (job::IsFinished(status_) && !AnyRunning()) break;
+    // A replica started in this turn is counted active by the next pass: take it at once, so
+    // the status does not lag behind the replica table while the controller waits.
+    if (started_in_turn_) {
+      started_in_turn_ = false;
+      continue;
+    }
 
     std::optional<Time> wake_at = result.requeue_at;
     for (const auto& [id, replica] : replicas_) wake_at = Earliest(wake_at, replica.restart_at);
@@ -228,6 +234,9 @@ void JobController::Apply(const job::Action& action, Time now, std::vector<job::
       if (replicas_.count(id)) return;
       Replica& replica = replicas_[id];
       replica.id = id;
+      if (auto removed = removed_rows_.find(id); removed != removed_rows_.end()) {
+        replica.earlier_restarts = removed->second.restarts;
+      }
       StartReplica(replica, now, events);
       return;
     }
@@ -258,6 +267,7 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
   StatusOr<ReplicaState> started =
       backend_.Start({replica.id, &job_, replica.restart_count, replica.exit_code});
   if (started.ok()) {
+    started_in_turn_ = true;
     replica.running = true;
     replica.stop_requested = false;
     replica.pid = started->pid;
@@ -358,9 +368,11 @@ ReplicaRow JobController::RowOf(const Replica& replica) const {
   ReplicaRow row;
   row.name = ShortReplicaName(replica.id.type, replica.id.index);
   row.phase = job::ToString(replica.phase);
-  row.restarts = replica.restart_count;
+  row.restarts = replica.earlier_restarts + replica.restart_count;
   row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
   row.pid = replica.running ? replica.pid : 0;
+  // Asked to stop and not gone yet, as kubectl shows a pod being deleted; not active.
+  if (replica.running && replica.stop_requested) row.phase = "Terminating";
   if (replica.finished_at) {
     row.exit_code = replica.exit_code;
     row.last_log_lines = replica.last_log_lines;

@@ -76,6 +76,10 @@ class JobController {
     bool running = false;            // the backend has it, started and not exited
     bool stop_requested = false;     // stopped while it ran: absent once gone
     int pid = 0;
+    // Restarts made before it was last removed (suspended, or stopped by cleanPodPolicy): the
+    // replica table's RESTARTS goes on from there, while the reconciler, like the operator with a
+    // new pod, counts only this replica's own.
+    int earlier_restarts = 0;
     job::ExitDetails details;                 // of the last exit
     std::vector<std::string> last_log_lines;  // of the last finished run
   };
@@ -119,6 +123,7 @@ class JobController {
   bool status_written_ = false;
   std::map<ReplicaId, Replica> replicas_;
   bool deleting_ = false;
+  bool started_in_turn_ = false;  // a replica was started since the last wait
   std::atomic<int> stop_requests_{0};
   std::atomic<int> stop_signal_{0};
 };

@@ -37,8 +37,10 @@ inline constexpr size_t kKeptLogLines = 10;
 
 // One row of the replica table, what `cohort describe` shows under "Replicas".
 struct ReplicaRow {
-  std::string name;   // "worker-1"
-  std::string phase;  // "Running", as job::ToString(ReplicaPhase)
+  std::string name;  // "worker-1"
+  // "Running", as job::ToString(ReplicaPhase); "Terminating" while it is being stopped; "Stopped"
+  // once it was stopped while running.
+  std::string phase;
   int restarts = 0;
   int port = 0;
   int pid = 0;                   // 0 when no process runs

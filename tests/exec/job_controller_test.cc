@@ -425,6 +425,150 @@ TEST_F(JobControllerTest, AReplicaThatCannotStartSaysWhyInTheJobsMessage) {
                         "it could not be started: cannot execute fake."));
 }
 
+// ---- The status is true at every moment: a table over the controller's runs ----
+
+struct StatusCase {
+  std::string name;
+  int workers;
+  std::string restart_policy;
+  std::string run_policy;
+  FakeReplicaBackend::Script script;
+  std::optional<seconds> suspend_at;  // suspended then, resumed 5 s later
+};
+
+void PrintTo(const StatusCase& c, std::ostream* out) { *out << c.name; }
+
+class StatusTruthTest : public JobControllerTest,
+                        public ::testing::WithParamInterface<StatusCase> {};
+
+// At every wait of the controller (what `get` and `describe` read while it rests) and after the
+// end: ACTIVE is the number of rows Running, no row is Running once the job has finished,
+// ACTIVE + SUCCEEDED + FAILED never exceed the replicas, and RESTARTS never shrinks, across
+// suspend and resume too.
+TEST_P(StatusTruthTest, CountsMatchTheRowsAndRestartsNeverShrink) {
+  const StatusCase& c = GetParam();
+  CreateJob(c.workers, c.restart_policy, c.run_policy);
+  FakeReplicaBackend backend(&now_, c.script);
+  int last_restarts = 0;
+  int checks = 0;
+  bool suspended = false, resumed = false;
+  auto check = [&](const std::string& when) {
+    ++checks;
+    StatusOr<job::JobStatus> status = store_.ReadStatus(key_);
+    ASSERT_TRUE(status.ok());
+    std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+    int running = 0, restarts = 0;
+    for (const ReplicaRow& row : rows) {
+      running += !row.removed && row.phase == "Running";
+      restarts += row.restarts;
+      if (job::IsFinished(*status)) {
+        EXPECT_NE(row.phase, "Running") << when << ": " << row.name;
+        EXPECT_NE(row.phase, "Pending") << when << ": " << row.name;
+      }
+      if (row.phase != "Running" && row.phase != "Terminating") {
+        EXPECT_EQ(row.pid, 0) << when << ": " << row.name;
+      }
+    }
+    const job::ReplicaStatus counts = status->replica_statuses.count("Worker")
+                                          ? status->replica_statuses.at("Worker")
+                                          : job::ReplicaStatus{};
+    EXPECT_EQ(counts.active, running) << when;
+    EXPECT_LE(counts.active + counts.succeeded + counts.failed, c.workers) << when;
+    if (job::IsFinished(*status)) EXPECT_EQ(counts.active, 0) << when;
+    EXPECT_GE(restarts, last_restarts) << when << ": RESTARTS shrank";
+    last_restarts = restarts;
+  };
+  backend.at_wait = [&](Time now) {
+    check("at " + FormatTime(now));
+    if (c.suspend_at && !suspended && now >= start_ + *c.suspend_at) {
+      ASSERT_TRUE(store_.SetSuspended(key_, true).ok());
+      suspended = true;
+    } else if (suspended && !resumed && now >= start_ + *c.suspend_at + seconds(5)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, false).ok());
+      resumed = true;
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsFinished(*status));
+  check("after the end");
+  EXPECT_GT(checks, 2);
+}
+
+std::optional<FakeReplicaBackend::Exit> RunsUntilStopped() { return std::nullopt; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Runs, StatusTruthTest,
+    ::testing::Values(StatusCase{"NeverOneFailsOthersRun", 3, "Never", "",
+                                 [](const ReplicaId& id, int) -> std::optional<Exit> {
+                                   if (id.index == 2) return Exit{seconds(1), 1};
+                                   return RunsUntilStopped();
+                                 }},
+                      StatusCase{"OnFailureBackoffLimit", 3, "OnFailure", "{backoffLimit: 3}",
+                                 [](const ReplicaId& id, int) -> std::optional<Exit> {
+                                   if (id.index == 1) return Exit{seconds(1), 3};
+                                   return RunsUntilStopped();
+                                 }},
+                      StatusCase{"OnFailureRecovers", 2, "OnFailure", "",
+                                 [](const ReplicaId& id, int run) -> std::optional<Exit> {
+                                   if (id.index == 0 && run < 2) return Exit{seconds(1), 1};
+                                   return Exit{seconds(8), 0};
+                                 }},
+                      StatusCase{"ExitCodeKilledThenSucceeds", 2, "ExitCode", "",
+                                 [](const ReplicaId& id, int run) -> std::optional<Exit> {
+                                   if (id.index == 1 && run == 0) return Exit{seconds(2), 137};
+                                   return Exit{seconds(6), 0};
+                                 }},
+                      StatusCase{"AlwaysPastItsDeadline", 2, "Always", "{activeDeadlineSeconds: 7}",
+                                 [](const ReplicaId&, int) -> std::optional<Exit> {
+                                   return Exit{seconds(2), 0};
+                                 }},
+                      StatusCase{"CleanPodPolicyAllAtSuccess", 3, "Never", "{cleanPodPolicy: All}",
+                                 [](const ReplicaId& id, int) -> std::optional<Exit> {
+                                   if (id.index == 0) return Exit{seconds(3), 0};
+                                   return RunsUntilStopped();
+                                 }},
+                      // Two restarts before the suspension: RESTARTS stays 2 after the resume, and
+                      // grows from there.
+                      StatusCase{"RestartsThenSuspendAndResume", 1, "OnFailure", "",
+                                 [](const ReplicaId&, int run) -> std::optional<Exit> {
+                                   if (run < 2) return Exit{seconds(1), 1};
+                                   if (run == 2) return RunsUntilStopped();
+                                   if (run == 3) return Exit{seconds(1), 1};
+                                   return Exit{seconds(2), 0};
+                                 },
+                                 seconds(8)}),
+    [](const ::testing::TestParamInfo<StatusCase>& info) { return info.param.name; });
+
+TEST_F(JobControllerTest, RestartsAreNotForgottenAcrossSuspendAndResume) {
+  CreateJob(1, "OnFailure");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) -> std::optional<Exit> {
+    if (run < 2) return Exit{seconds(1), 1};
+    if (run == 2) return std::nullopt;
+    if (run == 3) return Exit{seconds(1), 1};
+    return Exit{seconds(2), 0};
+  });
+  bool suspended = false, resumed = false;
+  backend.at_wait = [&](Time now) {
+    if (!suspended && now >= start_ + seconds(8)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, true).ok());
+      suspended = true;
+    } else if (suspended && !resumed && now >= start_ + seconds(13)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, false).ok());
+      resumed = true;
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  EXPECT_TRUE(resumed);
+  // Two restarts before the suspension, one after: three, as many as were made.
+  ASSERT_EQ(backend.starts().size(), 5u);
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].restarts, 3);
+}
+
 TEST_F(JobControllerTest, AFinishedJobIsNotRunAgain) {
   CreateJob(1, "Never");
   job::JobStatus finished;
