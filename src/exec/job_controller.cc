@@ -53,6 +53,8 @@ void JobController::AddLogPolicies(std::vector<job::LogPolicy> policies) {
 void JobController::ExplainExit(Replica& replica, const ReplicaState& state) const {
   replica.details = job::ExitDetails{};
   replica.details.hint = state.exit_hint;
+  replica.details.signal = state.signal;
+  replica.details.oom_killed = state.oom_killed;
   std::vector<std::string> lines;
   for (const std::string& line : state.output_tail) {
     if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/file.h"
+#include "exec/kernel_log.h"
 #include "exec/process.h"
 #include "exec/replica_environment.h"
 
@@ -109,6 +110,9 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
   Process& process = processes_[id];
   process.pid = *pid;
   process.started_at = now;
+  process.started_monotonic_microseconds = std::chrono::duration_cast<std::chrono::microseconds>(
+                                               std::chrono::steady_clock::now().time_since_epoch())
+                                               .count();
   process.grace_period = GracePeriod(job, id.type);
   process.log_path = log_path;
   process.log_offset = size_error ? 0 : static_cast<size_t>(log_size);
@@ -144,10 +148,13 @@ void LocalProcessBackend::ReapExited(Time now) {
   for (auto it = processes_.begin(); it != processes_.end();) {
     Process& process = it->second;
     int exit_code = 0;
-    if (process.pid > 0 && TryReap(process.pid, &exit_code)) {
+    int signal = 0;
+    if (process.pid > 0 && TryReap(process.pid, &exit_code, &signal)) {
       // The process is gone; stop its group too, so nothing it forked keeps running.
       SignalProcessGroup(process.pid, SIGKILL);
+      const pid_t pid = process.pid;
       process.pid = -1;
+      process.signal = signal;
       if (process.kill_at) {  // stopped: like a deleted pod, it is simply absent now
         it = processes_.erase(it);
         continue;
@@ -155,13 +162,16 @@ void LocalProcessBackend::ReapExited(Time now) {
       process.phase = exit_code == 0 ? job::ReplicaPhase::kSucceeded : job::ReplicaPhase::kFailed;
       process.exit_code = exit_code;
       process.finished_at = now;
-      ExplainExit(process);
+      ExplainExit(process, pid);
     }
     ++it;
   }
 }
 
-void LocalProcessBackend::ExplainExit(Process& process) {
+void LocalProcessBackend::ExplainExit(Process& process, pid_t pid) {
+  // Only the kernel may say it was the OOM killer: a SIGKILL alone may come from anyone.
+  process.oom_killed = process.signal == SIGKILL &&
+                       KernelLogRecordsOomKill(pid, process.started_monotonic_microseconds);
   process.output_tail.clear();
   if (StatusOr<std::string> tail =
           ReadFileTail(process.log_path, process.log_offset, kOutputTailBytes);
@@ -208,6 +218,8 @@ std::vector<ReplicaState> LocalProcessBackend::Observe() {
     state.pid = process.pid > 0 ? process.pid : 0;
     state.output_tail = process.output_tail;
     state.exit_hint = process.exit_hint;
+    state.signal = process.signal;
+    state.oom_killed = process.oom_killed;
     states.push_back(state);
   }
   return states;

@@ -73,14 +73,17 @@ class LocalProcessBackend : public ReplicaBackend {
     std::filesystem::path log_path;
     size_t log_offset = 0;  // where this run's output begins in the log
     std::string command;    // what it ran, for the hint of a command that could not run
-    std::vector<std::string> output_tail;  // once exited
-    std::string exit_hint;                 // once exited
+    std::vector<std::string> output_tail;        // once exited
+    std::string exit_hint;                       // once exited
+    int signal = 0;                              // once exited: what killed it, 0 if it exited
+    bool oom_killed = false;                     // once exited
+    int64_t started_monotonic_microseconds = 0;  // for the kernel log's records
   };
 
   explicit LocalProcessBackend(Options options);
   void ReapExited(Time now);
   // The end of the run's output and, for a command that could not run, a hint naming it.
-  void ExplainExit(Process& process);
+  void ExplainExit(Process& process, pid_t pid);
   void EscalateStops(Time now);
 
   Options options_;

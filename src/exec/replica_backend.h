@@ -55,6 +55,8 @@ struct ReplicaState {
   // Once it has exited: what the backend can tell of the exit beyond its code, e.g. that the
   // command could not be run and which command it was; "" when nothing.
   std::string exit_hint;
+  int signal = 0;           // once it has exited: the signal that killed it, 0 when it exited
+  bool oom_killed = false;  // the kernel records that its OOM killer killed it (kernel_log.h)
 };
 
 // How much of a run's end ReplicaState::output_tail holds.

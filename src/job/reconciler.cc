@@ -209,20 +209,30 @@ std::string SignalName(int signal) {
 // 2026-11-24T08:50:00Z after 2 restarts" or "worker-0 exited with code 137 (128 + SIGKILL) at ...".
 // A code above 128 is named by the signal it stands for, not said to be one: a process killed by
 // SIGKILL and one that exits 137 itself (as cohort-train exits 138, 128 + SIGUSR1, to be
-// restarted) look alike to the executor, as they do to Kubernetes.
+// restarted) look alike to Kubernetes. An executor that saw the signal itself says so instead
+// ("worker-0 was killed by SIGSEGV (exit code 139)"), and "was killed by the kernel's OOM killer"
+// only when the kernel recorded it (exec/kernel_log.h), never from the code alone.
 //
 // Then the line of its log that says why: the line a log policy matched, with the policy, else the
 // last line it wrote ("...; its last log line: \"...\""), and the executor's hint if it has one.
 std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   SortByExit(exits);
   const ObservedReplica& replica = *exits.front();
+  const ExitDetails& details = replica.details;
   std::string text = LowerCase(replica.type) + "-" + std::to_string(replica.index);
-  text += " exited with code " + std::to_string(replica.exit_code);
-  if (replica.exit_code > 128) text += " (128 + " + SignalName(replica.exit_code - 128) + ")";
+  if (details.oom_killed) {
+    text += " was killed by the kernel's OOM killer (" + SignalName(details.signal) +
+            ", exit code " + std::to_string(replica.exit_code) + ")";
+  } else if (details.signal != 0) {
+    text += " was killed by " + SignalName(details.signal) + " (exit code " +
+            std::to_string(replica.exit_code) + ")";
+  } else {
+    text += " exited with code " + std::to_string(replica.exit_code);
+    if (replica.exit_code > 128) text += " (128 + " + SignalName(replica.exit_code - 128) + ")";
+  }
   if (replica.finished_at) text += " at " + FormatTime(*replica.finished_at);
   text += " after " + std::to_string(replica.restart_count) +
           (replica.restart_count == 1 ? " restart" : " restarts");
-  const ExitDetails& details = replica.details;
   if (details.log_policy) {
     text += "; its log: \"" + details.log_policy->line + "\" (log policy " +
             details.log_policy->policy + ": " + ToString(details.log_policy->action) + ")";

@@ -65,9 +65,13 @@ struct ExitDetails {
   std::optional<LogPolicyMatch> log_policy;
   std::string last_log_line;  // the run's last non-empty line of output, cut to a few KiB
   std::string hint;  // the executor's own explanation, e.g. of a command that could not run
+  // The signal that killed the process, as the executor saw it (0: it exited by itself, or the
+  // executor cannot tell); a program that exits 137 itself is not killed by SIGKILL.
+  int signal = 0;
+  bool oom_killed = false;  // the kernel says its OOM killer killed it
   bool operator==(const ExitDetails& other) const {
     return log_policy == other.log_policy && last_log_line == other.last_log_line &&
-           hint == other.hint;
+           hint == other.hint && signal == other.signal && oom_killed == other.oom_killed;
   }
 };
 

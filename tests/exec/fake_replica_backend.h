@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/replica_backend.h"
@@ -28,6 +29,8 @@ class FakeReplicaBackend : public ReplicaBackend {
   // How run number `run` (0 for the first start) of a replica ends: after `duration`, with
   // `exit_code`.
   struct Exit {
+    Exit(std::chrono::seconds duration, int exit_code, std::vector<std::string> output = {})
+        : duration(duration), exit_code(exit_code), output(std::move(output)) {}
     std::chrono::seconds duration;
     int exit_code = 0;
     std::vector<std::string> output;  // what the run wrote, as ReplicaState::output_tail

@@ -474,7 +474,9 @@ TEST_P(StatusTruthTest, CountsMatchTheRowsAndRestartsNeverShrink) {
                                           : job::ReplicaStatus{};
     EXPECT_EQ(counts.active, running) << when;
     EXPECT_LE(counts.active + counts.succeeded + counts.failed, c.workers) << when;
-    if (job::IsFinished(*status)) EXPECT_EQ(counts.active, 0) << when;
+    if (job::IsFinished(*status)) {
+      EXPECT_EQ(counts.active, 0) << when;
+    }
     EXPECT_GE(restarts, last_restarts) << when << ": RESTARTS shrank";
     last_restarts = restarts;
   };
@@ -503,31 +505,37 @@ INSTANTIATE_TEST_SUITE_P(
                                  [](const ReplicaId& id, int) -> std::optional<Exit> {
                                    if (id.index == 2) return Exit{seconds(1), 1};
                                    return RunsUntilStopped();
-                                 }},
+                                 },
+                                 std::nullopt},
                       StatusCase{"OnFailureBackoffLimit", 3, "OnFailure", "{backoffLimit: 3}",
                                  [](const ReplicaId& id, int) -> std::optional<Exit> {
                                    if (id.index == 1) return Exit{seconds(1), 3};
                                    return RunsUntilStopped();
-                                 }},
+                                 },
+                                 std::nullopt},
                       StatusCase{"OnFailureRecovers", 2, "OnFailure", "",
                                  [](const ReplicaId& id, int run) -> std::optional<Exit> {
                                    if (id.index == 0 && run < 2) return Exit{seconds(1), 1};
                                    return Exit{seconds(8), 0};
-                                 }},
+                                 },
+                                 std::nullopt},
                       StatusCase{"ExitCodeKilledThenSucceeds", 2, "ExitCode", "",
                                  [](const ReplicaId& id, int run) -> std::optional<Exit> {
                                    if (id.index == 1 && run == 0) return Exit{seconds(2), 137};
                                    return Exit{seconds(6), 0};
-                                 }},
+                                 },
+                                 std::nullopt},
                       StatusCase{"AlwaysPastItsDeadline", 2, "Always", "{activeDeadlineSeconds: 7}",
                                  [](const ReplicaId&, int) -> std::optional<Exit> {
                                    return Exit{seconds(2), 0};
-                                 }},
+                                 },
+                                 std::nullopt},
                       StatusCase{"CleanPodPolicyAllAtSuccess", 3, "Never", "{cleanPodPolicy: All}",
                                  [](const ReplicaId& id, int) -> std::optional<Exit> {
                                    if (id.index == 0) return Exit{seconds(3), 0};
                                    return RunsUntilStopped();
-                                 }},
+                                 },
+                                 std::nullopt},
                       // Two restarts before the suspension: RESTARTS stays 2 after the resume, and
                       // grows from there.
                       StatusCase{"RestartsThenSuspendAndResume", 1, "OnFailure", "",

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <ostream>
 #include <string>
@@ -593,6 +594,27 @@ TEST(ReconcileTest, TheFailureMessageQuotesTheLastLogLineAndTheExecutorsHint) {
             "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-0 exited "
             "with code 127 at 2021-09-06T11:48:11Z after 0 restarts; its last log line: \"sh: 1: "
             "exec: train: not found\"; its command could not be run.");
+}
+
+// An executor that saw the signal says the replica was killed by it; the OOM killer is named only
+// when the executor says the kernel recorded it.
+TEST(ReconcileTest,
+     TheFailureMessageSaysWhichSignalKilledTheReplicaAndWhetherTheKernelOomKilledIt) {
+  Simulation signalled(MakeJob({{"Worker", 1, kNever}}));
+  signalled.StartRunning();
+  signalled.Exit("Worker", 0, 139);
+  signalled.Replica("Worker", 0).details.signal = SIGSEGV;
+  EXPECT_THAT(signalled.Step().status.conditions.back().message,
+              ::testing::HasSubstr("worker-0 was killed by SIGSEGV (exit code 139) at "));
+
+  Simulation oom(MakeJob({{"Worker", 1, kNever}}));
+  oom.StartRunning();
+  oom.Exit("Worker", 0, 137);
+  oom.Replica("Worker", 0).details.signal = SIGKILL;
+  oom.Replica("Worker", 0).details.oom_killed = true;
+  EXPECT_THAT(oom.Step().status.conditions.back().message,
+              ::testing::HasSubstr(
+                  "worker-0 was killed by the kernel's OOM killer (SIGKILL, exit code 137) at "));
 }
 
 // Two workers fail in one pass: the message names the one that failed first.
