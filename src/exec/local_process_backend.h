@@ -44,6 +44,9 @@ class LocalProcessBackend : public ReplicaBackend {
     ImageMap images;
     // Told the process group of every replica started (the supervisor's watchdog).
     std::function<void(pid_t)> on_process_started;
+    // Each replica's termination-message file, <replica>.termination-log, goes here, named to it
+    // by COHORT_TERMINATION_MESSAGE_PATH (cluster/peer_report.h). Empty: none is given.
+    std::filesystem::path termination_messages_directory;
   };
 
   // Installs the SIGCHLD handler and its self-pipe.
@@ -78,6 +81,8 @@ class LocalProcessBackend : public ReplicaBackend {
     int signal = 0;                              // once exited: what killed it, 0 if it exited
     bool oom_killed = false;                     // once exited
     int64_t started_monotonic_microseconds = 0;  // for the kernel log's records
+    bool keep_exit = false;  // stopped with StopMode::kAsFailed: stays once it has exited
+    std::string termination_message;
   };
 
   explicit LocalProcessBackend(Options options);
@@ -85,6 +90,8 @@ class LocalProcessBackend : public ReplicaBackend {
   // The end of the run's output and, for a command that could not run, a hint naming it.
   void ExplainExit(Process& process, pid_t pid);
   void EscalateStops(Time now);
+  std::filesystem::path TerminationMessagePath(const ReplicaId& id) const;
+  std::string ReadTerminationMessage(const ReplicaId& id) const;
 
   Options options_;
   std::map<ReplicaId, Process> processes_;

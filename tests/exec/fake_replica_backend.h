@@ -6,7 +6,8 @@
 // next scripted exit, whichever is first, so a job of minutes runs in microseconds; `at_wait` lets
 // a test act at a given time (suspend the job, ask it to stop). A stopped replica is gone at the
 // next Observe(), as a process that honours SIGTERM would be (or, with ignore_graceful_stops,
-// once stopped with StopMode::kNow).
+// once stopped with StopMode::kNow); one stopped with StopMode::kAsFailed has exited with 143 at
+// the next Observe() and stays.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -29,11 +30,10 @@ class FakeReplicaBackend : public ReplicaBackend {
   // How run number `run` (0 for the first start) of a replica ends: after `duration`, with
   // `exit_code`.
   struct Exit {
-    Exit(std::chrono::seconds duration, int exit_code, std::vector<std::string> output = {})
-        : duration(duration), exit_code(exit_code), output(std::move(output)) {}
     std::chrono::seconds duration;
     int exit_code = 0;
-    std::vector<std::string> output;  // what the run wrote, as ReplicaState::output_tail
+    std::string termination_message = "";  // what the run leaves in its termination-message file
+    std::vector<std::string> output = {};  // what the run wrote, as ReplicaState::output_tail
   };
   using Script = std::function<std::optional<Exit>(const ReplicaId& id, int run)>;
 
@@ -85,6 +85,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     if (std::optional<Exit> exit = script_(request.id, runs_[request.id]++)) {
       replica.exit_at = *now_ + exit->duration;
       replica.exit_code = exit->exit_code;
+      replica.termination_message = exit->termination_message;
       replica.output = exit->output;
     }
     return replica.state;
@@ -95,7 +96,11 @@ class FakeReplicaBackend : public ReplicaBackend {
     bool running = it != replicas_.end() && it->second.state.phase == job::ReplicaPhase::kRunning;
     stops_.push_back({id, *now_, mode, running});
     if (it == replicas_.end()) return;
-    if (running) {
+    if (running && mode == StopMode::kAsFailed) {
+      it->second.exit_at = *now_;  // SIGTERM ends it
+      it->second.exit_code = 143;
+      it->second.termination_message.clear();
+    } else if (running) {
       it->second.state.stopping = true;
       it->second.killed = it->second.killed || mode == StopMode::kNow;
     } else {
@@ -118,6 +123,7 @@ class FakeReplicaBackend : public ReplicaBackend {
         replica.state.exit_code = replica.exit_code;
         replica.state.finished_at = *now_;
         replica.state.pid = 0;
+        replica.state.termination_message = replica.termination_message;
         replica.state.output_tail = replica.output;
       }
       states.push_back(replica.state);
@@ -148,6 +154,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     ReplicaState state;
     std::optional<Time> exit_at;
     int exit_code = 0;
+    std::string termination_message;
     std::vector<std::string> output;
     bool killed = false;
   };

@@ -156,6 +156,36 @@ TEST_F(JobControllerTest, TheBackOffGrowsUntilTheBackoffLimitFailsTheJob) {
   }
 }
 
+// Worker 1 hangs: it never exits by itself. Worker 0 gives up on it, exits 138 leaving a peer
+// report, and the controller stops worker 1 as failed (StopMode::kAsFailed), so that its restart
+// policy restarts it; the episode uses one restart of backoffLimit 1, and the job completes.
+TEST_F(JobControllerTest, AReplicaItsPeersReportHungIsStoppedAndRestarted) {
+  CreateJob(2, "OnFailure", "{backoffLimit: 1}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int run) -> std::optional<Exit> {
+    if (run > 0) return Exit{seconds(5), 0};
+    if (id == kWorker1) return std::nullopt;  // hung: runs until stopped
+    return Exit{seconds(30), 138, "peer worker:1 hung (no heartbeat for 30 s)"};
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  ASSERT_FALSE(backend.stops().empty());
+  const FakeReplicaBackend::StopRecord& stop = backend.stops().front();
+  EXPECT_EQ(stop.id, kWorker1);
+  EXPECT_EQ(stop.mode, StopMode::kAsFailed);
+  EXPECT_EQ(stop.at, start_ + seconds(30));
+  EXPECT_THAT(StoredEventReasons(), Contains("Unhealthy"));
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].restarts, 1);
+  EXPECT_EQ(rows[1].restarts, 1);
+  for (const auto& start : backend.starts()) {
+    if (start.restart_count == 1 && start.id == kWorker1) {
+      EXPECT_EQ(start.previous_exit_code, 143);
+    }
+  }
+}
+
 // The other replicas, still running when the limit fails the job, are stopped: none stays Running
 // or active, and the failing one keeps its restarts.
 TEST_F(JobControllerTest, AfterTheBackoffLimitNoReplicaIsRunningOrActive) {
@@ -346,15 +376,20 @@ TEST_F(JobControllerTest, ASecondStopRequestKillsWithoutWaitingForTheGracePeriod
 
 // ---- Log policies, the failure message and the kept log lines ----
 
+// `exit`, whose run wrote `output`.
+Exit Writing(Exit exit, std::vector<std::string> output) {
+  exit.output = std::move(output);
+  return exit;
+}
+
 TEST_F(JobControllerTest, APermanentLogPolicyStopsTheRestartsAndTheMessageQuotesTheLine) {
   CreateJob(2, "OnFailure", "",
             R"([{"name": "cuda-oom", "pattern": "CUDA out of memory", "action": "permanent"}])");
   FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
     if (id.index == 0) return std::nullopt;
-    return Exit{seconds(2),
-                1,
-                {"step 10", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                 "Traceback follows", ""}};
+    return Writing(Exit{seconds(2), 1},
+                   {"step 10", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                    "Traceback follows", ""});
   });
   StatusOr<job::JobStatus> status = Run(backend);
   ASSERT_TRUE(status.ok()) << status.status().ToString();
@@ -378,7 +413,7 @@ TEST_F(JobControllerTest, PoliciesFromTheConfigApplyAfterTheJobsOwn) {
   CreateJob(1, "OnFailure", "{backoffLimit: 1}",
             R"([{"pattern": "transient", "action": "retryable"}])");
   FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) {
-    return Exit{seconds(1), 1, {run == 0 ? "transient disk error" : "disk full"}};
+    return Writing(Exit{seconds(1), 1}, {run == 0 ? "transient disk error" : "disk full"});
   });
   StatusOr<std::vector<job::LogPolicy>> config = job::ParseLogPolicies(
       nlohmann::json::parse(R"([{"pattern": "disk", "action": "permanent"}])"), "config");
@@ -402,7 +437,7 @@ TEST_F(JobControllerTest, AWorkerThatKeepsFailingEndsTheJobNamingItsCodeAndLastL
   CreateJob(2, "OnFailure", "{backoffLimit: 2}");
   FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
     if (id.index == 0) return std::nullopt;
-    return Exit{seconds(1), 3, {"loading data", "error: cannot open /data/train.csv"}};
+    return Writing(Exit{seconds(1), 3}, {"loading data", "error: cannot open /data/train.csv"});
   });
   StatusOr<job::JobStatus> status = Run(backend);
   ASSERT_TRUE(status.ok()) << status.status().ToString();
