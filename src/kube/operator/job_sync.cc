@@ -110,6 +110,7 @@ class JobSync::Pass {
     int restarts = 0;
     Time after;
     std::string replaces_uid;
+    int group_restarts = 0;
   };
 
   Status MayAct() const;
@@ -121,9 +122,11 @@ class JobSync::Pass {
   Status Observe(std::vector<job::ObservedReplica>& observed);
   void ReportAbnormalPod(const nlohmann::json& pod);
   Status CarryOut(const job::Action& action);
-  Status StartReplica(const ReplicaRef& replica, int restarts);
-  Status RestartReplica(const ReplicaRef& replica);
+  Status StartReplica(const ReplicaRef& replica, int restarts, int group_restarts);
+  Status RestartReplica(const ReplicaRef& replica, bool group_restart);
+  Status TerminateReplica(const ReplicaRef& replica);
   Status StopReplica(const ReplicaRef& replica);
+  Status RecordOnService(const ReplicaRef& replica, const nlohmann::json& annotations);
   Status DeleteJob();
   Status EnsurePodGroup(bool& admitted);
   void DeletePodGroup();
@@ -154,6 +157,7 @@ class JobSync::Pass {
   std::map<ReplicaRef, nlohmann::json> pods_;
   std::map<ReplicaRef, nlohmann::json> services_;
   std::map<ReplicaRef, PendingRestart> pending_;
+  std::map<ReplicaRef, TerminationRecord> terminated_;  // and not restarted yet
   std::vector<job::Event> events_;
   std::optional<Time> requeue_at_;
   std::optional<bool> pod_group_admitted_;  // once this pass has looked at the PodGroup
@@ -271,23 +275,37 @@ void JobSync::Pass::CollectObjects() {
   collect(sync_.caches_.services, services_);
   for (const auto& [replica, service] : services_) {
     const std::string after_text = Annotation(service, kRestartAfterAnnotation);
-    if (after_text.empty()) continue;
+    if (after_text.empty()) {
+      if (std::optional<TerminationRecord> record = TerminationRecordOf(service)) {
+        terminated_[replica] = *record;
+      }
+      continue;
+    }
     std::optional<Time> after = ParseTime(after_text);
-    pending_[replica] =
-        PendingRestart{ParseCount(Annotation(service, kRestartsAnnotation)), after ? *after : now_,
-                       Annotation(service, kRestartOfAnnotation)};
+    const int restarts = ParseCount(Annotation(service, kRestartsAnnotation));
+    pending_[replica] = PendingRestart{
+        restarts, after ? *after : now_, Annotation(service, kRestartOfAnnotation),
+        std::min(restarts, ParseCount(Annotation(service, kGroupRestartsAnnotation)))};
   }
 }
 
 // Each replica as the reconciler sees it. A replica waiting for its restart is Pending with its new
 // restart count; once its back-off has passed and the exited pod is gone, the new pod is created
-// here, as the local controller starts due restarts before it reconciles.
+// here, as the local controller starts due restarts before it reconciles. A replica whose pod was
+// terminated is Failed until it is restarted, from its record, whether the pod is still
+// terminating or gone.
 Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
   const std::string& container = job_.job_kind->facts().container_name;
   for (auto& [replica, pod] : pods_) {
-    if (pending_.count(replica) != 0) continue;
+    if (pending_.count(replica) != 0 || terminated_.count(replica) != 0) continue;
     observed.push_back(ObservePod(pod, replica, container));
     ReportAbnormalPod(pod);
+  }
+  for (const auto& [replica, record] : terminated_) {
+    auto pod = pods_.find(replica);
+    const bool pod_is_terminated = pod != pods_.end() && Uid(pod->second) == record.pod_uid;
+    observed.push_back(ObserveTerminated(pod_is_terminated ? pod->second : nlohmann::json(), record,
+                                         replica, container));
   }
   // A copy: a restart that is done or made here leaves pending_.
   const std::map<ReplicaRef, PendingRestart> pending_restarts = pending_;
@@ -304,6 +322,7 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
     waiting.index = replica.index;
     waiting.phase = job::ReplicaPhase::kPending;
     waiting.restart_count = pending.restarts;
+    waiting.group_restarts = pending.group_restarts;
     if (pod != pods_.end()) {
       // The exited pod this restart replaces is still there: it goes first.
       observed.push_back(waiting);
@@ -316,7 +335,7 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
       if (!job::IsFinished(previous_)) requeue_at_ = Earliest(requeue_at_, pending.after);
       continue;
     }
-    Status started = StartReplica(replica, pending.restarts);
+    Status started = StartReplica(replica, pending.restarts, pending.group_restarts);
     COHORT_RETURN_IF_ERROR(MayAct());  // leadership lost: touch nothing more
     if (!started.ok() || pods_.count(replica) == 0) {
       observed.push_back(waiting);
@@ -369,12 +388,17 @@ Status JobSync::Pass::CarryOut(const job::Action& action) {
       action.type + " " + std::to_string(action.index) + " (" + action.reason + ")";
   switch (action.kind) {
     case job::Action::Kind::kStart:
-      if (pods_.count(replica) || pending_.count(replica)) return Status::OK();
+      if (pods_.count(replica) || pending_.count(replica) || terminated_.count(replica)) {
+        return Status::OK();
+      }
       Log("start " + what);
-      return StartReplica(replica, 0);
+      return StartReplica(replica, 0, 0);
     case job::Action::Kind::kRestart:
       Log("restart " + what);
-      return RestartReplica(replica);
+      return RestartReplica(replica, action.group_restart);
+    case job::Action::Kind::kTerminate:
+      Log("terminate " + what);
+      return TerminateReplica(replica);
     case job::Action::Kind::kStop:
       Log("stop " + what);
       return StopReplica(replica);
@@ -386,8 +410,8 @@ Status JobSync::Pass::CarryOut(const job::Action& action) {
 }
 
 // The service first (peers resolve each other through it), then the pod. `restarts` > 0 marks a
-// re-created replica: the count goes on the pod, so that it survives this operator.
-Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
+// re-created replica: the counts go on the pod, so that they survive this operator.
+Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts, int group_restarts) {
   bool admitted = true;
   COHORT_RETURN_IF_ERROR(EnsurePodGroup(admitted));
   if (!admitted) return Status::OK();  // no pod yet: the caller sees none was created
@@ -417,6 +441,9 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
     return pod.status();
   }
   if (restarts > 0) SetAnnotation(*pod, kRestartsAnnotation, std::to_string(restarts));
+  if (group_restarts > 0) {
+    SetAnnotation(*pod, kGroupRestartsAnnotation, std::to_string(group_restarts));
+  }
   COHORT_RETURN_IF_ERROR(MayAct());
   if (!job_.replica_specs.at(replica.type).template_spec.restart_policy.empty()) {
     AddEvent("Warning", "SetPodTemplateRestartPolicy",
@@ -443,18 +470,73 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts) {
 }
 
 // The restart is recorded on the replica's service before the exited pod is deleted, so that an
-// operator that stops between the two finds the restart and its count on the server.
-Status JobSync::Pass::RestartReplica(const ReplicaRef& replica) {
+// operator that stops between the two finds the restart and its counts on the server. A
+// terminated replica restarts from its termination record (its pod terminating or gone), which
+// the pending restart replaces.
+Status JobSync::Pass::RestartReplica(const ReplicaRef& replica, bool group_restart) {
   auto pod = pods_.find(replica);
-  if (pod == pods_.end() || IsTerminating(pod->second)) return Status::OK();
-  const int restarts_so_far =
-      ObservePod(pod->second, replica, job_.job_kind->facts().container_name).restart_count;
+  auto terminated = terminated_.find(replica);
+  int restarts_so_far = 0;
+  int group_restarts_so_far = 0;
+  std::string replaces_uid;
+  if (terminated != terminated_.end()) {
+    restarts_so_far = terminated->second.restarts;
+    group_restarts_so_far = terminated->second.group_restarts;
+    replaces_uid = terminated->second.pod_uid;
+  } else {
+    if (pod == pods_.end() || IsTerminating(pod->second)) return Status::OK();
+    const job::ObservedReplica exited =
+        ObservePod(pod->second, replica, job_.job_kind->facts().container_name);
+    restarts_so_far = exited.restart_count;
+    group_restarts_so_far = exited.group_restarts;
+    replaces_uid = Uid(pod->second);
+  }
   const Time after = CeilToSeconds(now_ + job::RestartBackoff(restarts_so_far));
-  const std::string restarts = std::to_string(std::min(restarts_so_far + 1, kMaxRecordedRestarts));
-  COHORT_RETURN_IF_ERROR(MayAct());
-  nlohmann::json annotations = {{kRestartsAnnotation, restarts},
+  const int restarts = std::min(restarts_so_far + 1, kMaxRecordedRestarts);
+  const int group_restarts = std::min(group_restarts_so_far + (group_restart ? 1 : 0), restarts);
+  COHORT_RETURN_IF_ERROR(
+      RecordOnService(replica, {{kRestartsAnnotation, std::to_string(restarts)},
                                 {kRestartAfterAnnotation, FormatTime(after)},
-                                {kRestartOfAnnotation, Uid(pod->second)}};
+                                {kRestartOfAnnotation, replaces_uid},
+                                {kGroupRestartsAnnotation, std::to_string(group_restarts)},
+                                {kTerminatedPodAnnotation, nullptr},
+                                {kTerminatedAtAnnotation, nullptr}}));
+  pending_[replica] = PendingRestart{restarts, after, replaces_uid, group_restarts};
+  terminated_.erase(replica);
+  requeue_at_ = Earliest(requeue_at_, after);
+  if (pod == pods_.end() || Uid(pod->second) != replaces_uid || IsTerminating(pod->second)) {
+    return Status::OK();
+  }
+  return DeletePod(pod->second);
+}
+
+// A replica its peers report hung: the termination is recorded on its service (the pod's uid and
+// counts), then the pod is deleted with its grace period, as the kubelet ends a container whose
+// liveness probe failed. Until the replica is restarted it is observed from that record.
+Status JobSync::Pass::TerminateReplica(const ReplicaRef& replica) {
+  auto pod = pods_.find(replica);
+  if (pod == pods_.end() || IsTerminating(pod->second) || terminated_.count(replica) ||
+      pending_.count(replica)) {
+    return Status::OK();
+  }
+  const job::ObservedReplica running =
+      ObservePod(pod->second, replica, job_.job_kind->facts().container_name);
+  const TerminationRecord record{Uid(pod->second), std::chrono::floor<std::chrono::seconds>(now_),
+                                 running.restart_count, running.group_restarts};
+  COHORT_RETURN_IF_ERROR(RecordOnService(
+      replica, {{kTerminatedPodAnnotation, record.pod_uid},
+                {kTerminatedAtAnnotation, FormatTime(record.at)},
+                {kRestartsAnnotation, std::to_string(record.restarts)},
+                {kGroupRestartsAnnotation, std::to_string(record.group_restarts)}}));
+  terminated_[replica] = record;
+  return DeletePod(pod->second);
+}
+
+// Merges `annotations` (a null removes one) into the replica's service, creating the service when
+// it is gone.
+Status JobSync::Pass::RecordOnService(const ReplicaRef& replica,
+                                      const nlohmann::json& annotations) {
+  COHORT_RETURN_IF_ERROR(MayAct());
   StatusOr<nlohmann::json> recorded =
       sync_.api_.Patch(ServiceResource(), namespace_, PodName(replica),
                        nlohmann::json{{"metadata", {{"annotations", annotations}}}});
@@ -463,18 +545,16 @@ Status JobSync::Pass::RestartReplica(const ReplicaRef& replica) {
         sync_.builders_.service(job_, OwnerOf(), replica.type, replica.index, sync_.options_);
     if (!service.ok()) return service.status();
     for (const auto& [key, value] : annotations.items()) {
-      SetAnnotation(*service, key, value.get<std::string>());
+      if (value.is_string()) SetAnnotation(*service, key, value.get<std::string>());
     }
     recorded = sync_.api_.Create(ServiceResource(), namespace_, *service);
   }
   if (!recorded.ok()) {
-    return recorded.status().WithContext("recording the restart of " + PodName(replica));
+    return recorded.status().WithContext("recording on the service of " + PodName(replica));
   }
   services_[replica] = *recorded;
   if (sync_.caches_.services) sync_.caches_.services->Upsert(*recorded);
-  pending_[replica] = PendingRestart{std::stoi(restarts), after, Uid(pod->second)};
-  requeue_at_ = Earliest(requeue_at_, after);
-  return DeletePod(pod->second);
+  return Status::OK();
 }
 
 Status JobSync::Pass::StopReplica(const ReplicaRef& replica) {
@@ -520,7 +600,8 @@ Status JobSync::Pass::ClearPendingRestart(const ReplicaRef& replica) {
   COHORT_RETURN_IF_ERROR(MayAct());
   nlohmann::json annotations = {{kRestartAfterAnnotation, nullptr},
                                 {kRestartOfAnnotation, nullptr},
-                                {kRestartsAnnotation, nullptr}};
+                                {kRestartsAnnotation, nullptr},
+                                {kGroupRestartsAnnotation, nullptr}};
   StatusOr<nlohmann::json> patched =
       sync_.api_.Patch(ServiceResource(), namespace_, PodName(replica),
                        nlohmann::json{{"metadata", {{"annotations", annotations}}}});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cluster/peer_report.h"
+
 namespace cohort::kube {
 namespace {
 
@@ -52,6 +54,10 @@ int ExitCodeOf(const nlohmann::json& terminated) {
 // What a failed pod whose container never terminated (an eviction, a lost node) reads as: above
 // 128, so that ExitCode retries it, as the operator does with its 0xbeef.
 constexpr int kNoExitCode = 255;
+
+// The exit code of a container ended by SIGTERM, as a terminated replica reads when the kubelet
+// reported none.
+constexpr int kTerminatedExitCode = 128 + 15;
 
 }  // namespace
 
@@ -135,6 +141,8 @@ job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& rep
   const int in_place = container ? std::max(0, IntField(*container, "restartCount")) : 0;
   observed.restart_count =
       std::min(kMaxRecordedRestarts, ParseCount(Annotation(pod, kRestartsAnnotation)) + in_place);
+  observed.group_restarts =
+      std::min(observed.restart_count, ParseCount(Annotation(pod, kGroupRestartsAnnotation)));
   const std::string phase = StringField(status, "phase");
   const nlohmann::json& running = Field(state, "running");
   const nlohmann::json& terminated = Field(state, "terminated");
@@ -153,6 +161,10 @@ job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& rep
       observed.exit_code = ExitCodeOf(terminated);
       observed.started_at = TimeField(terminated, "startedAt");
       observed.finished_at = TimeField(terminated, "finishedAt");
+      observed.termination_message = StringField(terminated, "message");
+      if (observed.termination_message.size() > cluster::kMaxTerminationMessageBytes) {
+        observed.termination_message.resize(cluster::kMaxTerminationMessageBytes);
+      }
     } else {
       observed.exit_code = phase == "Succeeded" ? 0 : kNoExitCode;
     }
@@ -161,6 +173,40 @@ job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& rep
   } else {
     observed.phase = job::ReplicaPhase::kPending;
   }
+  return observed;
+}
+
+std::optional<TerminationRecord> TerminationRecordOf(const nlohmann::json& service) {
+  const std::string uid = Annotation(service, kTerminatedPodAnnotation);
+  if (uid.empty()) return std::nullopt;
+  TerminationRecord record;
+  record.pod_uid = uid;
+  std::optional<Time> at = ParseTime(Annotation(service, kTerminatedAtAnnotation));
+  record.at = at ? *at : Time();
+  record.restarts = ParseCount(Annotation(service, kRestartsAnnotation));
+  record.group_restarts =
+      std::min(record.restarts, ParseCount(Annotation(service, kGroupRestartsAnnotation)));
+  return record;
+}
+
+job::ObservedReplica ObserveTerminated(const nlohmann::json& pod, const TerminationRecord& record,
+                                       const ReplicaRef& replica,
+                                       const std::string& container_name) {
+  job::ObservedReplica observed;
+  if (pod.is_object()) observed = ObservePod(pod, replica, container_name);
+  observed.type = replica.type;
+  observed.index = replica.index;
+  const nlohmann::json* container =
+      pod.is_object() ? JobContainerStatus(pod, container_name) : nullptr;
+  const nlohmann::json& terminated =
+      container ? Field(Field(*container, "state"), "terminated") : Field(pod, "none");
+  observed.exit_code = terminated.is_object() ? ExitCodeOf(terminated) : 0;
+  if (observed.exit_code == 0) observed.exit_code = kTerminatedExitCode;
+  observed.phase = job::ReplicaPhase::kFailed;
+  observed.restart_count = record.restarts;
+  observed.group_restarts = record.group_restarts;
+  observed.finished_at = TimeField(terminated, "finishedAt");
+  if (!observed.finished_at) observed.finished_at = record.at;
   return observed;
 }
 

@@ -17,6 +17,14 @@
 //   restarts   the restarts made before this pod was created, which the operator writes into the
 //              pod's kRestartsAnnotation when it re-creates a replica, plus the container's
 //              in-place restartCount (OnFailure and Always restarts by the kubelet).
+//   group_restarts  the pod's kGroupRestartsAnnotation: how many of the restarts before it were
+//              group restarts (job::Action::group_restart), which backoffLimit does not count. An
+//              in-place restart by the kubelet is never one: the operator sees a container that
+//              runs again, not the exit and its peer report, so it counts as Kubeflow counts it.
+//   termination_message  for a pod that ended, the job container's state.terminated.message (the
+//              runtime's peer report, cluster/peer_report.h), at most 4096 bytes.
+// A replica the operator terminated (job::Action::kTerminate) is observed from the record on its
+// service instead (ObserveTerminated), whether its pod is still terminating or gone.
 // Every number read from an object is bounded, so a hand-edited annotation cannot overflow.
 #pragma once
 
@@ -46,6 +54,14 @@ inline constexpr const char* kOperatorName = "tfjob-controller";
 inline constexpr const char* kRestartsAnnotation = "cohort.dev/restarts";
 inline constexpr const char* kRestartAfterAnnotation = "cohort.dev/restart-after";
 inline constexpr const char* kRestartOfAnnotation = "cohort.dev/restart-of";
+// On a pod and beside a pending restart on a service: how many of the restarts were group
+// restarts.
+inline constexpr const char* kGroupRestartsAnnotation = "cohort.dev/group-restarts";
+// On a replica's service once the operator has terminated its pod for a peer report, until the
+// replica is restarted: the uid of the terminated pod and when it was terminated, beside
+// kRestartsAnnotation and kGroupRestartsAnnotation holding the pod's counts.
+inline constexpr const char* kTerminatedPodAnnotation = "cohort.dev/terminated-pod";
+inline constexpr const char* kTerminatedAtAnnotation = "cohort.dev/terminated-at";
 
 // The most restarts a replica may have on record; larger annotations read as this.
 inline constexpr int kMaxRecordedRestarts = 1000000;
@@ -74,6 +90,24 @@ std::optional<ReplicaRef> ReplicaOf(const job::Job& job, const nlohmann::json& o
 // the first container when none has that name.
 job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& replica,
                                 const std::string& container_name);
+
+// A replica whose pod the operator terminated, as recorded on its service.
+struct TerminationRecord {
+  std::string pod_uid;
+  Time at;
+  int restarts = 0;
+  int group_restarts = 0;
+};
+// The record on `service`, nullopt when it has none.
+std::optional<TerminationRecord> TerminationRecordOf(const nlohmann::json& service);
+
+// A terminated replica: kFailed until it is restarted, with the exit code the kubelet reported
+// for its container when it did (143, SIGTERM, when it reported none or 0, or the pod is gone),
+// and the counts of the record, which outlive the pod. `pod` is the terminated pod while it is
+// still there, else null.
+job::ObservedReplica ObserveTerminated(const nlohmann::json& pod, const TerminationRecord& record,
+                                       const ReplicaRef& replica,
+                                       const std::string& container_name);
 
 // Whether the object is being deleted (metadata.deletionTimestamp set).
 bool IsTerminating(const nlohmann::json& object);
