@@ -5,7 +5,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "kube_api/fake_apiserver.h"
+#include "testing/fake_apiserver.h"
 
 namespace cohort::kube {
 namespace {
