@@ -2,8 +2,10 @@
 
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "apps/cohort/exit_codes.h"
 #include "apps/cohort/job_file.h"
@@ -424,17 +426,50 @@ int KubeLogs(const KubeTarget& target, const std::string& name, const KubeLogsFl
     return FailCall(*cluster, tfjob.status());
   }
   bool prefix = pods.size() > 1 || (tfjob.ok() && flags.replica.empty());
-  for (const auto& [replica, pod] : pods) {
-    StatusOr<std::string> log = cluster->api->PodLog(cluster->namespace_name, pod, options);
-    if (!log.ok()) return FailCall(*cluster, log.status());
+  std::mutex output;
+  auto print_lines = [&](const std::string& replica, std::string& pending, bool flush) {
+    std::lock_guard<std::mutex> lock(output);
     size_t start = 0;
-    while (start < log->size()) {
-      size_t end = log->find('\n', start);
-      if (end == std::string::npos) end = log->size();
+    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
       if (prefix) std::cout << "[" << replica << "] ";
-      std::cout << log->substr(start, end - start) << "\n";
-      start = end + 1;
+      std::cout << std::string_view(pending).substr(start, end - start) << "\n";
     }
+    pending.erase(0, start);
+    if (flush && !pending.empty()) {
+      if (prefix) std::cout << "[" << replica << "] ";
+      std::cout << pending << "\n";
+      pending.clear();
+    }
+    std::cout.flush();
+  };
+  if (!flags.follow) {
+    for (const auto& [replica, pod] : pods) {
+      StatusOr<std::string> log = cluster->api->PodLog(cluster->namespace_name, pod, options);
+      if (!log.ok()) return FailCall(*cluster, log.status());
+      print_lines(replica, *log, /*flush=*/true);
+    }
+    return kExitSucceeded;
+  }
+  // Every pod followed at once, each on a thread, lines kept whole.
+  std::vector<Status> results(pods.size());
+  std::vector<std::thread> followers;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    followers.emplace_back([&, i] {
+      std::string pending;
+      results[i] =
+          cluster->api->FollowPodLog(cluster->namespace_name, pods[i].second, options,
+                                     std::chrono::duration_cast<std::chrono::seconds>(kFollowBound),
+                                     [&](std::string_view text) {
+                                       pending.append(text);
+                                       print_lines(pods[i].first, pending, /*flush=*/false);
+                                       return true;
+                                     });
+      print_lines(pods[i].first, pending, /*flush=*/true);
+    });
+  }
+  for (std::thread& follower : followers) follower.join();
+  for (const Status& result : results) {
+    if (!result.ok()) return FailCall(*cluster, result);
   }
   return kExitSucceeded;
 }

@@ -10,6 +10,7 @@
 // context, the server, the namespace and the object.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,11 +52,14 @@ struct KubeLogsFlags {
   std::string replica;
   std::string container;
   bool previous = false;
+  bool follow = false;
   int tail = -1;
   std::string since;
 };
 // `logs JOB|POD --kubernetes`: a job's pods' logs, each line prefixed "[worker-0] " (one pod with
-// --replica), or a pod's log.
+// --replica), or a pod's log. With `follow`, every pod's log is followed at once until its
+// container ends (at most kFollowBound).
+inline constexpr std::chrono::hours kFollowBound{24};
 int KubeLogs(const KubeTarget& target, const std::string& name, const KubeLogsFlags& flags);
 
 // `wait JOB --kubernetes`: watches the TFJob until it Succeeded (exit 0) or Failed (1), at most

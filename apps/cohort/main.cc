@@ -892,16 +892,15 @@ int Main(int argc, char** argv) {
       exit_code = Logs(name, logs_flags);
       return;
     }
-    if (logs_flags.follow) {
-      exit_code = Fail(kExitInvalidInput,
-                       "logs -f is not available with --kubernetes; use "
-                       "`kubectl logs -f POD`");
-      return;
-    }
     std::optional<std::string> given;
     if (logs_namespace->count() > 0) given = logs_flags.namespace_name;
-    KubeLogsFlags flags{logs_flags.replica, logs_flags.container, logs_flags.previous,
-                        logs_flags.tail, logs_flags.since};
+    KubeLogsFlags flags;
+    flags.replica = logs_flags.replica;
+    flags.container = logs_flags.container;
+    flags.previous = logs_flags.previous;
+    flags.follow = logs_flags.follow;
+    flags.tail = logs_flags.tail;
+    flags.since = logs_flags.since;
     exit_code = KubeLogs(cluster_target(given), name, flags);
   });
 

@@ -3,8 +3,8 @@
 // asks: get, list (label selectors "k=v" and "k", field selector metadata.name=N, every namespace
 // when the path has none), create (uid, resourceVersion, creationTimestamp stamped; 409 when the
 // name is taken), JSON merge patch, delete, watch (the object's next version, or nothing until
-// timeoutSeconds) and pod logs (current and previous). A resource type the cluster lacks answers
-// 404 as a missing CRD does; `forbidden` answers every request 403.
+// timeoutSeconds) and pod logs (current and previous, and followed as they grow). A resource type
+// the cluster lacks answers 404 as a missing CRD does; `forbidden` answers every request 403.
 #pragma once
 
 #include <atomic>
@@ -47,6 +47,18 @@ class FakeCluster {
   void SetLog(const std::string& pod, const std::string& text, bool previous = false) {
     std::lock_guard<std::mutex> lock(mutex_);
     logs_[pod + (previous ? "#previous" : "")] = text;
+  }
+  // More of a pod's current log, for a follower; EndLog closes its stream, as when the container
+  // ends.
+  void AppendLog(const std::string& pod, const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    logs_[pod] += text;
+    changed_.notify_all();
+  }
+  void EndLog(const std::string& pod) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ended_logs_.insert(pod);
+    changed_.notify_all();
   }
   void RemoveTFJobType() { tfjobs_served_ = false; }
   void Forbid() { forbidden_ = true; }
@@ -122,7 +134,28 @@ class FakeCluster {
                       "\" not found");
         return;
       }
-      response.set_content(log->second, "text/plain");
+      if (request.Param("follow") != "true") {
+        response.set_content(log->second, "text/plain");
+        return;
+      }
+      // The log as it grows, until EndLog (or 30 s without news).
+      std::string pod = target.name;
+      response.set_chunked_content_provider(
+          "text/plain", [this, pod](size_t offset, httplib::DataSink& sink) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait_for(lock, std::chrono::seconds(30), [&] {
+              return logs_[pod].size() > offset || ended_logs_.count(pod) > 0;
+            });
+            if (logs_[pod].size() > offset) {
+              std::string more = logs_[pod].substr(offset);
+              lock.unlock();
+              sink.write(more.data(), more.size());
+              return true;
+            }
+            lock.unlock();
+            sink.done();
+            return true;
+          });
       return;
     }
     if (request.method == "GET" && request.Param("watch") == "true") {
@@ -212,6 +245,7 @@ class FakeCluster {
   std::condition_variable changed_;
   std::map<Key, nlohmann::json> objects_;
   std::map<std::string, std::string> logs_;
+  std::set<std::string> ended_logs_;
   int64_t version_ = 100;
   std::atomic<bool> tfjobs_served_{true};
   std::atomic<bool> forbidden_{false};

@@ -395,9 +395,37 @@ TEST_F(KubeCliTest, LogsComeFromTheReplicasPods) {
   Result none = Cohort("logs hello-ps-0 -p --kubernetes");
   EXPECT_EQ(none.exit_code, 2);  // the server refused the request (400), as a local logs error
   EXPECT_NE(none.err.find("previous terminated container"), std::string::npos) << none.err;
-  Result follow = Cohort("logs hello -f --kubernetes");
-  EXPECT_EQ(follow.exit_code, 2);
-  EXPECT_NE(follow.err.find("kubectl logs -f"), std::string::npos) << follow.err;
+}
+
+// Follows both pods at once: text appended after the follow began arrives, a line split across
+// pieces is printed whole, and the command ends when both streams end.
+TEST_F(KubeCliTest, LogsFollowPrintsTheLogsAsTheyGrowUntilTheContainersEnd) {
+  PutRunningHello();
+  cluster_.SetLog("hello-ps-0", "serving\n");
+  cluster_.SetLog("hello-worker-0", "step 1\n");
+  Result result;
+  std::thread follower([&] { result = Cohort("logs hello -f --kubernetes"); });
+  auto following = [&](const std::string& pod) {
+    for (const testing::RecordedRequest& request : Requests("GET")) {
+      if (request.path == "/api/v1/namespaces/team/pods/" + pod + "/log" &&
+          request.Param("follow") == "true") {
+        return true;
+      }
+    }
+    return false;
+  };
+  bool started = cohort::testing::WaitUntil(
+      [&] { return following("hello-ps-0") && following("hello-worker-0"); }, 30s);
+  cluster_.AppendLog("hello-worker-0", "step ");
+  cluster_.AppendLog("hello-worker-0", "2\n");
+  cluster_.EndLog("hello-ps-0");
+  cluster_.EndLog("hello-worker-0");
+  follower.join();
+  ASSERT_TRUE(started);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("[ps-0] serving\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[worker-0] step 1\n[worker-0] step 2\n"), std::string::npos)
+      << result.out;
 }
 
 // Runs `cohort wait` in the background until the watch is open, then lets the job finish.
