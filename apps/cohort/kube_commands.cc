@@ -163,9 +163,17 @@ std::string OperatorNote(Cluster& cluster) {
   return note;
 }
 
-StatusOr<LoadedJob> LoadForCluster(const Cluster& cluster, const std::string& file,
-                                   const job::JobFileOptions& options) {
-  return LoadJobFile(file, options, cluster.namespace_name);
+// The job file as locally, in -n's namespace when given, else the file's; a file that names
+// none (or "default", which cannot be told apart) goes to the context's namespace, as kubectl
+// puts it.
+StatusOr<LoadedJob> LoadForCluster(const KubeTarget& target, const Cluster& cluster,
+                                   const std::string& file, const job::JobFileOptions& options) {
+  StatusOr<LoadedJob> loaded = LoadJobFile(file, options, target.namespace_flag);
+  if (!loaded.ok()) return loaded.status();
+  std::string& namespace_name = loaded->job.metadata.namespace_name;
+  if (!target.namespace_flag && namespace_name == "default")
+    namespace_name = cluster.namespace_name;
+  return loaded;
 }
 
 }  // namespace
@@ -174,7 +182,7 @@ int KubeSubmit(const KubeTarget& target, const std::string& file,
                const job::JobFileOptions& options, bool print_created) {
   StatusOr<Cluster> cluster = Connect(target);
   if (!cluster.ok()) return Fail(kExitError, cluster.status().message());
-  StatusOr<LoadedJob> loaded = LoadForCluster(*cluster, file, options);
+  StatusOr<LoadedJob> loaded = LoadForCluster(target, *cluster, file, options);
   if (!loaded.ok()) return Fail(ExitCodeFor(loaded.status()), loaded.status().message());
   const job::Job& job = loaded->job;
   StatusOr<nlohmann::json> created =
@@ -196,7 +204,7 @@ int KubeApply(const KubeTarget& target, const std::string& file,
               const job::JobFileOptions& options) {
   StatusOr<Cluster> cluster = Connect(target);
   if (!cluster.ok()) return Fail(kExitError, cluster.status().message());
-  StatusOr<LoadedJob> loaded = LoadForCluster(*cluster, file, options);
+  StatusOr<LoadedJob> loaded = LoadForCluster(target, *cluster, file, options);
   if (!loaded.ok()) return Fail(ExitCodeFor(loaded.status()), loaded.status().message());
   const job::Job& job = loaded->job;
   const std::string resource = std::string(kResourceName) + "/" + job.metadata.name;
@@ -536,7 +544,7 @@ int KubeDelete(const KubeTarget& target, const std::vector<std::string>& argumen
   if (!cluster.ok()) return Fail(kExitError, cluster.status().message());
   std::vector<std::pair<std::string, std::string>> jobs;  // namespace, name
   if (!file.empty()) {
-    StatusOr<LoadedJob> loaded = LoadForCluster(*cluster, file, {});
+    StatusOr<LoadedJob> loaded = LoadForCluster(target, *cluster, file, {});
     if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
     jobs.push_back({loaded->job.metadata.namespace_name, loaded->job.metadata.name});
   }

@@ -258,6 +258,17 @@ TEST_F(KubeCliTest, SubmitNamesTheOperatorWhoseDeploymentIsThere) {
       << result.err;
 }
 
+TEST_F(KubeCliTest, AFileThatNamesItsNamespaceGoesThereUnlessDashNSaysOtherwise) {
+  std::string manifest = kHelloManifest;
+  manifest.replace(manifest.find("  name: hello\n"), 14, "  name: hello\n  namespace: ml\n");
+  std::string file = Write("hello.yaml", manifest);
+  ASSERT_EQ(Cohort("submit --kubernetes " + file).exit_code, 0);
+  EXPECT_TRUE(cluster_.Find(kTFJobs, "tfjobs", "ml", "hello").has_value());
+  Result other = Cohort("submit --kubernetes -n team " + file);
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("you must pass '--namespace=ml'"), std::string::npos) << other.err;
+}
+
 TEST_F(KubeCliTest, SubmitConvertsAnAiPlatformJobSpecFirst) {
   Result result =
       Cohort("submit --kubernetes " COHORT_TEST_DATA_DIR "/../../examples/taxi/ai-platform.yaml");
