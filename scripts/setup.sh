@@ -18,6 +18,19 @@ COHORT_PACKAGES=(
   python3-torch
 )
 
+# What only the tests need, on top of COHORT_PACKAGES: a real Kubernetes control plane
+# (tests/kube_cluster). scripts/build-kube-apiserver.sh builds kube-apiserver and
+# kube-controller-manager from Debian's `kubernetes` source package with golang-go (dpkg-dev
+# unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
+# that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
+# (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
+# on PATH.
+COHORT_TEST_PACKAGES=(
+  golang-go etcd-server dpkg-dev rsync
+  golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
+  curl
+)
+
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
 # reference BLAS that libtorch-dev pulls in is about 20x slower than OpenBLAS on the classic CNN, and
 # "auto" mode depends on what else happens to be installed, so pin both alternatives explicitly.
@@ -40,7 +53,7 @@ cohort_pin_blas() {
 }
 
 cohort_install_packages() {
-  cohort_install_missing_packages
+  cohort_install_missing_packages "${COHORT_PACKAGES[@]}"
   cohort_pin_blas
   cohort_install_node_packages
 }
@@ -75,9 +88,25 @@ cohort_install_node_packages() {
   cp "$folder/package-lock.json" "$stamp"
 }
 
+# The packages of COHORT_TEST_PACKAGES, and Debian's kubectl (kubernetes-client) where no kubectl
+# is on PATH; then the Kubernetes servers (built once, ~10 minutes, then cached outside the clone),
+# whose folder goes to the tests in COHORT_KUBE_APISERVER_DIR.
+cohort_install_test_packages() {
+  local packages=("${COHORT_TEST_PACKAGES[@]}")
+  if ! command -v kubectl >/dev/null; then packages+=(kubernetes-client); fi
+  cohort_install_missing_packages "${packages[@]}"
+  echo "== Kubernetes servers for the tests (scripts/build-kube-apiserver.sh)"
+  local output
+  output="$(timeout 2400 "$COHORT_ROOT/scripts/build-kube-apiserver.sh")"
+  echo "$output"
+  COHORT_KUBE_APISERVER_DIR="$(tail -n 1 <<<"$output")"
+  export COHORT_KUBE_APISERVER_DIR
+}
+
+# cohort_install_missing_packages PACKAGE...: apt-get installs those not installed yet.
 cohort_install_missing_packages() {
   local missing=()
-  for package in "${COHORT_PACKAGES[@]}"; do
+  for package in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$package")
     fi
