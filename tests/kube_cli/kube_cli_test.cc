@@ -221,6 +221,7 @@ TEST_F(KubeCliTest, SubmitCreatesTheTFJobInTheContextsNamespaceAndSaysNoOperator
   EXPECT_EQ(body["metadata"]["name"], "hello");
   EXPECT_EQ(body["metadata"]["namespace"], "team");
   EXPECT_FALSE(body["metadata"].contains("creationTimestamp"));  // the server's to set
+  EXPECT_FALSE(body["spec"].contains("successPolicy"));  // "" locally; absent in Kubeflow's API
   EXPECT_EQ(body["spec"]["tfReplicaSpecs"]["Worker"]["replicas"], 2);
   EXPECT_EQ(body["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"], "OnFailure");
   EXPECT_EQ(body["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["image"],
