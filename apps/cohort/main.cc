@@ -782,16 +782,19 @@ int Main(int argc, char** argv) {
   KubeTarget kube_target;
   bool on_cluster = false;
   auto add_kubernetes = [&](CLI::App* command) {
-    command->add_flag(
+    CLI::Option* cluster_flag = command->add_flag(
         "--kubernetes", on_cluster,
         "on the cluster of the kubeconfig's context, as a TFJob, not on this machine");
-    command->add_option("--context", kube_target.context,
-                        "with --kubernetes: the kubeconfig context (default: current-context)");
+    command
+        ->add_option("--context", kube_target.context,
+                     "with --kubernetes: the kubeconfig context (default: current-context)")
+        ->needs(cluster_flag);
     command
         ->add_option("--request-timeout", kube_target.request_timeout_seconds,
                      "with --kubernetes: seconds each request to the API server may take")
         ->check(CLI::PositiveNumber)
-        ->capture_default_str();
+        ->capture_default_str()
+        ->needs(cluster_flag);
   };
   // The target with -n when it was given (else the context's namespace).
   auto cluster_target = [&](const std::optional<std::string>& namespace_given) {

@@ -568,6 +568,13 @@ TEST_F(KubeCliTest, AServerThatNeverAnswersFailsWithinTheRequestTimeout) {
   EXPECT_NE(result.err.find("server " + silent.url()), std::string::npos) << result.err;
 }
 
+TEST_F(KubeCliTest, ClusterFlagsWithoutKubernetesAreRefused) {
+  Result result = Cohort("get --context fake");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--context requires --kubernetes"), std::string::npos) << result.err;
+  EXPECT_TRUE(cluster_.server().requests().empty());
+}
+
 TEST_F(KubeCliTest, AMissingContextIsNamed) {
   Result result = Cohort("get --kubernetes --context nowhere");
   EXPECT_EQ(result.exit_code, 3);
