@@ -560,6 +560,32 @@ StatusOr<std::string> HttpApi::PodLog(const std::string& namespace_name, const s
   return log;
 }
 
+Status HttpApi::FollowPodLog(const std::string& namespace_name, const std::string& pod,
+                             const LogOptions& options, std::chrono::seconds timeout,
+                             const std::function<bool(std::string_view)>& on_text) {
+  Request request;
+  request.action = "follow the log of Pod " + namespace_name + "/" + pod +
+                   (options.container.empty() ? "" : " container " + options.container);
+  COHORT_RETURN_IF_ERROR(CheckName(pod, request.action));
+  COHORT_RETURN_IF_ERROR(CheckNamespace(PodResource(), namespace_name, request.action));
+  if (timeout.count() <= 0) {
+    return Status::InvalidArgument("cannot " + request.action + ": the timeout must be positive");
+  }
+  request.path =
+      ObjectPath(PodResource(), namespace_name, pod) + "/log" +
+      Query(
+          {{"follow", "true"},
+           {"container", options.container},
+           {"previous", options.previous ? "true" : ""},
+           {"tailLines", options.tail_lines ? std::to_string(*options.tail_lines) : ""},
+           {"sinceSeconds", options.since_seconds ? std::to_string(*options.since_seconds) : ""}});
+  request.timeout = std::chrono::duration_cast<milliseconds>(timeout) + options_.connect_timeout;
+  request.on_body = [&](std::string_view bytes) { return on_text(bytes); };
+  // A stream that runs until the timeout ends as OK (Send's streamed answers).
+  StatusOr<Answer> answer = Call(request);
+  return answer.status();
+}
+
 StatusOr<ConnectionConfig> LoadConnectionConfig(const std::string& context) {
   std::vector<std::filesystem::path> paths = DefaultKubeconfigPaths();
   bool any_kubeconfig = false;
