@@ -109,6 +109,12 @@ class Kubelet {
   // place, Always every exit (restartCount + 1, running again).
   Status Exit(const std::string& pod_name, int exit_code,
               const std::string& namespace_name = "default") {
+    return ExitSaying(pod_name, exit_code, "", namespace_name);
+  }
+
+  // As Exit, the container leaving `message` in its termination-message file.
+  Status ExitSaying(const std::string& pod_name, int exit_code, const std::string& message,
+                    const std::string& namespace_name = "default") {
     std::optional<nlohmann::json> pod = api_.Object("pods", namespace_name, pod_name);
     if (!pod) return Status::NotFound("no pod " + pod_name);
     const std::string policy = (*pod)["spec"].value("restartPolicy", "Never");
@@ -116,6 +122,7 @@ class Kubelet {
     const int restarts = RestartCount(pod_name, namespace_name);
     const std::string now = FormatTime(clock_.Now());
     nlohmann::json terminated = {{"exitCode", exit_code}, {"finishedAt", now}};
+    if (!message.empty()) terminated["message"] = message;
     if (in_place) {
       return api_.SetPodStatus(namespace_name, pod_name,
                                {{"phase", "Running"},

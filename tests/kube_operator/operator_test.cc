@@ -166,7 +166,8 @@ TEST_F(OperatorTest, NeverFailsTheJobOnAFailedPod) {
   ASSERT_TRUE(kubelet_.Exit("never-worker-1", 3).ok());
   ASSERT_TRUE(WaitUntil([&] { return Condition("never", "Failed") == "True"; }, kWait));
   EXPECT_EQ(ConditionMessage("never", "Failed"),
-            "TFJob default/never has failed because 1 Worker replica(s) failed.");
+            "TFJob default/never has failed because 1 Worker replica(s) failed: worker-1 exited "
+            "with code 3 at 2026-11-24T10:00:00Z after 0 restarts.");
   EXPECT_TRUE(Pod("never-worker-1"));  // not re-created, not deleted (cleanPodPolicy None)
   EXPECT_EQ(api_.Calls("create", "pods"), 2);
 }
@@ -448,6 +449,129 @@ TEST_F(OperatorTest, ANewOperatorCarriesOnWithoutDuplicatingOrLosingAnything) {
   EXPECT_EQ(api_.Calls("create", "pods"), creates_before + 2);
   EXPECT_EQ(PodNames().size(), 3u);
   EXPECT_EQ(Events("TFJobRestarting"), 2);
+}
+
+// ---- Peer reports: a hung replica is terminated and restarted; a group restart counts once ----
+
+constexpr char kWorker1Hung[] = "peer worker:1 hung (no heartbeat for 30 s)";
+
+std::string Uid(const std::optional<nlohmann::json>& object) {
+  return object ? (*object)["metadata"].value("uid", "") : "";
+}
+
+// worker-1 hangs; worker-0 gives up on it (138, naming it). worker-1's pod is deleted, as a failed
+// liveness probe would end it, and re-created with its restart count; worker-0 is re-created as a
+// group restart, which backoffLimit 1 does not count.
+TEST_F(OperatorTest, AHungWorkerIsTerminatedAndRestartedAndTheGroupCountsOnce) {
+  auto op = StartOperator();
+  CreateJob(TFJobObject("hung", {{"Worker", 2}}, "ExitCode", {{"backoffLimit", 1}}));
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  RunAll();
+  ASSERT_TRUE(WaitUntil([&] { return Condition("hung", "Running") == "True"; }, kWait));
+  const std::string hung_uid = Uid(Pod("hung-worker-1"));
+  const std::string reporter_uid = Uid(Pod("hung-worker-0"));
+  ASSERT_TRUE(kubelet_.ExitSaying("hung-worker-0", 138, kWorker1Hung).ok());
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().empty(); }, kWait));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return !Annotation(*Service("hung-worker-1"), kRestartAfterAnnotation).empty(); },
+      kWait));
+  EXPECT_EQ(Events("Unhealthy", "hung-worker-1: worker-1 hung (no heartbeat for 30 s)"), 1);
+  EXPECT_EQ(Events("TFJobRestarting", "worker-1 hung (no heartbeat for 30 s), as worker-0"), 1);
+  nlohmann::json hung_service = *Service("hung-worker-1");
+  EXPECT_EQ(Annotation(hung_service, kRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(hung_service, kGroupRestartsAnnotation), "0");
+  EXPECT_EQ(Annotation(hung_service, kRestartOfAnnotation), hung_uid);
+  EXPECT_EQ(Annotation(hung_service, kTerminatedPodAnnotation), "") << "the restart replaced it";
+  nlohmann::json reporter_service = *Service("hung-worker-0");
+  EXPECT_EQ(Annotation(reporter_service, kRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(reporter_service, kGroupRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(reporter_service, kRestartOfAnnotation), reporter_uid);
+
+  clock_.Advance(1500ms);  // RestartBackoff(0) is 1 s
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  EXPECT_NE(Uid(Pod("hung-worker-1")), hung_uid);
+  EXPECT_EQ(Annotation(*Pod("hung-worker-1"), kRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(*Pod("hung-worker-1"), kGroupRestartsAnnotation), "");
+  EXPECT_EQ(Annotation(*Pod("hung-worker-0"), kRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(*Pod("hung-worker-0"), kGroupRestartsAnnotation), "1");
+  RunAll();
+  ASSERT_TRUE(WaitUntil([&] { return Condition("hung", "Running") == "True"; }, kWait));
+  EXPECT_NE(Condition("hung", "Failed"), "True") << ConditionMessage("hung", "Failed");
+  EXPECT_EQ(api_.Calls("create", "pods"), 4);
+  // One counted restart so far: worker-1's next exit is the second, past backoffLimit 1.
+  ASSERT_TRUE(kubelet_.Exit("hung-worker-1", 137).ok());
+  ASSERT_TRUE(WaitUntil([&] { return Condition("hung", "Failed") == "True"; }, kWait));
+  EXPECT_NE(ConditionMessage("hung", "Failed").find("reached the specified backoff limit"),
+            std::string::npos);
+}
+
+// An operator that stops right after terminating a pod leaves the termination on the replica's
+// service: the next one observes the replica as failed with the counts recorded there, though the
+// pod is gone, and restarts it from the record.
+TEST_F(OperatorTest, ANewOperatorRestartsATerminatedReplicaFromItsServiceRecord) {
+  auto first = StartOperator(Options("operator-a"));
+  CreateJob(TFJobObject("handover", {{"Worker", 2}}, "ExitCode"));
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return Service("handover-worker-1").has_value(); }, kWait));
+  RunAll();
+  ASSERT_TRUE(WaitUntil([&] { return Condition("handover", "Running") == "True"; }, kWait));
+  first->Stop();
+  first.reset();
+  // What the first operator's kTerminate left: worker-0's report, the record of worker-1's pod
+  // (which had restarted twice before) and that pod deleted.
+  const std::string hung_uid = Uid(Pod("handover-worker-1"));
+  ASSERT_TRUE(kubelet_.ExitSaying("handover-worker-0", 138, kWorker1Hung).ok());
+  ASSERT_TRUE(api_.Patch(ServiceResource(), "default", "handover-worker-1",
+                         {{"metadata",
+                           {{"annotations",
+                             {{kTerminatedPodAnnotation, hung_uid},
+                              {kTerminatedAtAnnotation, FormatTime(clock_.Now())},
+                              {kRestartsAnnotation, "2"},
+                              {kGroupRestartsAnnotation, "1"}}}}}},
+                         false)
+                  .ok());
+  ASSERT_TRUE(api_.Delete(PodResource(), "default", "handover-worker-1", {}).ok());
+
+  auto second = StartOperator(Options("operator-b"));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto service = Service("handover-worker-1");
+        return service && Annotation(*service, kRestartsAnnotation) == "3" &&
+               Annotation(*service, kTerminatedPodAnnotation).empty();
+      },
+      kWait));
+  EXPECT_EQ(Annotation(*Service("handover-worker-1"), kGroupRestartsAnnotation), "1");
+  EXPECT_EQ(Events("Unhealthy"), 0) << "nothing runs to terminate";
+  clock_.Advance(5s);  // RestartBackoff(2) is 4 s
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  EXPECT_EQ(Annotation(*Pod("handover-worker-1"), kRestartsAnnotation), "3");
+  EXPECT_EQ(Annotation(*Pod("handover-worker-1"), kGroupRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(*Pod("handover-worker-0"), kGroupRestartsAnnotation), "1");
+  RunAll();
+  ASSERT_TRUE(WaitUntil([&] { return Condition("handover", "Running") == "True"; }, kWait));
+  EXPECT_TRUE(Annotation(*Service("handover-worker-1"), kRestartsAnnotation).empty());
+}
+
+// The terminated replica's own policy decides: under Never its SIGTERM fails the job.
+TEST_F(OperatorTest, ATerminatedReplicaUnderNeverFailsTheJob) {
+  auto op = StartOperator();
+  nlohmann::json tfjob = TFJobObject("strict", {{"Chief", 1}, {"Worker", 1}}, "ExitCode");
+  tfjob["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "Never";
+  CreateJob(tfjob);
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  RunAll();
+  ASSERT_TRUE(WaitUntil([&] { return Condition("strict", "Running") == "True"; }, kWait));
+  ASSERT_TRUE(
+      kubelet_.ExitSaying("strict-chief-0", 138, "peer worker:0 hung (no heartbeat for 30 s)")
+          .ok());
+  ASSERT_TRUE(WaitUntil([&] { return Condition("strict", "Failed") == "True"; }, kWait));
+  EXPECT_NE(ConditionMessage("strict", "Failed")
+                .find("1 Worker replica(s) failed: worker-0 exited with code 143 (128 + SIGTERM)"),
+            std::string::npos)
+      << ConditionMessage("strict", "Failed");
+  EXPECT_FALSE(Pod("strict-worker-0"));
+  EXPECT_EQ(Events("Unhealthy", "strict-worker-0"), 1);
+  EXPECT_EQ(api_.Calls("create", "pods"), 2) << "nothing restarted once the job failed";
 }
 
 TEST_F(OperatorTest, StatusWritesRetryOnConflict) {

@@ -82,6 +82,77 @@ TEST(ObservePodTest, ReadsPhaseExitCodeAndRestarts) {
   EXPECT_EQ(ParseCount("99999999999"), kMaxRecordedRestarts);
 }
 
+// A peer report comes back in the container's termination message, cut to Kubernetes' 4096 bytes;
+// the group restarts before the pod come from its annotation, never more than its restarts.
+TEST(ObservePodTest, ReadsTheTerminationMessageAndGroupRestarts) {
+  const ReplicaRef worker{"Worker", 0};
+  nlohmann::json pod = PodWithStatus(
+      {{"phase", "Failed"},
+       {"containerStatuses",
+        {{{"name", "tensorflow"},
+          {"state",
+           {{"terminated",
+             {{"exitCode", 138}, {"message", "peer worker:1 hung (no heartbeat for 30 s)"}}}}}}}}},
+      "3");
+  pod["metadata"]["annotations"][kGroupRestartsAnnotation] = "2";
+  job::ObservedReplica exited = ObservePod(pod, worker, "tensorflow");
+  EXPECT_EQ(exited.exit_code, 138);
+  EXPECT_EQ(exited.termination_message, "peer worker:1 hung (no heartbeat for 30 s)");
+  EXPECT_EQ(exited.restart_count, 3);
+  EXPECT_EQ(exited.group_restarts, 2);
+
+  pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = std::string(5000, 'x');
+  pod["metadata"]["annotations"][kGroupRestartsAnnotation] = "7";
+  exited = ObservePod(pod, worker, "tensorflow");
+  EXPECT_EQ(exited.termination_message.size(), 4096u);
+  EXPECT_EQ(exited.group_restarts, 3);
+}
+
+// A terminated replica is Failed from its service's record: with the code the kubelet reported
+// while its pod is there, 143 when it reported none or the pod is gone, and the record's counts.
+TEST(ObserveTerminatedTest, IsFailedWithTheRecordsCounts) {
+  const ReplicaRef worker{"Worker", 1};
+  nlohmann::json service = {{"metadata",
+                             {{"annotations",
+                               {{kTerminatedPodAnnotation, "uid-1"},
+                                {kTerminatedAtAnnotation, "2026-11-24T10:02:00Z"},
+                                {kRestartsAnnotation, "4"},
+                                {kGroupRestartsAnnotation, "1"}}}}}};
+  std::optional<TerminationRecord> record = TerminationRecordOf(service);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->pod_uid, "uid-1");
+  EXPECT_FALSE(TerminationRecordOf(nlohmann::json{{"metadata", nlohmann::json::object()}}));
+
+  job::ObservedReplica gone = ObserveTerminated(nlohmann::json(), *record, worker, "tensorflow");
+  EXPECT_EQ(gone.phase, job::ReplicaPhase::kFailed);
+  EXPECT_EQ(gone.exit_code, 143);
+  EXPECT_EQ(gone.restart_count, 4);
+  EXPECT_EQ(gone.group_restarts, 1);
+  EXPECT_EQ(FormatTime(*gone.finished_at), "2026-11-24T10:02:00Z");
+
+  nlohmann::json still_running =
+      PodWithStatus({{"phase", "Running"},
+                     {"containerStatuses",
+                      {{{"name", "tensorflow"},
+                        {"state", {{"running", {{"startedAt", "2026-11-24T10:00:00Z"}}}}}}}}});
+  job::ObservedReplica terminating =
+      ObserveTerminated(still_running, *record, worker, "tensorflow");
+  EXPECT_EQ(terminating.phase, job::ReplicaPhase::kFailed);
+  EXPECT_EQ(terminating.exit_code, 143);
+  EXPECT_EQ(FormatTime(*terminating.started_at), "2026-11-24T10:00:00Z");
+
+  nlohmann::json killed = PodWithStatus(
+      {{"phase", "Failed"},
+       {"containerStatuses",
+        {{{"name", "tensorflow"},
+          {"state",
+           {{"terminated", {{"exitCode", 137}, {"finishedAt", "2026-11-24T10:02:30Z"}}}}}}}}});
+  job::ObservedReplica ended = ObserveTerminated(killed, *record, worker, "tensorflow");
+  EXPECT_EQ(ended.exit_code, 137);
+  EXPECT_EQ(FormatTime(*ended.finished_at), "2026-11-24T10:02:30Z");
+  EXPECT_EQ(ended.restart_count, 4);
+}
+
 TEST(ReplicaOfTest, ReadsTheLabelsAgainstTheJobsTypes) {
   const job::Job job = WorkerJob();
   nlohmann::json pod = {
