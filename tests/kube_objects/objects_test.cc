@@ -1,7 +1,8 @@
 // The pods, services and PodGroups of kube/objects, field by field against what Kubeflow's
 // training operator creates: names, labels, the controller reference, the template copied with
-// its restart policy mapped, TF_CONFIG last in the tensorflow container, headless services, and
-// gang scheduling. Expected values are written out here, not produced by the code under test.
+// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's one addition
+// (COHORT_TERMINATION_MESSAGE_PATH just before it), headless services, and gang scheduling.
+// Expected values are written out here, not produced by the code under test.
 #include "kube/objects/objects.h"
 
 #include <gmock/gmock.h>
@@ -119,7 +120,9 @@ TEST_F(DistMnistTest, WorkerPodIsTheOperatorsPod) {
   ASSERT_EQ(container["ports"].size(), 1u);
   EXPECT_EQ(container["ports"][0]["name"], "tfjob-port");
   EXPECT_EQ(container["ports"][0]["containerPort"], 2222);
-  EXPECT_EQ(container["env"].size(), 1u);
+  ASSERT_EQ(container["env"].size(), 2u);
+  EXPECT_EQ(container["env"][0],
+            json({{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/dev/termination-log"}}));
   EXPECT_EQ(LastTfConfig(pod),
             R"({"cluster":{"ps":)" + ps_hosts_ + R"(,"worker":)" + worker_hosts_ +
                 R"(},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -218,8 +221,9 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
   json worker = Pod(job, "Worker", 1);
   EXPECT_EQ(worker["spec"]["restartPolicy"], "OnFailure");
   const json& env = TensorflowContainer(worker)["env"];
-  ASSERT_EQ(env.size(), 2u);
+  ASSERT_EQ(env.size(), 3u);
   EXPECT_EQ(env[0], json({{"name", "GREETING"}, {"value", "hello from a TFJob"}}));
+  EXPECT_EQ(env[1]["name"], "COHORT_TERMINATION_MESSAGE_PATH");
   EXPECT_EQ(
       LastTfConfig(worker),
       R"({"cluster":{"ps":["hello-ps-0.default.svc:2222"],"worker":["hello-worker-0.default.svc:2222","hello-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -333,6 +337,7 @@ TEST(TemplateTest, IsCopiedWholeWithOnlyTheRestartPolicyMapped) {
   EXPECT_EQ(pod["spec"]["initContainers"][0]["name"], "init");
   EXPECT_FALSE(HasEnv(pod["spec"]["initContainers"][0], "TF_CONFIG"));
   EXPECT_FALSE(HasEnv(pod["spec"]["containers"][0], "TF_CONFIG")) << "sidecars get none";
+  EXPECT_FALSE(HasEnv(pod["spec"]["containers"][0], "COHORT_TERMINATION_MESSAGE_PATH"));
   EXPECT_EQ(TensorflowContainer(pod)["resources"]["requests"]["memory"], "1Gi");
   EXPECT_EQ(pod["metadata"]["labels"]["app"], "mine");
   EXPECT_EQ(pod["metadata"]["labels"]["training.kubeflow.org/replica-index"], "0")
@@ -371,9 +376,14 @@ spec:
             - name: tensorflow
               image: trainer
               env: [{name: A, value: b}]
+              terminationMessagePath: /tmp/last-words
 )");
   json pod = Pod(job, "Worker", 0);
-  EXPECT_EQ(TensorflowContainer(pod)["env"], json::array({{{"name", "A"}, {"value", "b"}}}));
+  // Only the termination-message variable, naming the container's own path.
+  EXPECT_EQ(
+      TensorflowContainer(pod)["env"],
+      json::array({{{"name", "A"}, {"value", "b"}},
+                   {{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/tmp/last-words"}}}));
   EXPECT_EQ(pod["metadata"]["labels"]["training.kubeflow.org/job-role"], "master");
 }
 

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "cluster/peer_report.h"
 #include "job/cluster_builder.h"
 #include "job/job_kind.h"
 #include "job/spec_writer.h"
@@ -186,11 +187,11 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
 
   json pod_spec = pod_template.value("spec", json::object());
   pod_spec["restartPolicy"] = PodRestartPolicy(spec.restart_policy);
-  // The kind's environment (TF_CONFIG) goes last into the first container of the kind's name.
+  // Cohort's termination-message variable, then the kind's environment (TF_CONFIG) go last into
+  // the first container of the kind's name.
   std::vector<job::EnvVar> environment = job.job_kind->ReplicaEnvironment(
       job, replica_type, index, job::KubernetesEndpoints(job, options.cluster_domain));
-  if (!environment.empty() && pod_spec.contains("containers") &&
-      pod_spec["containers"].is_array()) {
+  if (pod_spec.contains("containers") && pod_spec["containers"].is_array()) {
     for (json& container : pod_spec["containers"]) {
       if (!container.is_object() || !container.contains("name") ||
           container["name"] != job.job_kind->facts().container_name) {
@@ -198,6 +199,11 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
       }
       json& env = container["env"];
       if (!env.is_array()) env = json::array();
+      const json path = container.value("terminationMessagePath", json());
+      env.push_back({{"name", cluster::kTerminationMessagePathVariable},
+                     {"value", path.is_string() && !path.get<std::string>().empty()
+                                   ? path.get<std::string>()
+                                   : std::string(kDefaultTerminationMessagePath)}});
       for (const job::EnvVar& variable : environment) {
         env.push_back({{"name", variable.name}, {"value", variable.value}});
       }

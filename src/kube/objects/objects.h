@@ -6,6 +6,12 @@
 // environment variable of the job's main container; and, with gang scheduling, a PodGroup. The
 // operator (kube/operator) creates them; `cohort manifests FILE` prints them.
 //
+// Cohort's one addition to Kubeflow's pod: COHORT_TERMINATION_MESSAGE_PATH, just before TF_CONFIG
+// in the main container, naming the container's terminationMessagePath (/dev/termination-log, the
+// default, unless the template sets one), so that a task that gives up on a hung or dead peer
+// leaves its report where the kubelet reads it (cluster/peer_report.h) and the operator finds it
+// in the pod's status.
+//
 // What the operator leaves out, these leave out too: a pod's or service's metadata.namespace (the
 // namespace is in the request path; the PodGroup alone carries it), hostname, subdomain,
 // serviceAccountName and, without gang scheduling, schedulerName; a service's targetPort and
@@ -36,6 +42,10 @@ struct Owner {
   std::string name;
   std::string uid;  // empty when the job is not on a server yet (`cohort manifests`)
 };
+
+// Where the kubelet reads a container's termination message when its terminationMessagePath is
+// not set.
+inline constexpr char kDefaultTerminationMessagePath[] = "/dev/termination-log";
 
 struct ObjectOptions {
   // Appended to the hosts of TF_CONFIG (<job>-<type>-<i>.<ns>.svc.<cluster_domain>:<port>) when
