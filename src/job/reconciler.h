@@ -40,11 +40,15 @@
 //  - Peer reports (cluster/peer_report.h) are acted on: a replica that exited saying "peer
 //    worker:1 hung (...)" gets worker-1 stopped and restarted per its restartPolicy (kTerminate),
 //    as a failed liveness probe would on Kubernetes; the operator has no such channel and leaves a
-//    hung replica running for ever.
+//    hung replica running for ever. Both executors act on it: the local one, and Cohort's
+//    Kubernetes operator (kube/operator), which reads the report from the pod's termination
+//    message and deletes the hung replica's pod with its grace period.
 //  - A group restart counts once against backoffLimit: the restart of a replica that exited
 //    because a peer failed (its peer report names another replica of the job) is not counted;
 //    the failed peer's own exit is. The operator counts every container restart, so one crash of
-//    a 3-worker job uses three.
+//    a 3-worker job uses three. Cohort's Kubernetes operator keeps the count on the pods it
+//    re-creates; a replica the kubelet restarts in place (OnFailure, Always) shows it no exit,
+//    so there every restart counts and no report is acted on, as with the operator.
 #pragma once
 
 #include <optional>

@@ -8,12 +8,15 @@
 //   -> skip it when runPolicy.managedBy names another controller, or it is being deleted
 //   -> observe: each pod the job controls (ownerReference uid == the job's uid; nothing else is
 //      adopted) as a job::ObservedReplica (replica_objects.h), each replica waiting for its
-//      restart back-off as Pending with its new restart count
+//      restart back-off as Pending with its new restart count, each terminated replica as Failed
 //   -> job::Reconcile(job, status read from the TFJob, observed, now)
 //   -> actions: kStart creates the replica's service and pod (and the PodGroup first, with gang
 //      scheduling); kRestart records the restart on the replica's service, deletes the exited pod,
 //      and creates the new one once job::RestartBackoff has passed (the job is requeued for it);
-//      kStop deletes the pod (its own terminationGracePeriodSeconds applies) and its service;
+//      kTerminate records the termination on the replica's service and deletes its pod (the
+//      pod's grace period applies), the replica then observed as Failed from that record until
+//      kRestart replaces it; kStop deletes the pod (its own terminationGracePeriodSeconds
+//      applies) and its service;
 //      kDeleteJob deletes the TFJob with foreground propagation
 //   -> the status through /status (UpdateWithRetry: a 409 reads again), only when it changed
 //   -> the reconciler's and the actions' events as core/v1 Events (event_recorder.h).
