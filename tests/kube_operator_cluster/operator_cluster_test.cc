@@ -1,8 +1,8 @@
 // `cohort operator`'s Operator against a real Kubernetes API server
 // (tests/testing/kube_test_cluster.h), through HttpApi: the objects it writes (pods, services,
 // /status, Events, the Lease) are accepted as they are, and a job runs from creation to success
-// and through an ExitCode re-creation, with the test as kubelet (pod /status patches). Each test
-// works in a namespace of its own.
+// and through an ExitCode re-creation, a hung worker is terminated on its peer's report, with the
+// test as kubelet (pod /status patches). Each test works in a namespace of its own.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -89,11 +89,11 @@ class OperatorClusterTest : public KubeClusterTest {
     operator_->Start();
   }
 
-  void CreateJob(const std::string& name, const std::string& restart_policy) {
+  void CreateJob(const std::string& name, const std::string& restart_policy, int workers = 1) {
     const std::string manifest =
         "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: " + name +
-        "\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 1\n      restartPolicy: " +
-        restart_policy +
+        "\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: " + std::to_string(workers) +
+        "\n      restartPolicy: " + restart_policy +
         "\n      template:\n        spec:\n          automountServiceAccountToken: false\n"
         "          containers:\n          - name: tensorflow\n            image: "
         "cohort-test/none\n";
@@ -117,14 +117,17 @@ class OperatorClusterTest : public KubeClusterTest {
     return "";
   }
 
-  // The kubelet's part: the pod's tensorflow container runs, or ends with `exit_code`.
-  void SetPodPhase(const std::string& pod, const std::string& phase, int exit_code = 0) {
+  // The kubelet's part: the pod's tensorflow container runs, or ends with `exit_code`, leaving
+  // `message` as its termination message.
+  void SetPodPhase(const std::string& pod, const std::string& phase, int exit_code = 0,
+                   const std::string& message = "") {
     const std::string now = FormatTime(Clock::now());
     nlohmann::json state =
         phase == "Running"
             ? nlohmann::json{{"running", {{"startedAt", now}}}}
             : nlohmann::json{{"terminated",
                               {{"exitCode", exit_code}, {"startedAt", now}, {"finishedAt", now}}}};
+    if (!message.empty()) state["terminated"]["message"] = message;
     nlohmann::json status = {{"status",
                               {{"phase", phase},
                                {"startTime", now},
@@ -188,6 +191,48 @@ TEST_F(OperatorClusterTest, RecreatesARetryableExitWithItsRestartCount) {
   ASSERT_TRUE(WaitUntil([&] { return Events("TFJobRestarting") == 1; }, kWait));
   SetPodPhase("retry-worker-0", "Running");
   ASSERT_TRUE(WaitUntil([&] { return Condition("retry", "Running") == "True"; }, kWait));
+}
+
+std::string Uid(const std::optional<nlohmann::json>& object) {
+  return object ? (*object)["metadata"].value("uid", "") : "";
+}
+
+// worker-0 gives up on a hung worker-1 (138 and a peer report): worker-1's pod is deleted and
+// re-created, and worker-0's re-created pod carries its group restart.
+TEST_F(OperatorClusterTest, TerminatesAHungWorkerAndRestartsBoth) {
+  StartOperator();
+  CreateJob("hung", "ExitCode", 2);
+  ASSERT_TRUE(WaitUntil([&] { return Get(PodResource(), "hung-worker-1").has_value(); }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return Get(PodResource(), "hung-worker-0").has_value(); }, kWait));
+  const nlohmann::json hung_pod = *Get(PodResource(), "hung-worker-1");
+  bool names_the_path = false;
+  for (const nlohmann::json& env : hung_pod["spec"]["containers"][0]["env"]) {
+    names_the_path =
+        names_the_path || (env.value("name", "") == "COHORT_TERMINATION_MESSAGE_PATH" &&
+                           env.value("value", "") == "/dev/termination-log");
+  }
+  EXPECT_TRUE(names_the_path) << hung_pod.dump();
+  const std::string hung_uid = Uid(hung_pod);
+  const std::string reporter_uid = Uid(Get(PodResource(), "hung-worker-0"));
+  SetPodPhase("hung-worker-0", "Running");
+  SetPodPhase("hung-worker-1", "Running");
+  ASSERT_TRUE(WaitUntil([&] { return Condition("hung", "Running") == "True"; }, kWait));
+  SetPodPhase("hung-worker-0", "Failed", 138, "peer worker:1 hung (no heartbeat for 30 s)");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::string uid = Uid(Get(PodResource(), "hung-worker-1"));
+        return !uid.empty() && uid != hung_uid;
+      },
+      kWait));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        std::string uid = Uid(Get(PodResource(), "hung-worker-0"));
+        return !uid.empty() && uid != reporter_uid;
+      },
+      kWait));
+  EXPECT_EQ(Annotation(*Get(PodResource(), "hung-worker-1"), kRestartsAnnotation), "1");
+  EXPECT_EQ(Annotation(*Get(PodResource(), "hung-worker-0"), kGroupRestartsAnnotation), "1");
+  ASSERT_TRUE(WaitUntil([&] { return Events("Unhealthy") == 1; }, kWait));
 }
 
 // Two operators, one Lease: only the holder creates anything; when it stops (releasing the
