@@ -165,6 +165,11 @@ StatusOr<nlohmann::json> FakeApi::Patch(const Resource& resource, const std::str
                                         bool status_subresource) {
   std::lock_guard<std::mutex> lock(mutex_);
   Count(status_subresource ? "patch-status" : "patch", resource);
+  if (int& failing = failing_patches_[resource.plural]; failing > 0) {
+    --failing;
+    return Status::Unavailable("patch " + Describe(resource, namespace_name, name) +
+                               ": the server is overloaded");
+  }
   auto& store = stores_[StoreOf(resource)];
   auto found = store.find({namespace_name, name});
   if (found == store.end()) {
@@ -246,6 +251,11 @@ void FakeApi::ExpireWatches() {
   ++version_;
   expired_before_ = version_;
   changed_.notify_all();
+}
+
+void FakeApi::FailPatches(const std::string& plural, int count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failing_patches_[plural] = count;
 }
 
 void FakeApi::FailStatusUpdates(int count) {

@@ -7,7 +7,8 @@
 // or present); and watches that replay the history after a resourceVersion, then wait for new
 // changes until their timeout. Tests force the rest: ExpireWatches() makes every watch from an
 // older version fail with 410 (kOutOfRange), FailStatusUpdates(n) answers the next n /status
-// updates with 409 after a concurrent write. There is no garbage collection by ownerReference.
+// updates with 409 after a concurrent write, FailPatches(plural, n) the next n patches with 503.
+// There is no garbage collection by ownerReference.
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +51,8 @@ class FakeApi : public Api {
   void ExpireWatches();
   // The next `count` updates of a /status answer 409, as if someone wrote the object just before.
   void FailStatusUpdates(int count);
+  // The next `count` patches of objects of `plural` answer 503, as an overloaded server would.
+  void FailPatches(const std::string& plural, int count);
   // How many calls of `verb` ("create", "delete", "update-status"...) were made for `plural`.
   int Calls(const std::string& verb, const std::string& plural) const;
   // The stored objects of `plural` in `namespace_name` ("" for all).
@@ -87,6 +90,7 @@ class FakeApi : public Api {
   uint64_t expired_before_ = 0;
   uint64_t next_uid_ = 1;
   int status_conflicts_ = 0;
+  std::map<std::string, int> failing_patches_;  // by plural
   std::map<std::string, int> calls_;
 };
 

@@ -505,6 +505,25 @@ TEST_F(OperatorTest, AHungWorkerIsTerminatedAndRestartedAndTheGroupCountsOnce) {
             std::string::npos);
 }
 
+// A termination that cannot be recorded is not made, and the reporter's group restart waits with
+// it, so that its report is still there for the next pass.
+TEST_F(OperatorTest, AReporterWaitsForTheTerminationItAskedFor) {
+  auto op = StartOperator();
+  CreateJob(TFJobObject("retried", {{"Worker", 2}}, "ExitCode"));
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return Service("retried-worker-1").has_value(); }, kWait));
+  RunAll();
+  ASSERT_TRUE(WaitUntil([&] { return Condition("retried", "Running") == "True"; }, kWait));
+  api_.FailPatches("services", 1);
+  ASSERT_TRUE(kubelet_.ExitSaying("retried-worker-0", 138, kWorker1Hung).ok());
+  ASSERT_TRUE(WaitUntil([&] { return PodNames().empty(); }, kWait));
+  EXPECT_EQ(Annotation(*Service("retried-worker-0"), kGroupRestartsAnnotation), "1");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return !Annotation(*Service("retried-worker-1"), kRestartAfterAnnotation).empty(); },
+      kWait));
+  EXPECT_EQ(Annotation(*Service("retried-worker-1"), kRestartsAnnotation), "1");
+}
+
 // An operator that stops right after terminating a pod leaves the termination on the replica's
 // service: the next one observes the replica as failed with the counts recorded there, though the
 // pod is gone, and restarts it from the record.

@@ -203,8 +203,15 @@ StatusOr<SyncResult> JobSync::Pass::Run() {
 
   job::ReconcileResult reconciled = job::Reconcile(job_, previous_, observed, now_);
   Status acted;
+  bool terminate_failed = false;
   for (const job::Action& action : reconciled.actions) {
+    // A reporter restarted while the replica it reported still runs would take its report with
+    // it: its group restart waits for a pass in which the termination is made.
+    if (terminate_failed && action.kind == job::Action::Kind::kRestart && action.group_restart) {
+      continue;
+    }
     Status done = CarryOut(action);
+    if (!done.ok() && action.kind == job::Action::Kind::kTerminate) terminate_failed = true;
     if (!done.ok() && acted.ok()) acted = done;
     if (!MayAct().ok()) return MayAct();  // leadership lost: touch nothing more
     if (result_.deleted) break;
