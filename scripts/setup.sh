@@ -15,6 +15,7 @@ COHORT_PACKAGES=(
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
   python3-torch
+  iproute2 nftables util-linux
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
