@@ -207,21 +207,21 @@ TEST_F(EmulatedClusterTest, LossDropsRoughlyTheFraction) {
 
 TEST_F(EmulatedClusterTest, TeardownLeavesNothing) {
   std::string prefix;
-  pid_t sleeper_pid = -1;
+  // Outlives the cluster on purpose: the teardown must end the command, not its handle.
+  std::unique_ptr<HostProcess> sleeper;
   {
     auto cluster = Make(Hosts(3));
     ASSERT_NE(cluster, nullptr);
     prefix = cluster->name_prefix();
     EXPECT_EQ(NamespacesWithPrefix(prefix).size(), 4u);  // three hosts and the switch
-    auto sleeper = cluster->Start(2, "sleep 300 & wait");
-    ASSERT_TRUE(sleeper.ok()) << sleeper.status().ToString();
-    sleeper_pid = (*sleeper)->pid();
-    sleeper->release();  // left running on purpose: the teardown must end it
+    auto started = cluster->Start(2, "sleep 300 & wait");
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    sleeper = std::move(started).value();
   }
   EXPECT_TRUE(NamespacesWithPrefix(prefix).empty());
   EXPECT_FALSE(std::filesystem::exists("/tmp/" + prefix));
-  EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(sleeper_pid); }, 10s))
-      << "a host's process outlived the cluster";
+  EXPECT_NE(sleeper->Wait(10s), -1) << "a host's command outlived the cluster";
+  EXPECT_FALSE(ProcessAlive(sleeper->pid()));
 }
 
 TEST_F(EmulatedClusterTest, ASweepRemovesWhatAKilledRunLeft) {
