@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -22,6 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string kProbe = COHORT_NET_PROBE;
+const std::string kRunOnHosts = COHORT_RUN_ON_HOSTS;
 
 EmulatedClusterOptions Hosts(int hosts, uint64_t rate_bits_per_second = 10'000'000'000,
                              std::map<int, std::vector<std::string>> aliases = {}) {
@@ -263,6 +265,35 @@ TEST_F(EmulatedClusterTest, ASweepRemovesWhatAKilledRunLeft) {
   SweepEmulatedHostLeftovers();
   EXPECT_TRUE(NamespacesWithPrefix(prefix).empty());
   EXPECT_FALSE(std::filesystem::exists("/tmp/" + prefix));
+}
+
+// tools/run_on_hosts, what benchmark scripts use: command i on host-i, outputs under headers, the
+// exit status saying whether all succeeded, the hosts gone after.
+TEST_F(EmulatedClusterTest, RunOnHostsRunsCommandIOnHostIAndRemovesTheHosts) {
+  CommandResult result = RunCommand(kRunOnHosts +
+                                    " --alias 1=trainer-worker-1 -- hostname "
+                                    "'getent hosts trainer-worker-1 && hostname'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("== host-0 (exit 0)\nhost-0\n"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("== host-1 (exit 0)\n10.77.0.2"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("host-1\n"), std::string::npos) << result.output;
+
+  result = RunCommand(kRunOnHosts + " -- true 'exit 7'");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("== host-1 (exit 7)"), std::string::npos) << result.output;
+
+  result = RunCommand(kRunOnHosts + " --timeout 1 -- 'sleep 60'");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("ran past --timeout"), std::string::npos) << result.output;
+  // Every namespace run_on_hosts made names it as owner, and it is gone.
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/run/netns", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("cohort-emu-", 0) != 0) continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(name.substr(std::strlen("cohort-emu-"))));
+    EXPECT_TRUE(ProcessAlive(owner)) << name << " outlived its owner";
+  }
 }
 
 }  // namespace
