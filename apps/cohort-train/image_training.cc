@@ -102,6 +102,7 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   connection.startup_timeout = Milliseconds(flags.startup_timeout_s);
   connection.peer_timeout = Milliseconds(flags.peer_timeout_s);
   connection.same_host_path = flags.same_host_path == "on";
+  connection.on_peer_failure = WriteTerminationMessage;
   auto strategy = MakeStrategy(config, connection);
   if (!strategy.ok()) Fail(strategy.status());
 

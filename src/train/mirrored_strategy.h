@@ -10,6 +10,7 @@
 // be restarted").
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,10 @@ struct WorkerConnectionOptions {
   // this host, collective/same_host_algorithms.h). Off, every byte goes over TCP, as between
   // hosts, so that TCP training can be measured on one machine.
   bool same_host_path = true;
+  // Told the peer report (cluster/peer_report.h) when a collective fails because a peer died or
+  // hung (net::TransportOptions::on_peer_failure); a program passes it to job control with
+  // program::WriteTerminationMessage. Unset: nothing is told.
+  std::function<void(const std::string& peer_report)> on_peer_failure;
 };
 
 class MultiWorkerMirroredStrategy : public Strategy {
