@@ -16,6 +16,7 @@ COHORT_PACKAGES=(
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
   python3-torch
+  iproute2 nftables util-linux
 )
 
 # What only the tests need, on top of COHORT_PACKAGES: a real Kubernetes control plane

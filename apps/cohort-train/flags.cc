@@ -40,7 +40,7 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
       "taxi-train (examples/taxi).\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
-      "COHORT_JOB_NAME (optional).\n"
+      "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path).\n"
       "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 138 a "
       "peer died or stopped answering: restart the worker and it resumes from --checkpoint_path.");
   Flags& flags = *flags_out;
@@ -102,6 +102,13 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
                  "and the others exit to be restarted (at least 3 s)")
       ->capture_default_str()
       ->check(AtLeastThreeSeconds());
+  app.add_option("--same_host_path", flags.same_host_path,
+                 "MultiWorkerMirrored: on, workers on one host move large collectives through "
+                 "each other's memory (when the kernel allows); off, everything goes over TCP, "
+                 "as between hosts")
+      ->capture_default_str()
+      ->envname("COHORT_SAME_HOST_PATH")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the test split instead of training");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");

@@ -24,13 +24,17 @@ using namespace program;
 
 namespace {
 
-std::string Describe(const Strategy& strategy, const cluster::TfConfig& config) {
+std::string Describe(const Strategy& strategy, const cluster::TfConfig& config,
+                     const Flags& flags) {
   if (strategy.num_workers() == 1) return "single process";
   return "worker " + std::to_string(strategy.rank()) + " of " +
          std::to_string(strategy.num_workers()) + " (" + config.task.ToString() + ", " +
          (strategy.is_chief() ? "chief"
                               : "chief is " + cluster::ChiefTask(config.cluster).ToString()) +
-         ")";
+         "); collectives over " +
+         (strategy.uses_same_host_memory() ? "same-host memory and TCP"
+          : flags.same_host_path == "on"   ? "TCP (same-host path unavailable)"
+                                           : "TCP (same-host path off)");
 }
 
 std::string BlasName(const BlasLibrary& blas) {
@@ -97,6 +101,7 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   connection.job_name = job_name ? job_name : "";
   connection.startup_timeout = Milliseconds(flags.startup_timeout_s);
   connection.peer_timeout = Milliseconds(flags.peer_timeout_s);
+  connection.same_host_path = flags.same_host_path == "on";
   connection.on_peer_failure = WriteTerminationMessage;
   auto strategy = MakeStrategy(config, connection);
   if (!strategy.ok()) Fail(strategy.status());
@@ -109,7 +114,7 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   if (!trainer.ok()) Fail(trainer.status());
   const FitPlan& plan = (*trainer)->plan();
 
-  Print("cohort-train: " + Describe(**strategy, config) + "; model " + plan.model_name +
+  Print("cohort-train: " + Describe(**strategy, config, flags) + "; model " + plan.model_name +
         "; global batch " + std::to_string(plan.global_batch()) + " (" +
         std::to_string(plan.per_worker_batch) + " x " + std::to_string(plan.num_workers) + "); " +
         std::to_string(plan.epochs) + " epochs of " + std::to_string(plan.steps_per_epoch) +
