@@ -8,7 +8,11 @@
 // TTL, successPolicy, an operator restart in the middle of a job, two operators and one Lease, a
 // 409 Conflict on a status write and an expired (410) watch, both forced by the test. Each test
 // works in a namespace of its own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +28,7 @@
 #include "kube/operator/operator.h"
 #include "kube/operator/replica_objects.h"
 #include "testing/kube_test_cluster.h"
+#include "testing/processes.h"
 #include "testing/wait.h"
 
 namespace cohort::kube {
@@ -32,6 +37,8 @@ namespace {
 using namespace std::chrono_literals;
 using cohort::testing::KubeClusterTest;
 using cohort::testing::KubectlResult;
+using cohort::testing::WaitForChild;
+using cohort::testing::WaitForChildOrSignal;
 using cohort::testing::WaitUntil;
 
 constexpr auto kWait = std::chrono::milliseconds(60000);
@@ -348,11 +355,37 @@ class OperatorClusterTest : public KubeClusterTest {
     return count;
   }
 
+  // `cohort operator` as a child process for this namespace, with leader election, its standard
+  // error in `log`; it dies with the test.
+  pid_t StartOperatorCommand(const std::string& pod_name, const std::string& log) {
+    const std::string binary = std::string(COHORT_BINARY_DIR) + "/apps/cohort/cohort";
+    const std::string kubeconfig = "--kubeconfig=" + cluster().admin_kubeconfig().string();
+    const std::string watched = "--namespace=" + namespace_;
+    const std::string lease = "--lease-namespace=" + namespace_;
+    const std::string pod_env = "POD_NAME=" + pod_name;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, STDERR_FILENO);
+      putenv(const_cast<char*>(pod_env.c_str()));
+      execl(binary.c_str(), binary.c_str(), "operator", kubeconfig.c_str(), watched.c_str(),
+            "--leader-elect", lease.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  }
+
   std::string namespace_;
   std::unique_ptr<HttpApi> http_api_;
   std::unique_ptr<CircumstantialApi> api_;
   std::unique_ptr<Operator> operator_;
 };
+
+std::string LogOf(const std::string& path) {
+  StatusOr<std::string> text = ReadWholeFile(path);
+  return text.ok() ? *text : text.status().ToString();
+}
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -539,11 +572,16 @@ TEST_F(OperatorClusterTest, TtlDeletesTheFinishedJob) {
   Run("ttl-worker-0");
   Exit("ttl-worker-0", 0);
   ASSERT_TRUE(StateBecomes("ttl", "Succeeded"));
-  ASSERT_TRUE(StateBecomes("ttl", "<absent>"));
+  // The operator deletes it in the foreground a second later; the controller-manager's garbage
+  // collector then removes its pod and service and last the job, once it has discovered the
+  // TFJob resource (its discovery runs every 30 s, so this may take that long).
+  ASSERT_TRUE(WaitUntil([&] { return Events("SuccessfulDeleteJob") == 1; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return State("ttl") == "<absent>"; }, 90s))
+      << "the TFJob deleted after its TTL is still listed by `kubectl get tfjobs`";
   KubectlResult gone = Kubectl("get tfjob ttl");
   EXPECT_FALSE(gone.ok());
   EXPECT_TRUE(Contains(gone.err, "NotFound")) << gone.Describe();
-  ASSERT_TRUE(WaitUntil([&] { return Events("SuccessfulDeleteJob") == 1; }, kWait));
+  EXPECT_TRUE(PodsBecome({}));
 }
 
 TEST_F(OperatorClusterTest, SuccessPolicyAllWorkersWaitsForEveryWorker) {
@@ -588,6 +626,50 @@ TEST_F(OperatorClusterTest, ANewOperatorCarriesOnWhereTheLastStopped) {
             (std::vector<std::string>{"resume-ps-0", "resume-worker-0", "resume-worker-1"}));
   EXPECT_EQ(Events("SuccessfulCreatePod"), 4);  // three, and the one re-created
   EXPECT_EQ(Events("TFJobRestarting"), 1);
+}
+
+// The same through the real `cohort operator`: SIGTERM stops it cleanly (exit 0, the Lease
+// released), a pod fails while no operator runs, and the next process carries the job on.
+TEST_F(OperatorClusterTest, TheOperatorCommandStopsOnSigtermAndTheNextCarriesOn) {
+  const std::string log = ::testing::TempDir() + "/" + namespace_ + "-operator.log";
+  pid_t first = StartOperatorCommand("first", log);
+  ASSERT_GT(first, 0);
+  ApplyJob("command", {{"Worker", 2}}, "ExitCode");
+  const bool created = PodsBecome({"command-worker-0", "command-worker-1"});
+  if (!created) WaitForChildOrSignal(first, 1ms, SIGKILL);
+  ASSERT_TRUE(created) << "cohort operator created no pods; its log:\n" << LogOf(log);
+  Run("command-worker-0");
+  Run("command-worker-1");
+  ASSERT_TRUE(StateBecomes("command", "Running"));
+  ASSERT_EQ(kill(first, SIGTERM), 0);
+  const int stopped = WaitForChildOrSignal(first, 30s, SIGKILL);
+  EXPECT_EQ(stopped, 0) << "cohort operator did not stop cleanly on SIGTERM; its log:\n"
+                        << LogOf(log);
+  std::optional<nlohmann::json> lease = Get(LeaseResource(), "cohort-operator");
+  ASSERT_TRUE(lease);
+  EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "") << lease->dump();
+
+  const std::string first_uid = PodUid("command-worker-1");
+  Exit("command-worker-1", 137, 9);
+  pid_t second = StartOperatorCommand("second", log);
+  ASSERT_GT(second, 0);
+  const bool recreated = WaitUntil(
+      [&] {
+        const std::string uid = PodUid("command-worker-1");
+        return !uid.empty() && uid != first_uid;
+      },
+      kWait);
+  if (recreated) {
+    EXPECT_EQ(Annotation(*Get(PodResource(), "command-worker-1"), kRestartsAnnotation), "1");
+    Run("command-worker-1");
+    EXPECT_TRUE(WaitUntil([&] { return ReplicaCount("command", "Worker", "active") == 2; }, kWait));
+    EXPECT_EQ(State("command"), "Running");
+    EXPECT_EQ(Events("SuccessfulCreatePod"), 3);
+  }
+  ASSERT_EQ(kill(second, SIGTERM), 0);
+  EXPECT_EQ(WaitForChildOrSignal(second, 30s, SIGKILL), 0);
+  EXPECT_TRUE(recreated) << "the second cohort operator never re-created the killed pod; its log:\n"
+                         << LogOf(log);
 }
 
 // Two operators, one Lease: only the holder creates anything; when it stops (releasing the
