@@ -1,0 +1,226 @@
+// The test node agent (testing/node_agent.h) against a real API server: pods that the operator's
+// builders make run as local processes, reach each other by service name, restart in place,
+// stop on deletion and report a killed container as the kubelet would.
+#include "testing/node_agent.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "job/spec_parser.h"
+#include "kube/api/http_api.h"
+#include "kube/api/kubeconfig.h"
+#include "kube/objects/objects.h"
+#include "testing/files.h"
+#include "testing/host.h"
+#include "testing/kube_test_cluster.h"
+#include "testing/scratch_directory.h"
+#include "testing/wait.h"
+
+namespace cohort::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const std::string kSourceDir = std::string(COHORT_TEST_DATA_DIR) + "/../..";
+
+class NodeAgentTest : public KubeClusterTest {
+ protected:
+  void SetUp() override {
+    KubeClusterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (Status supported = CheckNodeAgentSupported(); !supported.ok()) {
+      if (RunningInCi()) FAIL() << supported.ToString();
+      GTEST_SKIP() << supported.ToString();
+    }
+    StatusOr<kube::ConnectionConfig> config =
+        kube::LoadKubeconfig({cluster().admin_kubeconfig()}, "");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    api_ = std::make_unique<kube::HttpApi>(*config, kube::HttpApiOptions{});
+  }
+
+  // Creates the namespace and an agent (node "<namespace>-node") that takes its pods.
+  void StartAgent(const std::string& namespace_name, const std::string& image_flag = "") {
+    ASSERT_TRUE(cluster().CreateNamespace(namespace_name).ok());
+    NodeAgentOptions options;
+    options.node_name = namespace_name + "-node";
+    if (!image_flag.empty()) {
+      ASSERT_TRUE(options.images.AddFlag(image_flag).ok());
+    }
+    options.work_dir = scratch_.path() / namespace_name;
+    options.schedule_namespace = namespace_name;
+    options.restart_backoff = 200ms;
+    StatusOr<std::unique_ptr<NodeAgent>> agent = NodeAgent::Start(*api_, std::move(options));
+    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+    agent_ = std::move(*agent);
+  }
+
+  json Pod(const std::string& namespace_name, const std::string& name) {
+    StatusOr<json> pod = api_->Get(kube::PodResource(), namespace_name, name);
+    return pod.ok() ? *pod : json();
+  }
+
+  // Waits for the pod's phase; the failure message shows the pod as last read.
+  ::testing::AssertionResult WaitForPhase(const std::string& namespace_name,
+                                          const std::string& name, const std::string& phase,
+                                          std::chrono::milliseconds timeout = 60s) {
+    json pod;
+    bool reached = WaitUntil(
+        [&] {
+          pod = Pod(namespace_name, name);
+          return pod.is_object() && pod["status"].value("phase", "") == phase;
+        },
+        timeout, 100ms);
+    if (reached) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "pod " << namespace_name << "/" << name << " never reached phase " << phase
+           << "; last seen: " << pod.dump(1);
+  }
+
+  json CreatePod(const std::string& namespace_name, const json& pod) {
+    StatusOr<json> created = api_->Create(kube::PodResource(), namespace_name, pod);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? *created : json();
+  }
+
+  static json ShellPod(const std::string& name, const std::string& script,
+                       const std::string& restart_policy) {
+    return {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"labels", {{"app", name}}}}},
+        {"spec",
+         {{"restartPolicy", restart_policy},
+          {"terminationGracePeriodSeconds", 5},
+          {"containers", json::array({{{"name", "main"},
+                                       {"image", "unused"},
+                                       {"command", json::array({"/bin/sh", "-c", script})}}})}}}};
+  }
+
+  ScratchDirectory scratch_;
+  std::unique_ptr<kube::Api> api_;
+  std::unique_ptr<NodeAgent> agent_;
+};
+
+// The hello example's pods and services, as the operator builds them, run to the end: the workers
+// end Succeeded with exit code 0 and their logs; the parameter server serves until its pod is
+// deleted, then stops on SIGTERM and the pod is gone.
+TEST_F(NodeAgentTest, HelloJobRunsAndTheServerStopsOnDeletion) {
+  const std::string ns = "agent-hello";
+  StartAgent(ns, "cohort/hello=" + kSourceDir + "/examples/hello/replica.sh");
+  ASSERT_TRUE(agent_);
+  StatusOr<job::Job> job = job::LoadJobFile(kSourceDir + "/examples/hello/tfjob.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  job->metadata.namespace_name = ns;
+  kube::Owner owner;
+  owner.name = job->metadata.name;
+  for (const auto& [type, count] :
+       std::vector<std::pair<std::string, int>>{{"PS", 1}, {"Worker", 2}}) {
+    for (int index = 0; index < count; ++index) {
+      StatusOr<json> service = kube::BuildService(*job, owner, type, index, {});
+      ASSERT_TRUE(service.ok()) << service.status().ToString();
+      ASSERT_TRUE(api_->Create(kube::ServiceResource(), ns, *service).ok());
+      StatusOr<json> pod = kube::BuildPod(*job, owner, type, index, {});
+      ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+      CreatePod(ns, *pod);
+    }
+  }
+  for (const std::string worker : {"hello-worker-0", "hello-worker-1"}) {
+    ASSERT_TRUE(WaitForPhase(ns, worker, "Succeeded"));
+    json pod = Pod(ns, worker);
+    EXPECT_EQ(pod["spec"].value("nodeName", ""), ns + "-node");
+    const json& status = pod["status"]["containerStatuses"][0];
+    EXPECT_EQ(status["state"]["terminated"]["exitCode"], 0) << status.dump(1);
+    EXPECT_EQ(status["state"]["terminated"]["reason"], "Completed");
+    std::string log = ReadText(agent_->LogPath(ns, worker, "tensorflow", 0));
+    EXPECT_NE(log.find("hello from a TFJob: I am pod " + worker), std::string::npos) << log;
+    EXPECT_NE(log.find("hello-ps-0." + ns + ".svc:2222"), std::string::npos) << log;
+    EXPECT_NE(log.find("done"), std::string::npos) << log;
+  }
+  ASSERT_TRUE(WaitForPhase(ns, "hello-ps-0", "Running"));
+  EXPECT_EQ(Pod(ns, "hello-ps-0")["status"]["containerStatuses"][0]["ready"], true);
+
+  ASSERT_TRUE(api_->Delete(kube::PodResource(), ns, "hello-ps-0").ok());
+  EXPECT_TRUE(WaitUntil([&] { return Pod(ns, "hello-ps-0").is_null(); }, 30s, 100ms))
+      << "the deleted pod is still there: " << Pod(ns, "hello-ps-0").dump(1);
+  std::string log = ReadText(agent_->LogPath(ns, "hello-ps-0", "tensorflow", 0));
+  EXPECT_NE(log.find("stopping: got SIGTERM"), std::string::npos) << log;
+  EXPECT_EQ(agent_->PodIp(ns, "hello-ps-0"), "");
+}
+
+// Two pods both use port 2222, each on its own IP; the client reaches the server by its service's
+// name.
+TEST_F(NodeAgentTest, PodsReachEachOtherByServiceName) {
+  const std::string ns = "agent-net";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  json service = {{"apiVersion", "v1"},
+                  {"kind", "Service"},
+                  {"metadata", {{"name", "server"}}},
+                  {"spec",
+                   {{"clusterIP", "None"},
+                    {"selector", {{"app", "server"}}},
+                    {"ports", json::array({{{"port", 2222}}})}}}};
+  ASSERT_TRUE(api_->Create(kube::ServiceResource(), ns, service).ok());
+  const std::string server_script =
+      "exec perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalPort => 2222, Listen => 1, "
+      "ReuseAddr => 1) or die \"listen: $!\"; $c = $s->accept; print \"got: \", scalar <$c>;'";
+  const std::string client_script =
+      "exec perl -MIO::Socket::INET -e 'for (1..100) { $c = IO::Socket::INET->new(\"server." + ns +
+      ".svc:2222\") and last; select(undef, undef, undef, 0.2) } $c or die \"connect: $!\"; "
+      "print $c \"hello from \", `hostname`;'";
+  // The client listens on 2222 too, so that a shared port would fail one of them.
+  CreatePod(ns, ShellPod("server", server_script, "Never"));
+  CreatePod(ns, ShellPod("client",
+                         "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(LocalPort => 2222, "
+                         "Listen => 1) or die \"listen: $!\"; sleep 30' & " +
+                             client_script,
+                         "Never"));
+  ASSERT_TRUE(WaitForPhase(ns, "server", "Succeeded"));
+  ASSERT_TRUE(WaitForPhase(ns, "client", "Succeeded"));
+  std::string log = ReadText(agent_->LogPath(ns, "server", "main", 0));
+  EXPECT_NE(log.find("got: hello from client"), std::string::npos) << log;
+  EXPECT_NE(Pod(ns, "server")["status"].value("podIP", ""),
+            Pod(ns, "client")["status"].value("podIP", ""));
+}
+
+// restartPolicy OnFailure: a failing container restarts in place until it succeeds, counted.
+TEST_F(NodeAgentTest, OnFailureRestartsInPlace) {
+  const std::string ns = "agent-restart";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  std::string counter = (scratch_.path() / "runs").string();
+  CreatePod(ns, ShellPod("flaky",
+                         "n=$(cat " + counter + " 2>/dev/null || echo 0); echo $((n + 1)) > " +
+                             counter + "; echo run $n; [ $n -ge 2 ]",
+                         "OnFailure"));
+  ASSERT_TRUE(WaitForPhase(ns, "flaky", "Succeeded"));
+  json status = Pod(ns, "flaky")["status"]["containerStatuses"][0];
+  EXPECT_EQ(status["restartCount"], 2) << status.dump(1);
+  EXPECT_EQ(status["lastState"]["terminated"]["exitCode"], 1) << status.dump(1);
+  EXPECT_EQ(status["lastState"]["terminated"]["reason"], "Error");
+  EXPECT_EQ(status["state"]["terminated"]["exitCode"], 0);
+  EXPECT_NE(ReadText(agent_->LogPath(ns, "flaky", "main", 1)).find("run 1"), std::string::npos);
+}
+
+// Kill: the container dies of SIGKILL, reported as exit code 137 with the signal.
+TEST_F(NodeAgentTest, KilledContainerReportsExitCode137) {
+  const std::string ns = "agent-kill";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  CreatePod(ns, ShellPod("sleeper", "exec sleep 600", "Never"));
+  ASSERT_TRUE(WaitForPhase(ns, "sleeper", "Running"));
+  ASSERT_TRUE(agent_->Kill(ns, "sleeper").ok());
+  ASSERT_TRUE(WaitForPhase(ns, "sleeper", "Failed"));
+  json terminated = Pod(ns, "sleeper")["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(terminated["exitCode"], 137) << terminated.dump(1);
+  EXPECT_EQ(terminated["signal"], 9);
+  EXPECT_EQ(terminated["reason"], "Error");
+  EXPECT_EQ(agent_->Kill(ns, "sleeper").code(), Status::Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace cohort::testing
