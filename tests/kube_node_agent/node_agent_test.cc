@@ -222,5 +222,74 @@ TEST_F(NodeAgentTest, KilledContainerReportsExitCode137) {
   EXPECT_EQ(agent_->Kill(ns, "sleeper").code(), Status::Code::kNotFound);
 }
 
+// The mnist example as pods without an operator: its pods and services, with 2 workers and a few
+// steps, run cohort-train on this node, reach each other through TF_CONFIG's service names and end
+// Succeeded with a saved model. A worker SIGKILLed mid-run makes its peer exit with the retryable
+// code; both restart in place (OnFailure) and resume from the chief's backup.
+TEST_F(NodeAgentTest, MnistWorkersTrainAndSaveAModel) {
+#ifndef COHORT_NODE_AGENT_TRAINS
+  GTEST_SKIP() << "this build has no cohort-train (COHORT_WITH_TORCH is off)";
+#else
+  const std::string ns = "agent-mnist";
+  const std::string train = std::string(COHORT_BINARY_DIR) + "/apps/cohort-train/cohort-train";
+  StartAgent(ns, "cohort/mnist-train=" + train);
+  ASSERT_TRUE(agent_);
+  StatusOr<job::Job> job = job::LoadJobFile(kSourceDir + "/examples/mnist/tfjob.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  job->metadata.namespace_name = ns;
+  job::ReplicaSpec& workers = job->replica_specs.at("Worker");
+  workers.replicas = 2;
+  const std::filesystem::path out = scratch_.path() / "mnist";
+  workers.template_spec.containers[0].args = {"--epochs=2",
+                                              "--steps_per_epoch=40",
+                                              "--per_worker_batch=32",
+                                              "--seed=7",
+                                              "--threads=1",
+                                              "--backup_every_steps=10",
+                                              "--checkpoint_path=" + (out / "backup").string(),
+                                              "--saved_model_path=" + (out / "model").string(),
+                                              "--tensorboard_dir=" + (out / "logs").string()};
+  kube::Owner owner;
+  owner.name = job->metadata.name;
+  for (int index = 0; index < 2; ++index) {
+    StatusOr<json> service = kube::BuildService(*job, owner, "Worker", index, {});
+    ASSERT_TRUE(service.ok()) << service.status().ToString();
+    ASSERT_TRUE(api_->Create(kube::ServiceResource(), ns, *service).ok());
+  }
+  for (int index = 0; index < 2; ++index) {
+    StatusOr<json> pod = kube::BuildPod(*job, owner, "Worker", index, {});
+    ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+    CreatePod(ns, *pod);
+  }
+  // Mid-run: once the chief has backed up twice (global step 20 of 80), worker 1 is killed.
+  const std::filesystem::path state = out / "backup" / "chief" / "checkpoint";
+  ASSERT_TRUE(
+      WaitUntil([&] { return ReadText(state).find("ckpt-2") != std::string::npos; }, 240s, 100ms))
+      << "no second backup; the chief's log:\n"
+      << ReadText(agent_->LogPath(ns, "mnist-worker-0", "tensorflow", 0));
+  ASSERT_TRUE(agent_->Kill(ns, "mnist-worker-1").ok());
+  for (const std::string worker : {"mnist-worker-0", "mnist-worker-1"}) {
+    ASSERT_TRUE(WaitForPhase(ns, worker, "Succeeded", 300s))
+        << ReadText(agent_->LogPath(ns, worker, "tensorflow", 0));
+    json status = Pod(ns, worker)["status"]["containerStatuses"][0];
+    EXPECT_GE(status["restartCount"], 1) << status.dump(1);
+    EXPECT_EQ(status["state"]["terminated"]["exitCode"], 0) << status.dump(1);
+  }
+  EXPECT_EQ(Pod(ns, "mnist-worker-1")["status"]["containerStatuses"][0]["lastState"]["terminated"]
+                                     ["exitCode"],
+            137);
+  // The survivor asked to be restarted; both resumed from the backup, which is gone at the end.
+  EXPECT_EQ(Pod(ns, "mnist-worker-0")["status"]["containerStatuses"][0]["lastState"]["terminated"]
+                                     ["exitCode"],
+            138);
+  for (const std::string worker : {"mnist-worker-0", "mnist-worker-1"}) {
+    std::string resumed = ReadText(agent_->LogPath(ns, worker, "tensorflow", 1));
+    EXPECT_NE(resumed.find("resuming from epoch 1"), std::string::npos) << resumed;
+  }
+  EXPECT_TRUE(std::filesystem::exists(out / "model" / "manifest.json"));
+  EXPECT_FALSE(std::filesystem::exists(out / "backup"));
+#endif
+}
+
 }  // namespace
 }  // namespace cohort::testing
