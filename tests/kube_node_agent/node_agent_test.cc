@@ -4,6 +4,7 @@
 #include "testing/node_agent.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "testing/files.h"
 #include "testing/host.h"
 #include "testing/kube_test_cluster.h"
+#include "testing/processes.h"
 #include "testing/scratch_directory.h"
 #include "testing/wait.h"
 
@@ -289,6 +291,27 @@ TEST_F(NodeAgentTest, MnistWorkersTrainAndSaveAModel) {
   EXPECT_TRUE(std::filesystem::exists(out / "model" / "manifest.json"));
   EXPECT_FALSE(std::filesystem::exists(out / "backup"));
 #endif
+}
+
+// The network namespaces of an agent whose process died are swept; a live process's are kept.
+TEST(NodeAgentSweepTest, RemovesTheNetworksOfDeadAgentsOnly) {
+  if (Status supported = CheckNodeAgentSupported(); !supported.ok()) {
+    if (RunningInCi()) FAIL() << supported.ToString();
+    GTEST_SKIP() << supported.ToString();
+  }
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(WaitForChild(dead, 10s), 0);
+  const std::string orphan = "cohort-node-agent-" + std::to_string(dead) + "-0-bridge";
+  const std::string live = "cohort-node-agent-" + std::to_string(getppid()) + "-0-bridge";
+  ASSERT_EQ(RunCommand("ip netns add " + orphan).exit_code, 0);
+  ASSERT_EQ(RunCommand("ip netns add " + live).exit_code, 0);
+  SweepLeftoverNetworks();
+  std::string left = RunCommand("ip netns list").output;
+  RunCommand("ip netns delete " + live);
+  RunCommand("ip netns delete " + orphan);
+  EXPECT_EQ(left.find(orphan), std::string::npos) << left;
+  EXPECT_NE(left.find(live), std::string::npos) << left;
 }
 
 }  // namespace

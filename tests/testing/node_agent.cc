@@ -242,7 +242,12 @@ void NodeAgent::ScheduleLoop() {
                                     }
                                     return !stopping_.load();
                                   });
-      if (!watched.ok()) break;  // expired or failed: list again
+      if (!watched.ok()) {  // expired or failed: list again (after a pause, when it failed)
+        if (watched.code() != Status::Code::kOutOfRange) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        break;
+      }
     }
   }
 }
@@ -267,7 +272,12 @@ void NodeAgent::KubeletLoop() {
                                     }
                                     return !stopping_.load();
                                   });
-      if (!watched.ok()) break;  // expired (kOutOfRange) or failed: list again
+      if (!watched.ok()) {  // expired or failed: list again (after a pause, when it failed)
+        if (watched.code() != Status::Code::kOutOfRange) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        break;
+      }
     }
   }
 }

@@ -36,8 +36,11 @@
 //
 // Network and mount namespaces need root and iproute2: CheckNodeAgentSupported says why not
 // (tests skip outside CI, fail in CI). The network namespaces are named
-// cohort-node-agent-<pid>-<n>-...; SweepLeftoverNetworks removes those whose pid is gone. The
-// processes get PR_SET_PDEATHSIG, so they die with the agent's process.
+// cohort-node-agent-<pid>-<n>-...; SweepLeftoverNetworks (also run by Start) removes those whose
+// pid is gone. The processes get PR_SET_PDEATHSIG: they die with the agent's threads, so with the
+// agent or its process. The hosts file is rewritten in place (a bind mount follows the inode), so a
+// process may rarely read it half-written; a client that retries its connections sees the next
+// version.
 //
 //   NodeAgentOptions options;
 //   options.node_name = "node-1";
