@@ -224,6 +224,20 @@ TEST_F(NodeAgentTest, KilledContainerReportsExitCode137) {
   EXPECT_EQ(agent_->Kill(ns, "sleeper").code(), Status::Code::kNotFound);
 }
 
+// A container whose image maps to no command cannot start: the pod fails, saying which image.
+TEST_F(NodeAgentTest, UnmappedImageFailsThePod) {
+  const std::string ns = "agent-unmapped";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  json pod = ShellPod("unmapped", "", "Never");
+  pod["spec"]["containers"][0].erase("command");
+  pod["spec"]["containers"][0]["image"] = "example.com/not-mapped:1";
+  CreatePod(ns, pod);
+  ASSERT_TRUE(WaitForPhase(ns, "unmapped", "Failed"));
+  std::string message = Pod(ns, "unmapped")["status"].value("message", "");
+  EXPECT_NE(message.find("example.com/not-mapped:1"), std::string::npos) << message;
+}
+
 // The mnist example as pods without an operator: its pods and services, with 2 workers and a few
 // steps, run cohort-train on this node, reach each other through TF_CONFIG's service names and end
 // Succeeded with a saved model. A worker SIGKILLed mid-run makes its peer exit with the retryable
