@@ -224,6 +224,31 @@ TEST_F(NodeAgentTest, KilledContainerReportsExitCode137) {
   EXPECT_EQ(agent_->Kill(ns, "sleeper").code(), Status::Code::kNotFound);
 }
 
+// A container that ignores SIGTERM is SIGKILLed once the deletion's grace period has passed, and
+// the pod is removed.
+TEST_F(NodeAgentTest, DeletionKillsAfterTheGracePeriod) {
+  const std::string ns = "agent-grace";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  CreatePod(
+      ns, ShellPod("stubborn", "trap '' TERM; echo ignoring; while :; do sleep 1; done", "Always"));
+  ASSERT_TRUE(WaitForPhase(ns, "stubborn", "Running"));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadText(agent_->LogPath(ns, "stubborn", "main", 0)).find("ignoring") !=
+               std::string::npos;
+      },
+      30s));
+  kube::DeleteOptions options;
+  options.grace_period_seconds = 1;
+  auto deleted_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(api_->Delete(kube::PodResource(), ns, "stubborn", options).ok());
+  EXPECT_TRUE(WaitUntil([&] { return Pod(ns, "stubborn").is_null(); }, 30s, 100ms))
+      << Pod(ns, "stubborn").dump(1);
+  EXPECT_GE(std::chrono::steady_clock::now() - deleted_at, 1s);
+  EXPECT_EQ(agent_->PodIp(ns, "stubborn"), "");
+}
+
 // A container whose image maps to no command cannot start: the pod fails, saying which image.
 TEST_F(NodeAgentTest, UnmappedImageFailsThePod) {
   const std::string ns = "agent-unmapped";

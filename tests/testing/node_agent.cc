@@ -235,7 +235,8 @@ void NodeAgent::ScheduleLoop() {
     while (!stopping_) {
       Status watched = api_.Watch(kube::PodResource(), options_.schedule_namespace, selector,
                                   version, std::chrono::seconds(1), [&](const kube::WatchEvent& e) {
-                                    version = String(e.object["metadata"], "resourceVersion");
+                                    version = String(e.object.value("metadata", json::object()),
+                                                     "resourceVersion");
                                     if (e.type == kube::WatchEvent::Type::kAdded ||
                                         e.type == kube::WatchEvent::Type::kModified) {
                                       bind(e.object);
@@ -266,7 +267,8 @@ void NodeAgent::KubeletLoop() {
     while (!stopping_) {
       Status watched = api_.Watch(kube::PodResource(), "", selector, version,
                                   std::chrono::seconds(1), [&](const kube::WatchEvent& e) {
-                                    version = String(e.object["metadata"], "resourceVersion");
+                                    version = String(e.object.value("metadata", json::object()),
+                                                     "resourceVersion");
                                     if (e.type != kube::WatchEvent::Type::kBookmark) {
                                       OnPod(e.object, e.type == kube::WatchEvent::Type::kDeleted);
                                     }
@@ -292,10 +294,11 @@ void NodeAgent::OnPod(const json& pod, bool deleted) {
     // Removed outright (a forced delete): stop at once; there is nothing left to report to.
     for (ContainerRun& container : it->second->containers) {
       container.restart_at.reset();
-      if (container.pid > 0)
+      if (container.pid > 0) {
         kill(-container.pid, SIGKILL);
-      else
+      } else {
         container.done = true;
+      }
     }
     it->second->deleting = true;
     it->second->kill_at = Clock::now();
@@ -303,8 +306,8 @@ void NodeAgent::OnPod(const json& pod, bool deleted) {
   }
   if (metadata.contains("deletionTimestamp")) {
     if (it == pods_.end()) {
-      if (finished_uids_.count(uid) == 0) return;
-      // Ended here before: the kubelet's final delete is all that is left.
+      // Nothing of it runs here (ended, or never started): the kubelet's final delete is all
+      // that is left.
       lock.unlock();
       kube::DeleteOptions options;
       options.uid = uid;
@@ -320,10 +323,11 @@ void NodeAgent::OnPod(const json& pod, bool deleted) {
     run.kill_at = Clock::now() + std::chrono::seconds(grace);
     for (ContainerRun& container : run.containers) {
       container.restart_at.reset();
-      if (container.pid > 0)
+      if (container.pid > 0) {
         kill(-container.pid, SIGTERM);
-      else
+      } else {
         container.done = true;  // waiting for a restart: it never comes
+      }
     }
     return;
   }
@@ -599,7 +603,7 @@ void NodeAgent::RefreshHosts() {
     StatusOr<kube::ObjectList> services = api_.List(kube::ServiceResource(), namespace_name);
     if (!services.ok()) continue;
     for (const json& service : services->items) {
-      std::string name = String(service["metadata"], "name");
+      std::string name = String(service.value("metadata", json::object()), "name");
       json selector = service.value("spec", json::object()).value("selector", json::object());
       for (const auto& [labels, ip] : pods) {
         if (!Matches(selector, labels)) continue;
