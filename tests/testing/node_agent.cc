@@ -571,7 +571,9 @@ void NodeAgent::SuperviseLoop() {
       options.grace_period_seconds = 0;  // the kubelet's final delete
       (void)api_.Delete(kube::PodResource(), to_delete[i].first, to_delete[i].second, options);
     }
-    if (Clock::now() - last_hosts_refresh >= std::chrono::seconds(1)) {
+    // Services come and go without a watch of them: a pod started before its service resolves
+    // the name within this.
+    if (Clock::now() - last_hosts_refresh >= std::chrono::milliseconds(500)) {
       RefreshHosts();
       last_hosts_refresh = Clock::now();
     }
@@ -594,7 +596,9 @@ void NodeAgent::RefreshHosts() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [uid, pod] : pods_) {
-      if (pod->ip.empty()) continue;
+      // A pod on its way out gives its names to its successor (the operator's new pod of the
+      // same name).
+      if (pod->ip.empty() || pod->deleting) continue;
       pods_by_namespace[pod->namespace_name].emplace_back(pod->labels, pod->ip);
       contents += pod->ip + " " + pod->hostname + "\n";
     }

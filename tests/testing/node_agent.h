@@ -18,7 +18,8 @@
 //         network is touched; its processes also get a mount namespace in which /etc/hosts is the
 //         agent's hosts file (each pod's name and each service's names,
 //         <svc>.<ns>.svc[.cluster.local], mapped to the IPs of the agent's pods its selector
-//         picks; rewritten in place as pods and services come and go) and a UTS namespace whose
+//         picks, but for pods being deleted; services are listed again every 0.5 s and the file
+//         rewritten in place when it changes) and a UTS namespace whose
 //         hostname is the pod's name (spec.hostname when set);
 //       * status as the kubelet reports it (PATCH pods/NAME/status): Running with
 //         containerStatuses (state.running.startedAt, ready, restartCount), podIP and conditions;
