@@ -224,6 +224,23 @@ TEST_F(NodeAgentTest, KilledContainerReportsExitCode137) {
   EXPECT_EQ(agent_->Kill(ns, "sleeper").code(), Status::Code::kNotFound);
 }
 
+// terminationMessagePolicy FallbackToLogsOnError: a failed run's message is the end of its log
+// (80 lines at most).
+TEST_F(NodeAgentTest, FailedRunsMessageIsTheEndOfItsLog) {
+  const std::string ns = "agent-message";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  json pod = ShellPod("failing", "seq 1 100; echo cannot go on; exit 3", "Never");
+  pod["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  CreatePod(ns, pod);
+  ASSERT_TRUE(WaitForPhase(ns, "failing", "Failed"));
+  json terminated = Pod(ns, "failing")["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(terminated["exitCode"], 3);
+  std::string message = terminated.value("message", "");
+  EXPECT_EQ(message.substr(0, 3), "22\n") << message;
+  EXPECT_NE(message.find("99\n100\ncannot go on\n"), std::string::npos) << message;
+}
+
 // A container that ignores SIGTERM is SIGKILLed once the deletion's grace period has passed, and
 // the pod is removed.
 TEST_F(NodeAgentTest, DeletionKillsAfterTheGracePeriod) {

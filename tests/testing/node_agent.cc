@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -25,7 +26,28 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr char kNetnsPrefix[] = "cohort-node-agent-";
-constexpr int kMaxContainerLogBytes = 1 << 20;  // what a test reads of a log, at most
+
+// The kubelet's FallbackToLogsOnError message: the end of the log, at most 80 lines and 2048 bytes.
+std::string LogTailMessage(const std::filesystem::path& log) {
+  constexpr std::streamoff kMaxBytes = 2048;
+  constexpr int kMaxLines = 80;
+  std::ifstream in(log, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  std::streamoff size = in.tellg();
+  std::streamoff start = std::max<std::streamoff>(0, size - kMaxBytes);
+  in.seekg(start);
+  std::string tail(static_cast<size_t>(size - start), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<size_t>(in.gcount()));
+  // Walk back over at most kMaxLines lines (a final newline ends the last line).
+  size_t begin = tail.size();
+  int lines = 0;
+  while (begin > 0) {
+    if (tail[begin - 1] == '\n' && begin != tail.size() && ++lines == kMaxLines) break;
+    --begin;
+  }
+  return tail.substr(begin);
+}
 
 std::string Now() {
   std::time_t now = std::time(nullptr);
@@ -73,6 +95,7 @@ struct NodeAgent::ContainerRun {
   std::string name;
   std::string image;
   std::vector<std::string> argv;
+  bool message_from_log = false;         // terminationMessagePolicy FallbackToLogsOnError
   std::vector<std::string> environment;  // NAME=VALUE: the agent's own, then the container's
   std::filesystem::path working_dir;
   pid_t pid = -1;  // while running
@@ -380,6 +403,8 @@ Status NodeAgent::StartPod(const json& pod) {
     container_run.name = container.name;
     container_run.image = container.image;
     container_run.argv = std::move(*argv);
+    container_run.message_from_log =
+        String(item, "terminationMessagePolicy") == "FallbackToLogsOnError";
     container_run.environment = inherited;
     container_run.environment.push_back("HOSTNAME=" + run->hostname);
     for (const json& variable : item.value("env", json::array())) {
@@ -504,6 +529,11 @@ void NodeAgent::OnContainerExit(PodRun& pod, ContainerRun& container, int wait_s
   }
   terminated["exitCode"] = container.exit_code;
   terminated["reason"] = container.exit_code == 0 ? "Completed" : "Error";
+  if (container.message_from_log && container.exit_code != 0) {
+    std::string message = LogTailMessage(
+        LogPath(pod.namespace_name, pod.name, container.name, container.restart_count));
+    if (!message.empty()) terminated["message"] = message;
+  }
   terminated["containerID"] = "node-agent://" + pod.uid + "/" + container.name + "/" +
                               std::to_string(container.restart_count);
   container.state = {{"terminated", terminated}};

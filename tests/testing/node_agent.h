@@ -25,14 +25,15 @@
 //         containerStatuses (state.running.startedAt, ready, restartCount), podIP and conditions;
 //         on exit, with restartPolicy Never, phase Succeeded or Failed and state.terminated
 //         (exitCode, signal when a signal ended it, reason Completed or Error, startedAt,
-//         finishedAt); with OnFailure (after a failure) or Always, a restart in place after a
-//         short back-off, with restartCount + 1 and lastState.terminated;
+//         finishedAt; message, with terminationMessagePolicy FallbackToLogsOnError, from the end
+//         of a failed run's log); with OnFailure (after a failure) or Always, a restart in place
+//         after a short back-off, with restartCount + 1 and lastState.terminated;
 //       * deletion: a pod with a deletionTimestamp gets SIGTERM, SIGKILL after its
 //         terminationGracePeriodSeconds, its final status, then the kubelet's final delete
 //         (gracePeriodSeconds 0); a pod deleted outright is killed at once.
 // What it does not: no images (no filesystem of the image's own: processes see the host's files),
 // no volumes, no probes, no resources or OOM kills, no init or sidecar containers, no valueFrom
-// env, no termination messages, no Node object and no node heartbeats, no pod logs served
+// env, no terminationMessagePath files, no Node object and no node heartbeats, no pod logs served
 // through the API (the files are there for a test to read), no ports other than the pod's IP.
 //
 // Network and mount namespaces need root and iproute2: CheckNodeAgentSupported says why not
