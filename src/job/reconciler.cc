@@ -171,6 +171,8 @@ struct ReplicaPlan {
   std::vector<PeerAccusation> accusations;
   // Restarts already made by replicas whose policy may restart them (§3.7).
   int restarts_made = 0;
+  // The replica with the most of them (the first such in status order), for messages.
+  const ObservedReplica* most_restarted = nullptr;
   // A replica restarted earlier is still waiting for its back-off: the job is Restarting, not
   // Running, until it runs again.
   bool restart_pending = false;
@@ -265,6 +267,14 @@ std::string DescribeAccusation(const PeerAccusation& accusation) {
          std::to_string(accusation.reporter->index) + " reported";
 }
 
+// A replica restarted in place, by the kubelet under a pod restartPolicy of OnFailure or Always:
+// "worker-0 was restarted in place 3 times".
+std::string DescribeRestartsInPlace(const ObservedReplica& replica) {
+  return LowerCase(replica.type) + "-" + std::to_string(replica.index) +
+         " was restarted in place " + std::to_string(replica.restart_count) +
+         (replica.restart_count == 1 ? " time" : " times");
+}
+
 // The observed replica for each (type, index); the first one wins if the executor reports two.
 std::map<std::pair<std::string, int>, const ObservedReplica*> IndexObserved(
     const std::vector<ObservedReplica>& observed) {
@@ -296,6 +306,9 @@ ReplicaPlan PlanReplicas(const Job& job, const JobStatus& previous,
       if (type == job.job_kind->facts().worker_type && index == 0) plan.worker_zero = &replica;
       if (spec.restart_policy != RestartPolicy::kNever) {
         plan.restarts_made += replica.restart_count - replica.group_restarts;
+        if (!plan.most_restarted || replica.restart_count > plan.most_restarted->restart_count) {
+          plan.most_restarted = &replica;
+        }
       }
       if (replica.phase == ReplicaPhase::kRunning) ++counts.active;
       if (replica.phase == ReplicaPhase::kPending && replica.restart_count > 0) {
@@ -486,11 +499,16 @@ void Reconciliation::ReconcileActive() {
 
   // §3.4 step 6: the two limits stop every replica, whatever cleanPodPolicy says, since the job is
   // not yet marked finished when they are deleted.
-  if (!plan.restarts.empty() && ExceedsBackoffLimit(plan)) {
-    // The first exit that counts; only a limit lowered since the last restart is passed by group
-    // restarts alone.
-    const std::vector<const ObservedReplica*> counted = CountedRestarts(plan);
-    const std::string first_exit = DescribeFirstExit(counted.empty() ? plan.restarts : counted);
+  if (ExceedsBackoffLimit(plan)) {
+    std::string first_exit;
+    if (plan.restarts.empty()) {
+      first_exit = DescribeRestartsInPlace(*plan.most_restarted);
+    } else {
+      // The first exit that counts; only a limit lowered since the last restart is passed by
+      // group restarts alone.
+      const std::vector<const ObservedReplica*> counted = CountedRestarts(plan);
+      first_exit = DescribeFirstExit(counted.empty() ? plan.restarts : counted);
+    }
     CountUnrestartedExits(plan);
     FailForLimit(
         "Job " + name() +
@@ -537,7 +555,9 @@ void Reconciliation::RecordExits(const ReplicaPlan& plan) {
 // like a batch/v1 Job. Several replicas failing at once need one restart each, except the group
 // restarts: a replica that exited because a peer failed (its peer report names another replica)
 // is restarted with that peer, and only the peer's own failure counts, so that one crash of a
-// worker costs one restart of the limit however many peers went down with it.
+// worker costs one restart of the limit however many peers went down with it. On Kubernetes the
+// kubelet restarts OnFailure and Always containers in place, without asking: once the restarts
+// observed exceed the limit, the job fails as well, even with no restart needed in this pass.
 bool Reconciliation::ExceedsBackoffLimit(const ReplicaPlan& plan) const {
   const std::optional<int32_t>& limit = job_.run_policy.backoff_limit;
   if (!limit) return false;

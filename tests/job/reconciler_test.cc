@@ -904,6 +904,25 @@ TEST(PeerReportTest, AStoppedReplicaFollowsItsOwnRestartPolicy) {
             "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed.");
 }
 
+// On Kubernetes the kubelet restarts an OnFailure container in place: the executor only sees the
+// replica running again with a higher restart count. Past the limit, that fails the job too.
+TEST(ReconcileTest, RestartsInPlacePastTheLimitFailTheJob) {
+  Job job = MakeJob({{"Worker", 1, kOnFailure}});
+  job.run_policy.backoff_limit = 2;
+  Simulation simulation(job);
+  simulation.StartRunning();
+  simulation.Replica("Worker", 0).restart_count = 2;
+  EXPECT_EQ(JobState(simulation.Step().status), "Running");
+  simulation.Replica("Worker", 0).restart_count = 3;
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(JobState(result.status), "Failed");
+  EXPECT_EQ(result.status.conditions.back().message,
+            "Job mnist has failed because it has reached the specified backoff limit: worker-0 "
+            "was restarted in place 3 times");
+  ASSERT_EQ(result.actions.size(), 1u);
+  EXPECT_EQ(result.actions[0].kind, Action::Kind::kStop);
+}
+
 // ---- activeDeadlineSeconds (§3.11) ----
 
 struct DeadlineCase {
