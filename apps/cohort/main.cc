@@ -589,8 +589,16 @@ std::string ReplicaSummary(const job::Job& job) {
   return replicas;
 }
 
+// A valid manifest whose images are not mapped here is still valid (for a cluster): each
+// unmapped image is a warning, and so is an images file that cannot be read.
 int Validate(const std::vector<std::string>& files, const job::JobFileOptions& options,
+             const std::vector<std::string>& image_flags,
              const std::optional<std::string>& namespace_flag) {
+  LocalJobs jobs(exec::DefaultCohortHome());
+  StatusOr<exec::ImageMap> images = jobs.LoadImages(image_flags);
+  if (!images.ok()) {
+    std::cerr << "cohort: warning: images are not checked: " << images.status().message() << "\n";
+  }
   int exit_code = kExitSucceeded;
   for (const std::string& file : files) {
     StatusOr<LoadedJob> loaded = LoadJobFile(file, options, namespace_flag);
@@ -600,6 +608,11 @@ int Validate(const std::vector<std::string>& files, const job::JobFileOptions& o
       continue;
     }
     PrintWarnings(*loaded);
+    if (images.ok()) {
+      for (const std::string& warning : images->UnmappedImageWarnings(loaded->job)) {
+        std::cerr << "cohort: warning: " << warning << "\n";
+      }
+    }
     const std::string& kind = loaded->job.kind;
     std::string as_kind = loaded->format == job::JobFileFormat::kAiPlatform
                               ? "valid AI Platform job spec, as " + kind + " "
@@ -899,7 +912,9 @@ int Main(int argc, char** argv) {
   validate->add_option("FILE", files, "TFJob manifests or AI Platform job specs")->required();
   add_name(validate);
   add_namespace(validate);
-  validate->callback([&] { exit_code = Validate(files, job_file_options, namespace_flag()); });
+  add_images(validate);
+  validate->callback(
+      [&] { exit_code = Validate(files, job_file_options, image_flags, namespace_flag()); });
 
   CLI::App* tfconfig = app.add_subcommand("tfconfig", "Print the TF_CONFIG a replica would get");
   add_file(tfconfig, "the job");

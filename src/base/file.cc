@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -110,6 +111,42 @@ StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
     return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
   }
   StatusOr<std::string> contents = ReadWholeDescriptor(fd, path.string(), max_bytes);
+  close(fd);
+  return contents;
+}
+
+StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t max_bytes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    const std::string message = "cannot open " + path.string() + ": " + ErrnoMessage(error);
+    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return Status::IOError("cannot read the end of " + path.string() + ": not a regular file");
+  }
+  const size_t size = static_cast<size_t>(info.st_size);
+  const size_t start = std::max(offset, size > max_bytes ? size - max_bytes : size_t{0});
+  std::string contents;
+  if (start < size) {
+    contents.resize(size - start);
+    size_t done = 0;
+    while (done < contents.size()) {
+      const ssize_t n = pread(fd, contents.data() + done, contents.size() - done,
+                              static_cast<off_t>(start + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int error = errno;
+        close(fd);
+        return Status::IOError("cannot read " + path.string() + ": " + ErrnoMessage(error));
+      }
+      if (n == 0) break;  // truncated meanwhile
+      done += static_cast<size_t>(n);
+    }
+    contents.resize(done);
+  }
   close(fd);
   return contents;
 }

@@ -57,6 +57,12 @@ inline constexpr size_t kDefaultMaxFileBytes = size_t{1} << 30;
 StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path,
                                     size_t max_bytes = kDefaultMaxFileBytes);
 
+// The end of the regular file `path`: the bytes from `offset` on, or only the last `max_bytes` of
+// them when there are more (a log's last lines). Empty when the file is shorter than `offset`.
+// NotFound when it does not exist; IOError otherwise.
+StatusOr<std::string> ReadFileTail(const std::filesystem::path& path, size_t offset,
+                                   size_t max_bytes);
+
 // The same for an open descriptor (standard input, a pipe), read from where it stands to its end;
 // errors name the input `name`. The descriptor stays open.
 StatusOr<std::string> ReadWholeDescriptor(int fd, const std::string& name,

@@ -79,4 +79,31 @@ Status ImageMap::CheckJob(const job::Job& job) const {
   return Status::OK();
 }
 
+std::string ImageMap::DescribeMapping(const job::Container& container) const {
+  if (!container.command.empty()) return "";
+  auto it = commands_.find(container.image);
+  if (it == commands_.end()) return "";
+  return "image " + container.image + " is mapped to '" + it->second + "' by " +
+         (from_flags_.count(container.image) ? "--image" : "$COHORT_HOME/images");
+}
+
+std::vector<std::string> ImageMap::UnmappedImageWarnings(const job::Job& job) const {
+  std::vector<std::string> warnings;
+  for (const auto& [type, spec] : job.replica_specs) {
+    StatusOr<const job::Container*> container = ReplicaContainer(job, type);
+    if (!container.ok() || !(*container)->command.empty()) continue;
+    const std::string& image = (*container)->image;
+    if (commands_.count(image)) continue;
+    const job::SourcePosition& at = (*container)->position;
+    const std::string where = at.line > 0 ? job.source_file + ":" + std::to_string(at.line) + ":" +
+                                                std::to_string(at.column) + ": "
+                                          : "";
+    warnings.push_back(where + type + ": image \"" + image +
+                       "\" is not mapped to a command, so this job cannot run here as it is " +
+                       "(valid for a cluster); map it with --image " + image +
+                       "=COMMAND or a line in $COHORT_HOME/images");
+  }
+  return warnings;
+}
+
 }  // namespace cohort::exec

@@ -33,6 +33,15 @@ class ImageMap {
   // Every replica's command, so that an unmapped image is reported before anything starts.
   Status CheckJob(const job::Job& job) const;
 
+  // Where the command of a container that names only an image comes from, for messages:
+  // "image cohort/hello is mapped to 'examples/hello/replica.sh' by --image" (or "by
+  // $COHORT_HOME/images"); "" for a container with its own command or an unmapped image.
+  std::string DescribeMapping(const job::Container& container) const;
+
+  // One warning per replica type whose container names only an image that is not mapped, for
+  // `cohort validate`: such a manifest is valid (for a cluster), it only cannot run here as it is.
+  std::vector<std::string> UnmappedImageWarnings(const job::Job& job) const;
+
  private:
   std::map<std::string, std::string> commands_;  // image -> shell command
   std::map<std::string, std::string> from_flags_;

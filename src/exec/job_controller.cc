@@ -40,7 +40,39 @@ Status JobController::ReloadSpecIfChanged() {
   if (!job.ok()) return job.status();
   job_ = std::move(*job);
   spec_version_ = version;
+  // Validation refused a job whose rules do not parse, so a failure here means none.
+  StatusOr<std::vector<job::LogPolicy>> policies = job::JobLogPolicies(job_);
+  job_log_policies_ = policies.ok() ? std::move(*policies) : std::vector<job::LogPolicy>{};
   return Status::OK();
+}
+
+void JobController::AddLogPolicies(std::vector<job::LogPolicy> policies) {
+  extra_log_policies_.insert(extra_log_policies_.end(), policies.begin(), policies.end());
+}
+
+void JobController::ExplainExit(Replica& replica, const ReplicaState& state) const {
+  replica.details = job::ExitDetails{};
+  replica.details.hint = state.exit_hint;
+  replica.details.signal = state.signal;
+  replica.details.oom_killed = state.oom_killed;
+  std::vector<std::string> lines;
+  for (const std::string& line : state.output_tail) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  if (!lines.empty()) {
+    replica.details.last_log_line = lines.back().substr(0, job::kMaxMatchedLineBytes);
+  }
+  if (state.exit_code != 0) {
+    replica.details.log_policy = job::MatchLogPolicies(job_log_policies_, lines);
+    if (!replica.details.log_policy) {
+      replica.details.log_policy = job::MatchLogPolicies(extra_log_policies_, lines);
+    }
+  }
+  const size_t first = lines.size() > kKeptLogLines ? lines.size() - kKeptLogLines : 0;
+  replica.last_log_lines.clear();
+  for (size_t i = first; i < lines.size(); ++i) {
+    replica.last_log_lines.push_back(lines[i].substr(0, job::kMaxMatchedLineBytes));
+  }
 }
 
 Status JobController::Load() {
@@ -88,6 +120,12 @@ StatusOr<job::JobStatus> JobController::Run() {
     WriteReplicaTable();
     if (observer_.on_tick) observer_.on_tick();
     if (job::IsFinished(status_) && !AnyRunning()) break;
+    // A replica started in this turn is counted active by the next pass: take it at once, so
+    // the status does not lag behind the replica table while the controller waits.
+    if (started_in_turn_) {
+      started_in_turn_ = false;
+      continue;
+    }
 
     std::optional<Time> wake_at = result.requeue_at;
     for (const auto& [id, replica] : replicas_) wake_at = Earliest(wake_at, replica.restart_at);
@@ -149,6 +187,7 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
       replica.phase = state.phase;  // a pod's Pending turns Running
     }
     if (state.phase == job::ReplicaPhase::kSucceeded || state.phase == job::ReplicaPhase::kFailed) {
+      if (replica.running) ExplainExit(replica, state);
       replica.running = false;
       replica.phase = state.phase;
       replica.exit_code = state.exit_code;
@@ -200,6 +239,9 @@ void JobController::Apply(const job::Action& action, Time now, std::vector<job::
       if (replicas_.count(id)) return;
       Replica& replica = replicas_[id];
       replica.id = id;
+      if (auto removed = removed_rows_.find(id); removed != removed_rows_.end()) {
+        replica.earlier_restarts = removed->second.restarts;
+      }
       StartReplica(replica, now, events);
       return;
     }
@@ -243,6 +285,7 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
   replica.exit_message.clear();  // a new run has said nothing yet
   replica.terminating = false;
   if (started.ok()) {
+    started_in_turn_ = true;
     replica.running = true;
     replica.stop_requested = false;
     replica.pid = started->pid;
@@ -257,6 +300,9 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
     replica.phase = job::ReplicaPhase::kFailed;
     replica.exit_code = 127;
     replica.finished_at = now;
+    replica.details = job::ExitDetails{};
+    replica.details.hint = "it could not be started: " + started.status().message();
+    replica.last_log_lines.clear();
     events.push_back(
         {"Warning", "FailedCreatePod", "Error creating: " + started.status().message(), now});
   }
@@ -297,7 +343,7 @@ std::vector<job::ObservedReplica> JobController::Observed() const {
   for (const auto& [id, replica] : replicas_) {
     observed.push_back({id.type, id.index, replica.phase, replica.exit_code, replica.restart_count,
                         replica.started_at, replica.finished_at, replica.group_restarts,
-                        replica.running ? "" : replica.exit_message});
+                        replica.running ? "" : replica.exit_message, replica.details});
   }
   return observed;
 }
@@ -341,10 +387,15 @@ ReplicaRow JobController::RowOf(const Replica& replica) const {
   ReplicaRow row;
   row.name = ShortReplicaName(replica.id.type, replica.id.index);
   row.phase = job::ToString(replica.phase);
-  row.restarts = replica.restart_count;
+  row.restarts = replica.earlier_restarts + replica.restart_count;
   row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
   row.pid = replica.running ? replica.pid : 0;
-  if (replica.finished_at) row.exit_code = replica.exit_code;
+  // Asked to stop and not gone yet, as kubectl shows a pod being deleted; not active.
+  if (replica.running && replica.stop_requested) row.phase = "Terminating";
+  if (replica.finished_at) {
+    row.exit_code = replica.exit_code;
+    row.last_log_lines = replica.last_log_lines;
+  }
   row.started_at = replica.started_at;
   row.finished_at = replica.finished_at;
   return row;

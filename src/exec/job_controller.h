@@ -29,6 +29,7 @@
 #include "exec/job_state_store.h"
 #include "exec/replica_backend.h"
 #include "job/common_types.h"
+#include "job/log_policy.h"
 #include "job/reconciler.h"
 
 namespace cohort::exec {
@@ -57,6 +58,10 @@ class JobController {
   // (SIGINT: "the user (Ctrl-C)", otherwise "signal N").
   void RequestStop(int signal_number);
 
+  // Log policies from outside the job ($COHORT_HOME/config), matched after the job's own
+  // (its cohort.dev/log-policies annotation, job/log_policy.h) against a failed run's output.
+  void AddLogPolicies(std::vector<job::LogPolicy> policies);
+
  private:
   // The controller's view of one replica: the backend's last observation and its own
   // bookkeeping.
@@ -74,9 +79,18 @@ class JobController {
     int group_restarts = 0;          // restarts that job::Action::group_restart marked
     std::string exit_message;        // its last exit's termination message
     int pid = 0;
+    // Restarts made before it was last removed (suspended, or stopped by cleanPodPolicy): the
+    // replica table's RESTARTS goes on from there, while the reconciler, like the operator with a
+    // new pod, counts only this replica's own.
+    int earlier_restarts = 0;
+    job::ExitDetails details;                 // of the last exit
+    std::vector<std::string> last_log_lines;  // of the last finished run
   };
 
   Status ReloadSpecIfChanged();
+  // What is known of an exit beyond its code: the log policy that matches its output, its last
+  // line, the backend's hint; and the lines the replica table keeps.
+  void ExplainExit(Replica& replica, const ReplicaState& state) const;
   // Takes in the backend's observation; a stopped replica that is gone becomes absent.
   void Refresh(Time now, std::vector<job::Event>& events);
   void HandleStopRequest(Time now, bool& handled);
@@ -103,13 +117,16 @@ class JobController {
   bool loaded_ = false;
   job::Job job_;
   int64_t spec_version_ = 0;
-  std::map<std::string, int> ports_;  // for the replica table
+  std::vector<job::LogPolicy> job_log_policies_;    // the job's annotation's
+  std::vector<job::LogPolicy> extra_log_policies_;  // AddLogPolicies
+  std::map<std::string, int> ports_;                // for the replica table
   // Replicas stopped and gone, kept in the table (marked removed) until one runs again there.
   std::map<ReplicaId, ReplicaRow> removed_rows_;
   job::JobStatus status_;
   bool status_written_ = false;
   std::map<ReplicaId, Replica> replicas_;
   bool deleting_ = false;
+  bool started_in_turn_ = false;  // a replica was started since the last wait
   std::atomic<int> stop_requests_{0};
   std::atomic<int> stop_signal_{0};
 };

@@ -10,6 +10,7 @@
 // MemoryJobStore (memory_job_store.h) keeps the same state in memory for tests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -31,10 +32,15 @@ struct JobKey {
   std::string ToString() const { return namespace_name + "/" + name; }
 };
 
+// How many of a finished run's last lines the replica table keeps.
+inline constexpr size_t kKeptLogLines = 10;
+
 // One row of the replica table, what `cohort describe` shows under "Replicas".
 struct ReplicaRow {
-  std::string name;   // "worker-1"
-  std::string phase;  // "Running", as job::ToString(ReplicaPhase)
+  std::string name;  // "worker-1"
+  // "Running", as job::ToString(ReplicaPhase); "Terminating" while it is being stopped; "Stopped"
+  // once it was stopped while running.
+  std::string phase;
   int restarts = 0;
   int port = 0;
   int pid = 0;                   // 0 when no process runs
@@ -44,11 +50,14 @@ struct ReplicaRow {
   // Stopped and gone, as a deleted pod is: `get pods` no longer lists it, while `describe` keeps
   // its last state (phase "Stopped" when it was stopped while running) and its log.
   bool removed = false;
+  // The last lines its last finished run wrote (at most kKeptLogLines), kept with the job so that
+  // `describe` shows why a replica ended even where its log is gone (a deleted pod's).
+  std::vector<std::string> last_log_lines;
   bool operator==(const ReplicaRow& other) const {
-    return std::tie(name, phase, restarts, port, pid, exit_code, started_at, finished_at,
-                    removed) == std::tie(other.name, other.phase, other.restarts, other.port,
-                                         other.pid, other.exit_code, other.started_at,
-                                         other.finished_at, other.removed);
+    return std::tie(name, phase, restarts, port, pid, exit_code, started_at, finished_at, removed,
+                    last_log_lines) ==
+           std::tie(other.name, other.phase, other.restarts, other.port, other.pid, other.exit_code,
+                    other.started_at, other.finished_at, other.removed, other.last_log_lines);
   }
 };
 

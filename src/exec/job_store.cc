@@ -238,6 +238,7 @@ Status JobStore::WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>&
     if (row.started_at) entry["startedAt"] = FormatTime(*row.started_at);
     if (row.finished_at) entry["finishedAt"] = FormatTime(*row.finished_at);
     if (row.removed) entry["removed"] = true;
+    if (!row.last_log_lines.empty()) entry["lastLogLines"] = row.last_log_lines;
     table.push_back(entry);
   }
   std::string text = table.dump(2) + "\n";
@@ -265,6 +266,13 @@ std::vector<ReplicaRow> JobStore::ReadReplicas(const JobKey& key) const {
     row.started_at = ParseTime(entry.value("startedAt", ""));
     row.finished_at = ParseTime(entry.value("finishedAt", ""));
     row.removed = entry.value("removed", false);
+    if (entry.contains("lastLogLines") && entry["lastLogLines"].is_array()) {
+      for (const nlohmann::json& line : entry["lastLogLines"]) {
+        if (line.is_string() && row.last_log_lines.size() < kKeptLogLines) {
+          row.last_log_lines.push_back(line.get<std::string>());
+        }
+      }
+    }
     rows.push_back(row);
   }
   return rows;

@@ -14,11 +14,13 @@
 #include "base/file.h"
 #include "base/hex.h"
 #include "exec/free_ports.h"
+#include "exec/job_processes.h"
 #include "exec/local_process_backend.h"
 #include "exec/log_follower.h"
 #include "exec/replica_environment.h"
 #include "exec/supervisor_loss.h"
 #include "job/reconciler.h"
+#include "job/yaml_document.h"
 
 namespace cohort::exec {
 namespace {
@@ -61,8 +63,39 @@ StatusOr<std::map<std::string, int>> LocalJobs::ReservePorts(const job::Job& job
   return by_replica;
 }
 
+StatusOr<std::vector<job::LogPolicy>> LocalJobs::LoadConfigLogPolicies() const {
+  const std::filesystem::path path = store_.home() / "config";
+  StatusOr<std::string> text = ReadWholeFile(path, job::kMaxYamlBytes);
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
+    return std::vector<job::LogPolicy>{};
+  }
+  if (!text.ok()) return text.status();
+  StatusOr<std::vector<job::YamlDocument>> documents = job::ReadYamlDocuments(*text, path.string());
+  if (!documents.ok()) return documents.status();
+  if (documents->empty() || documents->front().root.is_null()) {
+    return std::vector<job::LogPolicy>{};
+  }
+  const nlohmann::json& root = documents->front().root;
+  if (documents->size() > 1 || !root.is_object()) {
+    return Status::InvalidArgument(path.string() +
+                                   ": must be one mapping, e.g. logPolicies: [...]");
+  }
+  for (const auto& [key, value] : root.items()) {
+    if (key != "logPolicies") {
+      return Status::InvalidArgument(path.string() + ": unknown setting \"" + key +
+                                     "\" (known: logPolicies)");
+    }
+  }
+  if (!root.contains("logPolicies")) return std::vector<job::LogPolicy>{};
+  return job::ParseLogPolicies(root["logPolicies"], path.string() + ": logPolicies");
+}
+
 StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& images) {
   COHORT_RETURN_IF_ERROR(images.CheckJob(job));
+  // A broken config is reported before the job exists, not by its supervisor.
+  if (StatusOr<std::vector<job::LogPolicy>> policies = LoadConfigLogPolicies(); !policies.ok()) {
+    return policies.status();
+  }
   StatusOr<std::map<std::string, int>> ports = ReservePorts(job);
   if (!ports.ok()) return ports.status();
   CreatedJob created{{job.metadata.namespace_name, job.metadata.name}, SupervisorLock()};
@@ -110,7 +143,10 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
       if (on_tick) on_tick();
     };
   }
+  StatusOr<std::vector<job::LogPolicy>> config_policies = LoadConfigLogPolicies();
+  if (!config_policies.ok()) return config_policies.status();
   JobController controller(store_, **backend, key, std::move(observer));
+  controller.AddLogPolicies(std::move(*config_policies));
   COHORT_RETURN_IF_ERROR(controller.Load());
 
   COHORT_RETURN_IF_ERROR(WriteFileAtomically(store_.JobDirectory(key) / "supervisor.pid",
@@ -276,6 +312,15 @@ Status LocalJobs::Delete(const JobKey& key) {
     }
     // The watchdog marks and cleans up after a killed supervisor; give it a moment.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Whatever still runs of the replicas (their supervisor and its watchdog both died, or a
+  // replica's child left its process group) is found by the job's secret and killed before the
+  // job's state, and with it the secret, is removed.
+  if (StatusOr<std::string> secret = store_.ReadSecret(key); secret.ok()) {
+    StatusOr<int> killed = KillJobProcesses(*secret, std::chrono::seconds(10));
+    if (!killed.ok()) {
+      return killed.status().WithContext("job " + key.ToString() + " is not deleted");
+    }
   }
   return store_.DeleteJob(key);
 }

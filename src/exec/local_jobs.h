@@ -29,6 +29,7 @@
 #include "exec/log_selection.h"
 #include "exec/supervisor_lock.h"
 #include "job/common_types.h"
+#include "job/log_policy.h"
 
 namespace cohort::exec {
 
@@ -49,6 +50,12 @@ class LocalJobs {
 
   // The image commands: `--image NAME=COMMAND` flags over the file $COHORT_HOME/images.
   StatusOr<ImageMap> LoadImages(const std::vector<std::string>& image_flags) const;
+
+  // The log policies of $COHORT_HOME/config (job/log_policy.h), a YAML (or JSON) file of
+  //   logPolicies:
+  //     - {name: cuda-oom, pattern: "CUDA out of memory", action: permanent}
+  // None when there is no such file; InvalidArgument naming the file for anything else in it.
+  StatusOr<std::vector<job::LogPolicy>> LoadConfigLogPolicies() const;
 
   // Creates the job: its directory and spec, a port for each replica (reserved here and nowhere
   // else, fixed for the job's life) and the job secret. Fails (AlreadyExists) if the name is
@@ -91,7 +98,10 @@ class LocalJobs {
 
   // Stops the job and removes its state. A live supervisor is asked to stop (SIGTERM: it stops
   // the replicas within their grace period and exits) and killed after 45 s; it is given 120 s
-  // in all. NotFound when there is no such job.
+  // in all. Then whatever still runs of the replicas (their supervisor and its watchdog both
+  // died) is found by the job's secret and SIGKILLed (job_processes.h); if some of it survives
+  // 10 s, the job is not deleted (DeadlineExceeded, naming the pids). NotFound when there is no
+  // such job.
   Status Delete(const JobKey& key);
 
   // Sets runPolicy.suspend in the saved spec; the job's controller notices and suspends (stops

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/file.h"
 #include "cluster/peer_report.h"
+#include "exec/kernel_log.h"
 #include "exec/process.h"
 #include "exec/replica_environment.h"
 
@@ -29,6 +31,23 @@ void WakeUp() {
 }
 
 void OnChildExit(int) { WakeUp(); }
+
+// argv as a person would type it: words with spaces or quotes in single quotes.
+std::string QuotedCommand(const std::vector<std::string>& argv) {
+  std::string text;
+  for (const std::string& word : argv) {
+    if (!text.empty()) text += ' ';
+    const bool plain = !word.empty() && word.find_first_of(" \t'\"$\\") == std::string::npos;
+    if (plain) {
+      text += word;
+      continue;
+    }
+    text += '\'';
+    for (char c : word) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    text += '\'';
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -92,13 +111,23 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
     if (Status emptied = WriteFileInPlace(message_path, ""); !emptied.ok()) return emptied;
     spec.environment[cluster::kTerminationMessagePathVariable] = message_path.string();
   }
+  std::error_code size_error;
+  const std::uintmax_t log_size = std::filesystem::file_size(log_path, size_error);
   StatusOr<pid_t> pid = StartProcess(spec);
   if (!pid.ok()) return pid.status();
   if (options_.on_process_started) options_.on_process_started(*pid);
   Process& process = processes_[id];
   process.pid = *pid;
   process.started_at = now;
+  process.started_monotonic_microseconds = std::chrono::duration_cast<std::chrono::microseconds>(
+                                               std::chrono::steady_clock::now().time_since_epoch())
+                                               .count();
   process.grace_period = GracePeriod(job, id.type);
+  process.log_path = log_path;
+  process.log_offset = size_error ? 0 : static_cast<size_t>(log_size);
+  process.command = QuotedCommand(*argv);
+  const std::string mapping = options_.images.DescribeMapping(**container);
+  if (!mapping.empty()) process.command += " (" + mapping + ")";
   ReplicaState state;
   state.id = id;
   state.started_at = now;
@@ -130,10 +159,13 @@ void LocalProcessBackend::ReapExited(Time now) {
   for (auto it = processes_.begin(); it != processes_.end();) {
     Process& process = it->second;
     int exit_code = 0;
-    if (process.pid > 0 && TryReap(process.pid, &exit_code)) {
+    int signal = 0;
+    if (process.pid > 0 && TryReap(process.pid, &exit_code, &signal)) {
       // The process is gone; stop its group too, so nothing it forked keeps running.
       SignalProcessGroup(process.pid, SIGKILL);
+      const pid_t pid = process.pid;
       process.pid = -1;
+      process.signal = signal;
       if (process.kill_at && !process.keep_exit) {  // stopped: like a deleted pod, absent now
         it = processes_.erase(it);
         continue;
@@ -142,9 +174,36 @@ void LocalProcessBackend::ReapExited(Time now) {
       process.phase = exit_code == 0 ? job::ReplicaPhase::kSucceeded : job::ReplicaPhase::kFailed;
       process.exit_code = exit_code;
       process.finished_at = now;
+      ExplainExit(process, pid);
       process.termination_message = ReadTerminationMessage(it->first);
     }
     ++it;
+  }
+}
+
+void LocalProcessBackend::ExplainExit(Process& process, pid_t pid) {
+  // Only the kernel may say it was the OOM killer: a SIGKILL alone may come from anyone.
+  process.oom_killed = process.signal == SIGKILL &&
+                       KernelLogRecordsOomKill(pid, process.started_monotonic_microseconds);
+  process.output_tail.clear();
+  if (StatusOr<std::string> tail =
+          ReadFileTail(process.log_path, process.log_offset, kOutputTailBytes);
+      tail.ok()) {
+    std::istringstream lines(*tail);
+    std::string line;
+    while (std::getline(lines, line)) process.output_tail.push_back(line);
+  }
+  // 126: found but not executable; 127: not found. Within the first second it is the command
+  // itself that could not run, not something it ran later.
+  const bool cannot_run = process.exit_code == 126 || process.exit_code == 127;
+  if (cannot_run && process.started_at && process.finished_at &&
+      *process.finished_at - *process.started_at < std::chrono::seconds(1)) {
+    process.exit_hint = "exit code " + std::to_string(process.exit_code) +
+                        " within its first second: its command could not be run (" +
+                        (process.exit_code == 127 ? "not found" : "not executable") + "); it ran " +
+                        process.command;
+  } else {
+    process.exit_hint.clear();
   }
 }
 
@@ -170,6 +229,10 @@ std::vector<ReplicaState> LocalProcessBackend::Observe() {
     state.finished_at = process.finished_at;
     state.stopping = process.kill_at.has_value();
     state.pid = process.pid > 0 ? process.pid : 0;
+    state.output_tail = process.output_tail;
+    state.exit_hint = process.exit_hint;
+    state.signal = process.signal;
+    state.oom_killed = process.oom_killed;
     state.termination_message = process.termination_message;
     states.push_back(state);
   }

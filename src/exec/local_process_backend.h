@@ -10,6 +10,10 @@
 // (terminationGracePeriodSeconds, default 30 s) is over, SIGKILL. A restart appends a banner to
 // the log ("===== cohort: restart 1 of worker-1 at ... (previous exit code 137) =====").
 //
+// When a replica exits, its run's last lines are read back from the log (ReplicaState::
+// output_tail), and an exit of 126 or 127 within its first second (the shell's "cannot execute"
+// and "not found") gets a hint naming the command it ran and the image mapping it came from.
+//
 // A self-pipe turns SIGCHLD into a wake-up of WaitForChange(), so the process that uses it must
 // have one LocalProcessBackend at a time and must not reap its children elsewhere.
 #pragma once
@@ -69,12 +73,22 @@ class LocalProcessBackend : public ReplicaBackend {
     std::optional<Time> finished_at;
     std::chrono::seconds grace_period{30};
     std::optional<Time> kill_at;  // stopping: SIGKILL at this time
-    bool keep_exit = false;       // stopped with StopMode::kAsFailed: stays once it has exited
+    std::filesystem::path log_path;
+    size_t log_offset = 0;  // where this run's output begins in the log
+    std::string command;    // what it ran, for the hint of a command that could not run
+    std::vector<std::string> output_tail;        // once exited
+    std::string exit_hint;                       // once exited
+    int signal = 0;                              // once exited: what killed it, 0 if it exited
+    bool oom_killed = false;                     // once exited
+    int64_t started_monotonic_microseconds = 0;  // for the kernel log's records
+    bool keep_exit = false;  // stopped with StopMode::kAsFailed: stays once it has exited
     std::string termination_message;
   };
 
   explicit LocalProcessBackend(Options options);
   void ReapExited(Time now);
+  // The end of the run's output and, for a command that could not run, a hint naming it.
+  void ExplainExit(Process& process, pid_t pid);
   void EscalateStops(Time now);
   std::filesystem::path TerminationMessagePath(const ReplicaId& id) const;
   std::string ReadTerminationMessage(const ReplicaId& id) const;

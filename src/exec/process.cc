@@ -90,11 +90,13 @@ int ExitCodeFromWaitStatus(int wait_status) {
   return 255;
 }
 
-bool TryReap(pid_t pid, int* exit_code) {
+bool TryReap(pid_t pid, int* exit_code, int* signal) {
   int wait_status = 0;
   pid_t result = waitpid(pid, &wait_status, WNOHANG);
+  if (signal != nullptr) *signal = 0;
   if (result == pid) {
     *exit_code = ExitCodeFromWaitStatus(wait_status);
+    if (signal != nullptr && WIFSIGNALED(wait_status)) *signal = WTERMSIG(wait_status);
     return true;
   }
   if (result < 0 && errno == ECHILD) {  // reaped elsewhere; treat as lost

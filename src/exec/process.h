@@ -35,7 +35,9 @@ void SignalProcessGroup(pid_t pid, int signal);
 // signal N (SIGKILL = 137).
 int ExitCodeFromWaitStatus(int wait_status);
 
-// Reaps `pid` if it has exited. Returns true and sets `exit_code` when it has.
-bool TryReap(pid_t pid, int* exit_code);
+// Reaps `pid` if it has exited. Returns true and sets `exit_code` when it has, and `signal` (when
+// not null) to the signal that killed it, 0 when it exited by itself (a shell's exit 137 is not
+// a SIGKILL).
+bool TryReap(pid_t pid, int* exit_code, int* signal = nullptr);
 
 }  // namespace cohort::exec

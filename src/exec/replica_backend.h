@@ -14,6 +14,7 @@
 // stays, with its exit code, until it is started again or stopped.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -52,7 +53,18 @@ struct ReplicaState {
   // (cluster/peer_report.h), at most 4096 bytes, "" when nothing. Each run starts with an empty
   // file, like a container's terminationMessagePath.
   std::string termination_message;
+  // Once it has exited: the end of what this run wrote (at most kOutputTailBytes, split into
+  // lines, oldest first), for log policies and for the job's failure message.
+  std::vector<std::string> output_tail;
+  // Once it has exited: what the backend can tell of the exit beyond its code, e.g. that the
+  // command could not be run and which command it was; "" when nothing.
+  std::string exit_hint;
+  int signal = 0;           // once it has exited: the signal that killed it, 0 when it exited
+  bool oom_killed = false;  // the kernel records that its OOM killer killed it (kernel_log.h)
 };
+
+// How much of a run's end ReplicaState::output_tail holds.
+inline constexpr size_t kOutputTailBytes = 64 * 1024;
 
 // What the controller asks to start.
 struct ReplicaStart {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/file.h"
+#include "exec/job_processes.h"
 #include "exec/supervisor_lock.h"
 #include "job/job_kind.h"
 #include "job/reconciler.h"
@@ -50,7 +51,19 @@ bool RecoverIfSupervisorLost(JobStore& store, const JobKey& key) {
       text.ok()) {
     pid = "(pid " + text->substr(0, text->find('\n')) + ")";
   }
-  return MarkSupervisorLost(store, key, pid).ok();
+  // What the replicas left behind when the watchdog died too (their children: the replicas
+  // themselves died with the supervisor), found by the job's secret.
+  std::string aftermath;
+  if (StatusOr<std::string> secret = store.ReadSecret(key); secret.ok()) {
+    StatusOr<int> killed = KillJobProcesses(*secret, std::chrono::seconds(5));
+    if (!killed.ok()) {
+      aftermath = killed.status().message();
+    } else if (*killed > 0) {
+      aftermath = std::to_string(*killed) + " process" + (*killed == 1 ? " was" : "es were") +
+                  " left of its replicas and killed";
+    }
+  }
+  return MarkSupervisorLost(store, key, pid, aftermath).ok();
 }
 
 namespace {

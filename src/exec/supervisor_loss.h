@@ -27,9 +27,9 @@ Status MarkSupervisorLost(JobStore& store, const JobKey& key, const std::string&
                           const std::string& aftermath = "");
 
 // If the job is unfinished and no supervisor holds its lock, marks it as above. Returns true when
-// it did. It stops nothing: the pids it could read may belong to other processes by now. The
-// replicas died with their supervisor (PR_SET_PDEATHSIG) and their process groups with its
-// watchdog, and the message claims neither.
+// it did. The replicas died with their supervisor (PR_SET_PDEATHSIG) and their process groups
+// with its watchdog, and the message claims neither; what still runs of them (the watchdog died
+// too) is found by the job's secret and killed (job_processes.h), and the message says how many.
 bool RecoverIfSupervisorLost(JobStore& store, const JobKey& key);
 
 // The supervisor's side of the watchdog: Start() forks it; Watch(pid) tells it about a replica's

@@ -100,6 +100,15 @@ enum class ExitOutcome {
 
 ExitOutcome DecideExit(RestartPolicy policy, const ObservedReplica& replica) {
   const bool succeeded = replica.phase == ReplicaPhase::kSucceeded;
+  // Cohort's log policies (log_policy.h) speak for a failure before the restart policy does:
+  // permanent is never restarted; retryable is restarted where ExitCode would call the code
+  // permanent, and Never still never restarts.
+  if (!succeeded && replica.details.log_policy) {
+    if (replica.details.log_policy->action == LogPolicyAction::kPermanent) {
+      return ExitOutcome::kFailed;
+    }
+    if (policy == RestartPolicy::kExitCode) return ExitOutcome::kRestart;
+  }
   switch (policy) {
     case RestartPolicy::kAlways:
       return ExitOutcome::kRestart;  // even exit 0: the kubelet restarts the container in place
@@ -163,6 +172,7 @@ struct ReplicaPlan {
   std::vector<std::pair<std::string, int>> missing;        // to be started
   std::vector<const ObservedReplica*> restarts;            // exited, to be started again
   std::vector<const ObservedReplica*> exit_code_failures;  // ExitCode exits 1-127
+  std::vector<const ObservedReplica*> failures;            // exited, failed, not restarted
   std::vector<const ObservedReplica*> out_of_spec;         // type or index not in the spec
   std::vector<const ObservedReplica*> new_exits;           // first seen in this pass
   const ObservedReplica* worker_zero = nullptr;            // replica 0 of the kind's worker type
@@ -213,17 +223,54 @@ std::string SignalName(int signal) {
 // 2026-11-24T08:50:00Z after 2 restarts" or "worker-0 exited with code 137 (128 + SIGKILL) at ...".
 // A code above 128 is named by the signal it stands for, not said to be one: a process killed by
 // SIGKILL and one that exits 137 itself (as cohort-train exits 138, 128 + SIGUSR1, to be
-// restarted) look alike to the executor, as they do to Kubernetes.
+// restarted) look alike to Kubernetes. An executor that saw the signal itself says so instead
+// ("worker-0 was killed by SIGSEGV (exit code 139)"), and "was killed by the kernel's OOM killer"
+// only when the kernel recorded it (exec/kernel_log.h), never from the code alone.
+//
+// Then the line of its log that says why: the line a log policy matched, with the policy, else the
+// last line it wrote ("...; its last log line: \"...\""), the first line of its termination
+// message (a peer it reported dead or hung) and the executor's hint if it has one.
 std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   SortByExit(exits);
   const ObservedReplica& replica = *exits.front();
+  const ExitDetails& details = replica.details;
   std::string text = LowerCase(replica.type) + "-" + std::to_string(replica.index);
-  text += " exited with code " + std::to_string(replica.exit_code);
-  if (replica.exit_code > 128) text += " (128 + " + SignalName(replica.exit_code - 128) + ")";
+  if (details.oom_killed) {
+    text += " was killed by the kernel's OOM killer (" + SignalName(details.signal) +
+            ", exit code " + std::to_string(replica.exit_code) + ")";
+  } else if (details.signal != 0) {
+    text += " was killed by " + SignalName(details.signal) + " (exit code " +
+            std::to_string(replica.exit_code) + ")";
+  } else {
+    text += " exited with code " + std::to_string(replica.exit_code);
+    if (replica.exit_code > 128) text += " (128 + " + SignalName(replica.exit_code - 128) + ")";
+  }
   if (replica.finished_at) text += " at " + FormatTime(*replica.finished_at);
   text += " after " + std::to_string(replica.restart_count) +
           (replica.restart_count == 1 ? " restart" : " restarts");
+  if (details.log_policy) {
+    text += "; its log: \"" + details.log_policy->line + "\" (log policy " +
+            details.log_policy->policy + ": " + ToString(details.log_policy->action) + ")";
+  } else if (!details.last_log_line.empty()) {
+    text += "; its last log line: \"" + details.last_log_line + "\"";
+  }
+  // What it left in its termination-message file: a peer it declared dead or hung, say.
+  if (!replica.termination_message.empty()) {
+    const std::string said = replica.termination_message.substr(
+        0, std::min(replica.termination_message.find('\n'), kMaxMatchedLineBytes));
+    text += "; its termination message: \"" + said + "\"";
+  }
+  if (!details.hint.empty()) text += "; " + details.hint;
   return text;
+}
+
+// "<operator's message without its final period>: <the first exit>."
+std::string WithFirstExit(const std::string& message,
+                          const std::vector<const ObservedReplica*>& exits) {
+  if (exits.empty()) return message;
+  std::string base = message;
+  if (!base.empty() && base.back() == '.') base.pop_back();
+  return base + ": " + DescribeFirstExit(exits) + ".";
 }
 
 // The peer report that a failed replica left, when it names another replica of the job. A TFJob's
@@ -333,6 +380,7 @@ ReplicaPlan PlanReplicas(const Job& job, const JobStatus& previous,
         case ExitOutcome::kFailed:
           ++counts.failed;
           failed.push_back(&replica);
+          plan.failures.push_back(&replica);
           break;
       }
     }
@@ -578,8 +626,9 @@ bool Reconciliation::PastActiveDeadline() const {
 void Reconciliation::FailOnExitCodeFailures(const ReplicaPlan& plan) {
   for (const ObservedReplica* replica : plan.exit_code_failures) {
     if (kind_.ToleratesFailure(job_, replica->type)) continue;
-    Fail(kWarning,
-         "job \"" + name() + "\" is failing because \"" + replica->type + "\" replica(s) failed.");
+    Fail(kWarning, WithFirstExit("job \"" + name() + "\" is failing because \"" + replica->type +
+                                     "\" replica(s) failed.",
+                                 {replica}));
   }
 }
 
@@ -590,8 +639,13 @@ void Reconciliation::FailOnReplicaFailures(const ReplicaPlan& plan) {
     const int failed = plan.counts.at(type).failed;
     if (failed == 0) continue;
     if (kind_.ToleratesFailure(job_, type)) continue;
-    Fail(kNormal, KindAndQualifiedName() + " has failed because " + std::to_string(failed) + " " +
-                      type + " replica(s) failed.");
+    std::vector<const ObservedReplica*> of_type;
+    for (const ObservedReplica* replica : plan.failures) {
+      if (replica->type == type) of_type.push_back(replica);
+    }
+    Fail(kNormal, WithFirstExit(KindAndQualifiedName() + " has failed because " +
+                                    std::to_string(failed) + " " + type + " replica(s) failed.",
+                                of_type));
   }
 }
 

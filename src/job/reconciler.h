@@ -27,6 +27,13 @@
 //    exit, TFJobSuspended when the job is suspended, TFJobFailed per failure).
 //  - A replica whose failure the kind tolerates (a TFJob's Worker with enableDynamicWorker) does
 //    not fail the job by an ExitCode exit 1-127 either.
+//  - A failed job's message names the first replica that failed: how (exit code, the signal a
+//    code above 128 stands for), when, after how many restarts, and the line of its log that says
+//    why (a log policy's match, else its last line), e.g. "TFJob default/mnist has failed because
+//    1 Worker replica(s) failed: worker-1 exited with code 1 at 2026-11-24T08:50:00Z after 0
+//    restarts; its log: \"RuntimeError: CUDA out of memory\" (log policy cuda-oom: permanent)".
+//  - Log policies (log_policy.h): a failure whose log matches a permanent rule is not restarted
+//    and fails the job; a retryable one is restarted under ExitCode even for an exit of 1-127.
 //  - Succeeded and Failed turn Restarting False as well as Running (RemoveConditionForReplacement);
 //    the operator flips only Running and leaves a Restarting True in a finished job's conditions.
 //    A finished job is not restarting; its state, the last condition, is the same either way.
@@ -46,6 +53,7 @@
 
 #include "base/time.h"
 #include "job/common_types.h"
+#include "job/log_policy.h"
 
 namespace cohort::job {
 
@@ -57,6 +65,23 @@ enum class ReplicaPhase {
   kFailed,     // exited non-zero or was killed, and has not been restarted (yet)
 };
 std::string ToString(ReplicaPhase phase);
+
+// What the executor could tell of why a replica's last run ended, beyond its exit code. The
+// reconciler quotes it in the job's failure message and lets a log policy decide the restart.
+struct ExitDetails {
+  // The first log policy (log_policy.h) that matched the run's output, with the line.
+  std::optional<LogPolicyMatch> log_policy;
+  std::string last_log_line;  // the run's last non-empty line of output, cut to a few KiB
+  std::string hint;  // the executor's own explanation, e.g. of a command that could not run
+  // The signal that killed the process, as the executor saw it (0: it exited by itself, or the
+  // executor cannot tell); a program that exits 137 itself is not killed by SIGKILL.
+  int signal = 0;
+  bool oom_killed = false;  // the kernel says its OOM killer killed it
+  bool operator==(const ExitDetails& other) const {
+    return log_policy == other.log_policy && last_log_line == other.last_log_line &&
+           hint == other.hint && signal == other.signal && oom_killed == other.oom_killed;
+  }
+};
 
 // What the executor knows about one replica. A replica that was never started is simply absent.
 struct ObservedReplica {
@@ -77,6 +102,7 @@ struct ObservedReplica {
   // file (cluster/peer_report.h; a pod's containerStatuses[].state.terminated.message), "" when
   // nothing. A peer report there names the replica that made it give up.
   std::string termination_message;
+  ExitDetails details;  // of the last exit
 };
 
 struct Action {

@@ -10,6 +10,7 @@
 
 #include "job/cluster_builder.h"
 #include "job/job_kind.h"
+#include "job/log_policy.h"
 #include "job/spec_parser.h"
 #include "job/yaml_document.h"
 
@@ -137,6 +138,16 @@ class Validator {
     }
     if (std::optional<std::string> problem = Dns1123LabelProblem(metadata.namespace_name)) {
       Error("metadata.namespace", Quote(metadata.namespace_name) + " is not valid: " + *problem);
+    }
+    // Cohort's own annotation: log policies (log_policy.h) that do not parse would be found only
+    // when a replica fails.
+    if (StatusOr<std::vector<LogPolicy>> policies = JobLogPolicies(job_); !policies.ok()) {
+      const std::string path = ChildPath("metadata.annotations", kLogPoliciesAnnotation);
+      std::string message = policies.status().message();
+      // The message names the annotation itself; Error names it once, with its position.
+      if (message.rfind(path, 0) == 0) message.erase(0, path.size());
+      if (message.rfind(": ", 0) == 0) message.erase(0, 2);
+      Error(path, message);
     }
   }
 

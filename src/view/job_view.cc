@@ -200,6 +200,17 @@ StatusOr<std::string> DescribeJob(const exec::JobStateStore& store, const exec::
                       store.LogLocation(key, replica.name)});
     }
     out << FormatTable(rows, "  ");
+    // Why the replicas that failed ended, in their own words, kept with the job.
+    bool header_written = false;
+    for (const exec::ReplicaRow& replica : replicas) {
+      if (!replica.exit_code || *replica.exit_code == 0 || replica.last_log_lines.empty()) continue;
+      if (!header_written) out << "Last Log Lines:\n";
+      header_written = true;
+      out << "  " << replica.name << " (exit code " << *replica.exit_code;
+      if (replica.finished_at) out << " at " << FormatTime(*replica.finished_at);
+      out << "):\n";
+      for (const std::string& line : replica.last_log_lines) out << "    " << line << "\n";
+    }
   }
 
   out << "Events:\n";

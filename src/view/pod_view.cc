@@ -24,6 +24,7 @@ exec::ReplicaRow RowOf(const exec::JobStateStore& store, const PodRef& pod) {
 // The Kubernetes pod phase (Succeeded, Failed, Running, Pending).
 std::string PodPhase(const exec::ReplicaRow& row) {
   if (row.phase == "Succeeded" || row.phase == "Failed" || row.phase == "Running") return row.phase;
+  if (row.phase == "Terminating") return "Running";  // a pod being deleted still runs
   return "Pending";
 }
 
@@ -66,6 +67,7 @@ StatusOr<PodRef> FindPod(const exec::JobStateStore& store, const std::string& na
 }
 
 std::string PodStatus(const exec::ReplicaRow& row) {
+  if (row.phase == "Terminating") return "Terminating";
   std::string phase = PodPhase(row);
   if (phase == "Succeeded") return "Completed";
   if (phase == "Failed") return "Error";

@@ -120,12 +120,14 @@ TEST_F(CohortCliTest, BackoffLimitFailsTheJob) {
   EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
               ::testing::MatchesRegex("Job backoff has failed because it has reached the "
                                       "specified backoff limit: worker-0 exited with code 3 at "
-                                      "[0-9T:-]+Z after 1 restart"));
+                                      "[0-9T:-]+Z after 1 restart; its last log line: "
+                                      "\"replica worker-0 failing with 3\""));
   ExpectNothingLeftRunning(1);
 }
 
-// A worker that keeps failing under backoffLimit 2: the message names it, its exit code and its
-// restarts, and `describe` keeps every row after the end, none of them Running.
+// A worker that keeps failing under backoffLimit 2: the message names it, its exit code, its
+// restarts and its last log line, and `describe` keeps every row after the end, none of them
+// Running.
 TEST_F(CohortCliTest, BackoffLimitFailureNamesTheReplicaAndKeepsItsRow) {
   std::string manifest =
       Manifest("keeps-failing",
@@ -139,7 +141,8 @@ TEST_F(CohortCliTest, BackoffLimitFailureNamesTheReplicaAndKeepsItsRow) {
   EXPECT_THAT(status["conditions"].back()["message"].get<std::string>(),
               ::testing::MatchesRegex("Job keeps-failing has failed because it has reached the "
                                       "specified backoff limit: worker-1 exited with code 3 at "
-                                      "[0-9T:-]+Z after 2 restarts"));
+                                      "[0-9T:-]+Z after 2 restarts; its last log line: "
+                                      "\"replica worker-1 failing with 3\""));
   EXPECT_EQ(status["replicaStatuses"]["Worker"].value("active", 0), 0) << status.dump();
   CommandResult describe = sandbox_.Cohort({"describe", "keeps-failing"});
   EXPECT_THAT(describe.output,

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "testing/cohort_runner.h"
 #include "testing/wait.h"
@@ -106,6 +108,95 @@ TEST(SupervisorFailureTest, KilledSupervisorLeavesAFailedJobAndNoReplicas) {
   EXPECT_THAT(wide.output,
               HasSubstr("has failed because its Cohort supervisor (pid " +
                         std::to_string(supervisor) + ") died before the job finished"));
+}
+
+// The children of `parent` (read from /proc/PID/stat), excluding `excluded`.
+std::vector<pid_t> ChildrenOf(pid_t parent, const std::map<std::string, pid_t>& excluded) {
+  std::vector<pid_t> children;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    const std::string stat = ReadText(entry.path() / "stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string state;
+    pid_t parent_pid = 0;
+    fields >> state >> parent_pid;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    const bool replica = std::any_of(excluded.begin(), excluded.end(),
+                                     [pid](const auto& entry) { return entry.second == pid; });
+    if (parent_pid == parent && !replica && state != "Z") children.push_back(pid);
+  }
+  return children;
+}
+
+// Issue 17: with the supervisor and its watchdog both SIGKILLed, nothing stops the shell
+// replica's background child (PR_SET_PDEATHSIG kills only the replica itself). `cohort delete`
+// finds it by the job's secret and kills it before it says "deleted".
+TEST(SupervisorFailureTest, DeleteKillsWhatIsLeftWhenSupervisorAndWatchdogBothDied) {
+  CohortSandbox sandbox;
+  std::map<std::string, std::string> environment = {{"SLEEP_SECONDS", "120"},
+                                                    {"BACKGROUND_CHILD_SECONDS", "120"}};
+  std::string manifest = Manifest("leftover", ReplicaSpec("Worker", 1, "Never", environment));
+  ASSERT_EQ(sandbox.Cohort({"submit", sandbox.WriteFile("job.yaml", manifest).string()}).exit_code,
+            0);
+  std::map<std::string, pid_t> replicas = WaitForReplicas(sandbox, 1);
+  ASSERT_EQ(replicas.size(), 1u);
+  std::map<std::string, pid_t> children = sandbox.BackgroundChildPids();
+  ASSERT_EQ(children.size(), 1u);
+  const pid_t child = children.begin()->second;
+  ASSERT_TRUE(ProcessAlive(child));
+
+  std::filesystem::path job_directory = sandbox.home() / "jobs" / "default" / "leftover";
+  pid_t supervisor = std::atoi(ReadText(job_directory / "supervisor.pid").c_str());
+  ASSERT_GT(supervisor, 0);
+  // The supervisor's one child that is not a replica is its watchdog.
+  std::vector<pid_t> watchdogs = ChildrenOf(supervisor, replicas);
+  ASSERT_EQ(watchdogs.size(), 1u);
+  ASSERT_EQ(kill(watchdogs[0], SIGKILL), 0);
+  ASSERT_TRUE(WaitUntilGone(watchdogs[0], std::chrono::seconds(10)));
+  ASSERT_EQ(kill(supervisor, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntilGone(supervisor, std::chrono::seconds(10)));
+  // The replica itself dies with its supervisor; its child lives on, as the issue reported.
+  EXPECT_TRUE(WaitUntilGone(replicas.begin()->second, std::chrono::seconds(10)));
+  ASSERT_TRUE(ProcessAlive(child));
+
+  CommandResult deleted = sandbox.Cohort({"delete", "leftover"});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
+  EXPECT_THAT(deleted.output, HasSubstr("deleted"));
+  EXPECT_FALSE(ProcessAlive(child)) << "the replica's child survived cohort delete";
+  EXPECT_FALSE(std::filesystem::exists(job_directory));
+}
+
+// The same leftovers, found by the first command that notices the lost supervisor (here `get`),
+// are killed then, and the job's message says so.
+TEST(SupervisorFailureTest, ALostSupervisorsLeftoversAreKilledWhenNoticed) {
+  CohortSandbox sandbox;
+  std::map<std::string, std::string> environment = {{"SLEEP_SECONDS", "120"},
+                                                    {"BACKGROUND_CHILD_SECONDS", "120"}};
+  std::string manifest = Manifest("noticed", ReplicaSpec("Worker", 1, "Never", environment));
+  ASSERT_EQ(sandbox.Cohort({"submit", sandbox.WriteFile("job.yaml", manifest).string()}).exit_code,
+            0);
+  std::map<std::string, pid_t> replicas = WaitForReplicas(sandbox, 1);
+  ASSERT_EQ(replicas.size(), 1u);
+  std::map<std::string, pid_t> children = sandbox.BackgroundChildPids();
+  ASSERT_EQ(children.size(), 1u);
+  const pid_t child = children.begin()->second;
+  std::filesystem::path job_directory = sandbox.home() / "jobs" / "default" / "noticed";
+  pid_t supervisor = std::atoi(ReadText(job_directory / "supervisor.pid").c_str());
+  std::vector<pid_t> watchdogs = ChildrenOf(supervisor, replicas);
+  ASSERT_EQ(watchdogs.size(), 1u);
+  ASSERT_EQ(kill(watchdogs[0], SIGKILL), 0);
+  ASSERT_TRUE(WaitUntilGone(watchdogs[0], std::chrono::seconds(10)));
+  ASSERT_EQ(kill(supervisor, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntilGone(supervisor, std::chrono::seconds(10)));
+
+  CommandResult get = sandbox.Cohort({"get", "noticed", "-o", "wide"});
+  // The child, and maybe a `sleep 0.1` of the replica's loop not yet ended.
+  EXPECT_THAT(get.output, HasSubstr("left of its replicas and killed"));
+  EXPECT_FALSE(ProcessAlive(child)) << "the replica's child survived";
 }
 
 TEST(SupervisorFailureTest, InterruptStopsTheJobCleanly) {

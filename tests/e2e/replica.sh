@@ -10,6 +10,7 @@
 #   SLEEP_SECONDS    otherwise work this long (in small sleeps, so SIGTERM is answered promptly)
 #   RUN_UNTIL_FILE   or else work until this file exists (at most 120 s, then exit 124)
 #   FAIL_CODE        its exit code; "kill" = SIGKILL itself (exit code 137 as seen by a parent)
+#   FAIL_MESSAGE     a line it prints before failing (after its own "failing with" line)
 #   FAIL_ONCE_DIR    if set, fail only the first time (a marker file there remembers)
 #   EXIT_CODE        the exit code of every other run (default 0)
 #   BACKGROUND_CHILD_SECONDS  if set, first start a background child (in the replica's process
@@ -50,6 +51,7 @@ if [ "${FAIL_INDEX:-}" = "${COHORT_REPLICA_INDEX}" ]; then
   if [ -z "${FAIL_ONCE_DIR:-}" ] || [ ! -e "$FAIL_ONCE_DIR/$me.failed" ]; then
     if [ -n "${FAIL_ONCE_DIR:-}" ]; then touch "$FAIL_ONCE_DIR/$me.failed"; fi
     echo "replica $me failing with ${FAIL_CODE:-1}"
+    if [ -n "${FAIL_MESSAGE:-}" ]; then echo "$FAIL_MESSAGE"; fi
     if [ "${FAIL_CODE:-1}" = "kill" ]; then kill -9 $$; fi
     exit "${FAIL_CODE:-1}"
   fi

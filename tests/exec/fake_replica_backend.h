@@ -17,6 +17,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/replica_backend.h"
@@ -31,6 +33,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     std::chrono::seconds duration;
     int exit_code = 0;
     std::string termination_message = "";  // what the run leaves in its termination-message file
+    std::vector<std::string> output = {};  // what the run wrote, as ReplicaState::output_tail
   };
   using Script = std::function<std::optional<Exit>(const ReplicaId& id, int run)>;
 
@@ -83,6 +86,7 @@ class FakeReplicaBackend : public ReplicaBackend {
       replica.exit_at = *now_ + exit->duration;
       replica.exit_code = exit->exit_code;
       replica.termination_message = exit->termination_message;
+      replica.output = exit->output;
     }
     return replica.state;
   }
@@ -120,6 +124,7 @@ class FakeReplicaBackend : public ReplicaBackend {
         replica.state.finished_at = *now_;
         replica.state.pid = 0;
         replica.state.termination_message = replica.termination_message;
+        replica.state.output_tail = replica.output;
       }
       states.push_back(replica.state);
       ++it;
@@ -150,6 +155,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     std::optional<Time> exit_at;
     int exit_code = 0;
     std::string termination_message;
+    std::vector<std::string> output;
     bool killed = false;
   };
 

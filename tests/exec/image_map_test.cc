@@ -91,6 +91,42 @@ TEST(ImageMapTest, ImagesFileInCohortHome) {
   EXPECT_EQ((*evaluator)[2], "exec python3 evaluate_from_flag.py \"$@\"");
 }
 
+TEST(ImageMapTest, AMappingSaysWhereItComesFrom) {
+  ScratchDirectory home;
+  std::ofstream(home.path() / "images") << "trainer:1.0=python3 train.py\n";
+  ImageMap images;
+  ASSERT_TRUE(images.AddFlag("evaluator:1.0=python3 evaluate.py").ok());
+  ASSERT_TRUE(images.LoadFile(home.path() / "images").ok());
+  EXPECT_EQ(images.DescribeMapping(ImageOnly("trainer:1.0")),
+            "image trainer:1.0 is mapped to 'python3 train.py' by $COHORT_HOME/images");
+  EXPECT_EQ(images.DescribeMapping(ImageOnly("evaluator:1.0")),
+            "image evaluator:1.0 is mapped to 'python3 evaluate.py' by --image");
+  EXPECT_EQ(images.DescribeMapping(ImageOnly("other:1.0")), "");
+  job::Container own = ImageOnly("trainer:1.0");
+  own.command = {"python3", "mine.py"};
+  EXPECT_EQ(images.DescribeMapping(own), "");
+}
+
+// For `cohort validate`: an unmapped image is a warning per replica type, with its position.
+TEST(ImageMapTest, UnmappedImagesAreWarningsNamingTheReplicaType) {
+  job::Job job = JobFromYaml(
+      "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: cluster}\nspec:\n"
+      "  tfReplicaSpecs:\n"
+      "    Worker:\n      replicas: 2\n      template:\n        spec:\n"
+      "          containers: [{name: tensorflow, image: gcr.io/t/trainer:1}]\n"
+      "    PS:\n      replicas: 1\n      template:\n        spec:\n"
+      "          containers: [{name: tensorflow, image: gcr.io/t/ps:1}]\n");
+  ImageMap images;
+  ASSERT_TRUE(images.AddFlag("gcr.io/t/ps:1=python3 ps.py").ok());
+  std::vector<std::string> warnings = images.UnmappedImageWarnings(job);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("Worker: image \"gcr.io/t/trainer:1\" is not mapped to a "
+                                     "command, so this job cannot run here as it is (valid for a "
+                                     "cluster); map it with --image gcr.io/t/trainer:1=COMMAND"));
+  ASSERT_TRUE(images.AddFlag("gcr.io/t/trainer:1=python3 train.py").ok());
+  EXPECT_TRUE(images.UnmappedImageWarnings(job).empty());
+}
+
 TEST(ImageMapTest, NoImagesFileIsFine) {
   ScratchDirectory home;
   EXPECT_TRUE(ImageMap().LoadFile(home.path() / "images").ok());

@@ -12,6 +12,7 @@
 #include "exec/memory_job_store.h"
 #include "exec_test_support.h"
 #include "fake_replica_backend.h"
+#include "job/log_policy.h"
 #include "job/spec_parser.h"
 #include "job/status_json.h"
 #include "testing/test_kind.h"
@@ -31,10 +32,14 @@ const ReplicaId kWorker1{"Worker", 1};
 class JobControllerTest : public ::testing::Test {
  protected:
   // Creates job "job" of `workers` Worker replicas with `restart_policy` and `run_policy`.
-  void CreateJob(int workers, const std::string& restart_policy,
-                 const std::string& run_policy = "") {
+  void CreateJob(int workers, const std::string& restart_policy, const std::string& run_policy = "",
+                 const std::string& log_policies = "") {
     std::ostringstream yaml;
-    yaml << "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: job}\nspec:\n";
+    yaml << "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: job\n";
+    if (!log_policies.empty()) {
+      yaml << "  annotations:\n    cohort.dev/log-policies: '" << log_policies << "'\n";
+    }
+    yaml << "spec:\n";
     if (!run_policy.empty()) yaml << "  runPolicy: " << run_policy << "\n";
     yaml << "  tfReplicaSpecs:\n    Worker:\n      replicas: " << workers
          << "\n      restartPolicy: " << restart_policy
@@ -367,6 +372,244 @@ TEST_F(JobControllerTest, ASecondStopRequestKillsWithoutWaitingForTheGracePeriod
   }
   EXPECT_EQ(killed, (std::set<ReplicaId>{kWorker0, kWorker1}));
   EXPECT_EQ(backend.running(), 0);
+}
+
+// ---- Log policies, the failure message and the kept log lines ----
+
+// `exit`, whose run wrote `output`.
+Exit Writing(Exit exit, std::vector<std::string> output) {
+  exit.output = std::move(output);
+  return exit;
+}
+
+TEST_F(JobControllerTest, APermanentLogPolicyStopsTheRestartsAndTheMessageQuotesTheLine) {
+  CreateJob(2, "OnFailure", "",
+            R"([{"name": "cuda-oom", "pattern": "CUDA out of memory", "action": "permanent"}])");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 0) return std::nullopt;
+    return Writing(Exit{seconds(2), 1},
+                   {"step 10", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                    "Traceback follows", ""});
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(backend.starts().size(), 2u);  // worker-1 was not restarted
+  EXPECT_EQ(status->conditions.back().message,
+            "TFJob default/job has failed because 1 Worker replica(s) failed: worker-1 exited "
+            "with code 1 at 2026-01-01T00:00:02Z after 0 restarts; its log: \"RuntimeError: CUDA "
+            "out of memory. Tried to allocate 2.00 GiB\" (log policy cuda-oom: permanent).");
+  // The row keeps the run's last lines (blank ones left out) after the job has ended.
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].phase, "Failed");
+  EXPECT_THAT(rows[1].last_log_lines,
+              ::testing::ElementsAre("step 10",
+                                     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                                     "Traceback follows"));
+}
+
+TEST_F(JobControllerTest, PoliciesFromTheConfigApplyAfterTheJobsOwn) {
+  CreateJob(1, "OnFailure", "{backoffLimit: 1}",
+            R"([{"pattern": "transient", "action": "retryable"}])");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) {
+    return Writing(Exit{seconds(1), 1}, {run == 0 ? "transient disk error" : "disk full"});
+  });
+  StatusOr<std::vector<job::LogPolicy>> config = job::ParseLogPolicies(
+      nlohmann::json::parse(R"([{"pattern": "disk", "action": "permanent"}])"), "config");
+  ASSERT_TRUE(config.ok());
+  controller_ = std::make_unique<JobController>(store_, backend, key_, ControllerObserver{},
+                                                [this] { return now_; });
+  controller_->AddLogPolicies(*config);
+  StatusOr<job::JobStatus> status = controller_->Run();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  // The first failure matched both: the job's retryable rule decided, and it was restarted. The
+  // second matched only the config's permanent rule.
+  EXPECT_EQ(backend.starts().size(), 2u);
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("after 1 restart; its log: \"disk full\" (log policy disk: permanent)"));
+}
+
+// Without a policy the failure still says why, in the replica's last line; a replica that keeps
+// failing ends the job with its name, exit code and that line (issue 15's done-when).
+TEST_F(JobControllerTest, AWorkerThatKeepsFailingEndsTheJobNamingItsCodeAndLastLine) {
+  CreateJob(2, "OnFailure", "{backoffLimit: 2}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+    if (id.index == 0) return std::nullopt;
+    return Writing(Exit{seconds(1), 3}, {"loading data", "error: cannot open /data/train.csv"});
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  const std::string& message = status->conditions.back().message;
+  EXPECT_THAT(message, HasSubstr("worker-1 exited with code 3 at "));
+  EXPECT_THAT(message, HasSubstr("after 2 restarts; its last log line: \"error: cannot open "
+                                 "/data/train.csv\""));
+}
+
+TEST_F(JobControllerTest, AReplicaThatCannotStartSaysWhyInTheJobsMessage) {
+  CreateJob(1, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 0}; });
+  backend.refuse_to_start.insert(kWorker0);
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("worker-0 exited with code 127 at 2026-01-01T00:00:00Z after 0 restarts; "
+                        "it could not be started: cannot execute fake."));
+}
+
+// ---- The status is true at every moment: a table over the controller's runs ----
+
+struct StatusCase {
+  std::string name;
+  int workers;
+  std::string restart_policy;
+  std::string run_policy;
+  FakeReplicaBackend::Script script;
+  std::optional<seconds> suspend_at;  // suspended then, resumed 5 s later
+};
+
+void PrintTo(const StatusCase& c, std::ostream* out) { *out << c.name; }
+
+class StatusTruthTest : public JobControllerTest,
+                        public ::testing::WithParamInterface<StatusCase> {};
+
+// At every wait of the controller (what `get` and `describe` read while it rests) and after the
+// end: ACTIVE is the number of rows Running, no row is Running once the job has finished,
+// ACTIVE + SUCCEEDED + FAILED never exceed the replicas, and RESTARTS never shrinks, across
+// suspend and resume too.
+TEST_P(StatusTruthTest, CountsMatchTheRowsAndRestartsNeverShrink) {
+  const StatusCase& c = GetParam();
+  CreateJob(c.workers, c.restart_policy, c.run_policy);
+  FakeReplicaBackend backend(&now_, c.script);
+  int last_restarts = 0;
+  int checks = 0;
+  bool suspended = false, resumed = false;
+  auto check = [&](const std::string& when) {
+    ++checks;
+    StatusOr<job::JobStatus> status = store_.ReadStatus(key_);
+    ASSERT_TRUE(status.ok());
+    std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+    int running = 0, restarts = 0;
+    for (const ReplicaRow& row : rows) {
+      running += !row.removed && row.phase == "Running";
+      restarts += row.restarts;
+      if (job::IsFinished(*status)) {
+        EXPECT_NE(row.phase, "Running") << when << ": " << row.name;
+        EXPECT_NE(row.phase, "Pending") << when << ": " << row.name;
+      }
+      if (row.phase != "Running" && row.phase != "Terminating") {
+        EXPECT_EQ(row.pid, 0) << when << ": " << row.name;
+      }
+    }
+    const job::ReplicaStatus counts = status->replica_statuses.count("Worker")
+                                          ? status->replica_statuses.at("Worker")
+                                          : job::ReplicaStatus{};
+    EXPECT_EQ(counts.active, running) << when;
+    EXPECT_LE(counts.active + counts.succeeded + counts.failed, c.workers) << when;
+    if (job::IsFinished(*status)) {
+      EXPECT_EQ(counts.active, 0) << when;
+    }
+    EXPECT_GE(restarts, last_restarts) << when << ": RESTARTS shrank";
+    last_restarts = restarts;
+  };
+  backend.at_wait = [&](Time now) {
+    check("at " + FormatTime(now));
+    if (c.suspend_at && !suspended && now >= start_ + *c.suspend_at) {
+      ASSERT_TRUE(store_.SetSuspended(key_, true).ok());
+      suspended = true;
+    } else if (suspended && !resumed && now >= start_ + *c.suspend_at + seconds(5)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, false).ok());
+      resumed = true;
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsFinished(*status));
+  check("after the end");
+  EXPECT_GT(checks, 2);
+}
+
+std::optional<FakeReplicaBackend::Exit> RunsUntilStopped() { return std::nullopt; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Runs, StatusTruthTest,
+    ::testing::Values(StatusCase{"NeverOneFailsOthersRun", 3, "Never", "",
+                                 [](const ReplicaId& id, int) -> std::optional<Exit> {
+                                   if (id.index == 2) return Exit{seconds(1), 1};
+                                   return RunsUntilStopped();
+                                 },
+                                 std::nullopt},
+                      StatusCase{"OnFailureBackoffLimit", 3, "OnFailure", "{backoffLimit: 3}",
+                                 [](const ReplicaId& id, int) -> std::optional<Exit> {
+                                   if (id.index == 1) return Exit{seconds(1), 3};
+                                   return RunsUntilStopped();
+                                 },
+                                 std::nullopt},
+                      StatusCase{"OnFailureRecovers", 2, "OnFailure", "",
+                                 [](const ReplicaId& id, int run) -> std::optional<Exit> {
+                                   if (id.index == 0 && run < 2) return Exit{seconds(1), 1};
+                                   return Exit{seconds(8), 0};
+                                 },
+                                 std::nullopt},
+                      StatusCase{"ExitCodeKilledThenSucceeds", 2, "ExitCode", "",
+                                 [](const ReplicaId& id, int run) -> std::optional<Exit> {
+                                   if (id.index == 1 && run == 0) return Exit{seconds(2), 137};
+                                   return Exit{seconds(6), 0};
+                                 },
+                                 std::nullopt},
+                      StatusCase{"AlwaysPastItsDeadline", 2, "Always", "{activeDeadlineSeconds: 7}",
+                                 [](const ReplicaId&, int) -> std::optional<Exit> {
+                                   return Exit{seconds(2), 0};
+                                 },
+                                 std::nullopt},
+                      StatusCase{"CleanPodPolicyAllAtSuccess", 3, "Never", "{cleanPodPolicy: All}",
+                                 [](const ReplicaId& id, int) -> std::optional<Exit> {
+                                   if (id.index == 0) return Exit{seconds(3), 0};
+                                   return RunsUntilStopped();
+                                 },
+                                 std::nullopt},
+                      // Two restarts before the suspension: RESTARTS stays 2 after the resume, and
+                      // grows from there.
+                      StatusCase{"RestartsThenSuspendAndResume", 1, "OnFailure", "",
+                                 [](const ReplicaId&, int run) -> std::optional<Exit> {
+                                   if (run < 2) return Exit{seconds(1), 1};
+                                   if (run == 2) return RunsUntilStopped();
+                                   if (run == 3) return Exit{seconds(1), 1};
+                                   return Exit{seconds(2), 0};
+                                 },
+                                 seconds(8)}),
+    [](const ::testing::TestParamInfo<StatusCase>& info) { return info.param.name; });
+
+TEST_F(JobControllerTest, RestartsAreNotForgottenAcrossSuspendAndResume) {
+  CreateJob(1, "OnFailure");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) -> std::optional<Exit> {
+    if (run < 2) return Exit{seconds(1), 1};
+    if (run == 2) return std::nullopt;
+    if (run == 3) return Exit{seconds(1), 1};
+    return Exit{seconds(2), 0};
+  });
+  bool suspended = false, resumed = false;
+  backend.at_wait = [&](Time now) {
+    if (!suspended && now >= start_ + seconds(8)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, true).ok());
+      suspended = true;
+    } else if (suspended && !resumed && now >= start_ + seconds(13)) {
+      ASSERT_TRUE(store_.SetSuspended(key_, false).ok());
+      resumed = true;
+    }
+  };
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  EXPECT_TRUE(resumed);
+  // Two restarts before the suspension, one after: three, as many as were made.
+  ASSERT_EQ(backend.starts().size(), 5u);
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].restarts, 3);
 }
 
 TEST_F(JobControllerTest, AFinishedJobIsNotRunAgain) {

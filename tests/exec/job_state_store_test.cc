@@ -124,6 +124,10 @@ TYPED_TEST(JobStateStoreTest, StatusEventsEndpointsAndReplicasReadBackAsWritten)
   EXPECT_EQ(*store.ReadEndpoints(key),
             (std::map<std::string, int>{{"worker-0", 4000}, {"worker-1", 4001}}));
   std::vector<ReplicaRow> rows = {{"worker-0", "Running", 1, 4000, 42, std::nullopt, now, {}}};
+  ReplicaRow failed{"worker-1", "Failed", 2, 4001, 0, 3, now, now};
+  failed.removed = true;
+  failed.last_log_lines = {"step 3", "error: \"quoted\" and \t tab"};
+  rows.push_back(failed);
   ASSERT_TRUE(store.WriteReplicas(key, rows).ok());
   EXPECT_EQ(store.ReadReplicas(key), rows);
   EXPECT_THAT(store.LogLocation(key, "worker-0"), HasSubstr("worker-0.log"));

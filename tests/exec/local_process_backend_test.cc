@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "exec_test_support.h"
@@ -74,6 +77,125 @@ TEST_F(LocalProcessBackendTest, AnExitIsObservedWithItsCode) {
   // An exited replica that is stopped is removed at once.
   backend->Stop(kWorker0, StopMode::kGraceful);
   EXPECT_TRUE(backend->Observe().empty());
+}
+
+// The exited run's own lines come back (not the earlier run's, not the restart banner), and an
+// exit of 127 in the first second gets a hint naming the command.
+TEST_F(LocalProcessBackendTest, AnExitBringsTheRunsLastLinesAndACommandThatCannotRunItsHint) {
+  std::unique_ptr<LocalProcessBackend> backend = NewBackend();
+  ASSERT_NE(backend, nullptr);
+  job::Job job = ShellJob("tail", 1, "echo first run; exit 4");
+  ASSERT_TRUE(backend->Start({kWorker0, &job, 0, 0}).ok());
+  auto exited = [](const auto& states) {
+    return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+  };
+  std::vector<ReplicaState> states = ObserveUntil(*backend, exited);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_THAT(states[0].output_tail, ::testing::ElementsAre("first run"));
+  EXPECT_EQ(states[0].exit_hint, "");
+
+  job::Job second = ShellJob("tail", 1, "echo one; echo two; exit 127");
+  ASSERT_TRUE(backend->Start({kWorker0, &second, 1, 4}).ok());
+  states = ObserveUntil(*backend, exited);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].exit_code, 127);
+  EXPECT_THAT(states[0].output_tail, ::testing::ElementsAre("one", "two"));
+  EXPECT_EQ(states[0].exit_hint,
+            "exit code 127 within its first second: its command could not be run (not found); "
+            "it ran /bin/sh -c 'echo one; echo two; exit 127'");
+  backend->Stop(kWorker0, StopMode::kGraceful);
+}
+
+// The signal that killed a replica is told apart from a code it exited with itself.
+TEST_F(LocalProcessBackendTest, AKillingSignalIsToldApartFromAnExitCode) {
+  std::unique_ptr<LocalProcessBackend> backend = NewBackend();
+  ASSERT_NE(backend, nullptr);
+  auto exited = [](const auto& states) {
+    return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+  };
+  job::Job killed = ShellJob("signal", 1, "kill -SEGV $$");
+  ASSERT_TRUE(backend->Start({kWorker0, &killed, 0, 0}).ok());
+  std::vector<ReplicaState> states = ObserveUntil(*backend, exited);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].exit_code, 139);
+  EXPECT_EQ(states[0].signal, SIGSEGV);
+  EXPECT_FALSE(states[0].oom_killed);
+
+  job::Job exits = ShellJob("signal", 1, "exit 137");
+  ASSERT_TRUE(backend->Start({kWorker0, &exits, 1, 139}).ok());
+  states = ObserveUntil(*backend, exited);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].exit_code, 137);
+  EXPECT_EQ(states[0].signal, 0);
+  EXPECT_FALSE(states[0].oom_killed);  // a 137 is never taken for an OOM kill
+  backend->Stop(kWorker0, StopMode::kGraceful);
+}
+
+// A memory cgroup of this process's own (v1 "memory" or v2), limited to `limit_bytes`, removed
+// by the destructor; empty path where this machine does not let the test make one.
+class MemoryCgroup {
+ public:
+  explicit MemoryCgroup(int64_t limit_bytes) {
+    std::string text = ReadWhole("/proc/self/cgroup");
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      const size_t first = line.find(':'), second = line.find(':', first + 1);
+      if (first == std::string::npos || second == std::string::npos) continue;
+      const std::string controllers = line.substr(first + 1, second - first - 1);
+      const std::string own = line.substr(second + 1);
+      std::filesystem::path base;
+      std::string limit_file;
+      if (controllers == "memory") {
+        base = "/sys/fs/cgroup/memory" + own;
+        limit_file = "memory.limit_in_bytes";
+      } else if (controllers.empty() &&
+                 std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers")) {
+        base = "/sys/fs/cgroup" + own;
+        limit_file = "memory.max";
+      } else {
+        continue;
+      }
+      std::filesystem::path path = base / ("cohort-oom-test-" + std::to_string(getpid()));
+      std::error_code error;
+      if (!std::filesystem::create_directory(path, error)) continue;
+      std::ofstream(path / limit_file) << limit_bytes;
+      if (std::filesystem::exists(path / "cgroup.procs")) {
+        path_ = path;
+        return;
+      }
+      std::filesystem::remove(path, error);
+    }
+  }
+  ~MemoryCgroup() {
+    std::error_code error;
+    if (!path_.empty()) std::filesystem::remove(path_, error);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A real OOM kill, where the machine allows one: the replica moves itself into a memory cgroup
+// of 32 MiB and grows past it; the kernel's record says so, and the backend reports it.
+TEST_F(LocalProcessBackendTest, AnOomKillIsReportedWhenTheKernelRecordsIt) {
+  MemoryCgroup cgroup(32 << 20);
+  if (cgroup.path().empty()) GTEST_SKIP() << "no memory cgroup can be made here";
+  if (access("/dev/kmsg", R_OK) != 0) GTEST_SKIP() << "the kernel's log cannot be read here";
+  std::unique_ptr<LocalProcessBackend> backend = NewBackend();
+  ASSERT_NE(backend, nullptr);
+  job::Job job = ShellJob("oom", 1,
+                          "echo $$ > " + (cgroup.path() / "cgroup.procs").string() +
+                              "; x=$(head -c 268435456 /dev/zero | tr \"\\0\" a); echo survived");
+  ASSERT_TRUE(backend->Start({kWorker0, &job, 0, 0}).ok());
+  std::vector<ReplicaState> states = ObserveUntil(*backend, [](const auto& states) {
+    return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+  });
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].signal, SIGKILL) << Log();
+  EXPECT_TRUE(states[0].oom_killed) << Log();
+  backend->Stop(kWorker0, StopMode::kGraceful);
 }
 
 TEST_F(LocalProcessBackendTest, AStoppedReplicaIsAbsentOnceItHasExited) {

@@ -318,7 +318,8 @@ TEST(ShellKindReconcileTest, FailedNodesFailTheJobUnlessTheKindToleratesThem) {
   EXPECT_TRUE(IsFailed(failed.status));
   EXPECT_EQ(failed.status.conditions.back().reason, "ShellFailed");
   EXPECT_EQ(failed.status.conditions.back().message,
-            "ShellJob ns/demo has failed because 1 Node replica(s) failed.");
+            "ShellJob ns/demo has failed because 1 Node replica(s) failed: node-1 exited with code "
+            "1 at 2021-09-06T11:48:15Z after 0 restarts.");
 
   Job tolerant_job = ShellJob(0, 2);
   tolerant_job.kind_spec[kTolerateNodeFailuresField] = true;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <ostream>
 #include <string>
@@ -394,10 +395,16 @@ TEST_P(ExitTest, PolicyDecides) {
       break;
     }
     case Outcome::kJobFailed: {
+      // The operator's message, then (Cohort's addition) the replica that failed, how and when.
+      std::string message = c.failed_event.substr(c.failed_event.find(' ') + 1);
+      message.pop_back();  // its final period
+      message += ": " + LowerCase(c.type) + "-" + std::to_string(c.index) + " exited with code " +
+                 std::to_string(c.exit_code) + (c.exit_code == 137 ? " (128 + SIGKILL)" : "") +
+                 " at " + FormatTime(now) + " after 0 restarts.";
       EXPECT_THAT(Describe(result.events),
                   ElementsAre(exited, c.failed_event.substr(0, c.failed_event.find(' ')) +
-                                          " TFJobFailed: " +
-                                          c.failed_event.substr(c.failed_event.find(' ') + 1)));
+                                          " TFJobFailed: " + message));
+      EXPECT_EQ(result.status.conditions.back().message, message);
       EXPECT_THAT(Describe(result.status.conditions),
                   ElementsAre("Created True", "Running False", "Failed True"));
       EXPECT_EQ(result.status.conditions.back().reason, "TFJobFailed");
@@ -532,13 +539,123 @@ TEST(ReconcileTest, WorkerExitingOneUnderExitCodeFailsWithTheOperatorsMessage) {
   EXPECT_THAT(Describe(result.events),
               ElementsAre("Normal ExitedWithCode: Pod: kubeflow.mnist-worker-0 exited with code 1",
                           "Warning TFJobFailed: job \"mnist\" is failing because \"Worker\" "
-                          "replica(s) failed."));
+                          "replica(s) failed: worker-0 exited with code 1 at 2021-09-06T11:48:20Z "
+                          "after 0 restarts."));
   EXPECT_THAT(Describe(result.status.conditions),
               ElementsAre("Created True", "Running False", "Failed True"));
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_EQ(result.status.completion_time, kStart + seconds(10));
   EXPECT_TRUE(result.finished);
   EXPECT_FALSE(result.requeue_at);
+}
+
+// ---- Log policies and the failure message (Cohort's additions) ----
+
+LogPolicyMatch Matched(LogPolicyAction action) {
+  return LogPolicyMatch{"cuda-oom", action, "RuntimeError: CUDA out of memory"};
+}
+
+TEST(ReconcileTest, APermanentLogPolicyFailsTheJobWhateverTheRestartPolicy) {
+  for (RestartPolicy policy : {kAlways, kOnFailure, kExitCode, kNever}) {
+    Simulation simulation(MakeJob({{"Worker", 2, policy}}));
+    simulation.StartRunning();
+    simulation.Advance(seconds(5));
+    simulation.Exit("Worker", 1, 137);
+    simulation.Replica("Worker", 1).details.log_policy = Matched(LogPolicyAction::kPermanent);
+    ReconcileResult result = simulation.Step();
+    EXPECT_EQ(JobState(result.status), "Failed") << ToString(policy);
+    EXPECT_THAT(Describe(result.actions), IsEmpty()) << ToString(policy);
+    EXPECT_EQ(result.status.conditions.back().message,
+              "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-1 "
+              "exited with code 137 (128 + SIGKILL) at 2021-09-06T11:48:15Z after 0 restarts; "
+              "its log: \"RuntimeError: CUDA out of memory\" (log policy cuda-oom: permanent).")
+        << ToString(policy);
+  }
+}
+
+TEST(ReconcileTest, ARetryableLogPolicyRestartsAnExitCodeFailureButNotUnderNever) {
+  Simulation simulation(MakeJob({{"Worker", 2, kExitCode}}));
+  simulation.StartRunning();
+  simulation.Exit("Worker", 1, 1);
+  simulation.Replica("Worker", 1).details.log_policy = Matched(LogPolicyAction::kRetryable);
+  ReconcileResult result = simulation.Step();
+  EXPECT_THAT(Describe(result.actions), ElementsAre("Restart Worker 1"));
+  EXPECT_EQ(JobState(result.status), "Restarting");
+
+  Simulation never(MakeJob({{"Worker", 2, kNever}}));
+  never.StartRunning();
+  never.Exit("Worker", 1, 1);
+  never.Replica("Worker", 1).details.log_policy = Matched(LogPolicyAction::kRetryable);
+  EXPECT_EQ(JobState(never.Step().status), "Failed");
+}
+
+TEST(ReconcileTest, ALogPolicyDoesNotTurnASuccessIntoAFailure) {
+  Simulation simulation(MakeJob({{"Worker", 1, kOnFailure}}));
+  simulation.StartRunning();
+  simulation.Exit("Worker", 0, 0);
+  simulation.Replica("Worker", 0).details.log_policy = Matched(LogPolicyAction::kPermanent);
+  EXPECT_EQ(JobState(simulation.Step().status), "Succeeded");
+}
+
+TEST(ReconcileTest, TheFailureMessageQuotesTheLastLogLineAndTheExecutorsHint) {
+  Simulation simulation(MakeJob({{"Worker", 2, kNever}}));
+  simulation.StartRunning();
+  simulation.Advance(seconds(1));
+  simulation.Exit("Worker", 0, 127);
+  simulation.Replica("Worker", 0).details.last_log_line = "sh: 1: exec: train: not found";
+  simulation.Replica("Worker", 0).details.hint = "its command could not be run";
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(result.status.conditions.back().message,
+            "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-0 exited "
+            "with code 127 at 2021-09-06T11:48:11Z after 0 restarts; its last log line: \"sh: 1: "
+            "exec: train: not found\"; its command could not be run.");
+}
+
+// An executor that saw the signal says the replica was killed by it; the OOM killer is named only
+// when the executor says the kernel recorded it.
+TEST(ReconcileTest,
+     TheFailureMessageSaysWhichSignalKilledTheReplicaAndWhetherTheKernelOomKilledIt) {
+  Simulation signalled(MakeJob({{"Worker", 1, kNever}}));
+  signalled.StartRunning();
+  signalled.Exit("Worker", 0, 139);
+  signalled.Replica("Worker", 0).details.signal = SIGSEGV;
+  EXPECT_THAT(signalled.Step().status.conditions.back().message,
+              ::testing::HasSubstr("worker-0 was killed by SIGSEGV (exit code 139) at "));
+
+  Simulation oom(MakeJob({{"Worker", 1, kNever}}));
+  oom.StartRunning();
+  oom.Exit("Worker", 0, 137);
+  oom.Replica("Worker", 0).details.signal = SIGKILL;
+  oom.Replica("Worker", 0).details.oom_killed = true;
+  EXPECT_THAT(oom.Step().status.conditions.back().message,
+              ::testing::HasSubstr(
+                  "worker-0 was killed by the kernel's OOM killer (SIGKILL, exit code 137) at "));
+}
+
+// What the replica left in its termination-message file (its last words, e.g. a peer it gave up
+// on) is quoted too, its first line only.
+TEST(ReconcileTest, TheFailureMessageQuotesTheTerminationMessage) {
+  Simulation simulation(MakeJob({{"Worker", 1, kNever}}));
+  simulation.StartRunning();
+  simulation.Exit("Worker", 0, 1);
+  simulation.Replica("Worker", 0).termination_message = "CUDA device lost\nsecond line";
+  EXPECT_THAT(simulation.Step().status.conditions.back().message,
+              ::testing::EndsWith("after 0 restarts; its termination message: \"CUDA device "
+                                  "lost\"."));
+}
+
+// Two workers fail in one pass: the message names the one that failed first.
+TEST(ReconcileTest, TheFailureMessageNamesTheFirstReplicaThatFailed) {
+  Simulation simulation(MakeJob({{"Worker", 3, kNever}}));
+  simulation.StartRunning();
+  simulation.Advance(seconds(2));
+  simulation.Exit("Worker", 2, 4);
+  simulation.Advance(seconds(1));
+  simulation.Exit("Worker", 0, 5);
+  ReconcileResult result = simulation.Step();
+  EXPECT_THAT(result.status.conditions.back().message,
+              ::testing::HasSubstr("2 Worker replica(s) failed: worker-2 exited with code 4 at "
+                                   "2021-09-06T11:48:12Z"));
 }
 
 TEST(ReconcileTest, JobStaysRestartingUntilTheRestartedReplicaRuns) {
@@ -636,11 +753,13 @@ TEST(ReconcileTest, FailureWinsOverSuccessInTheSamePass) {
   ReconcileResult result = simulation.Step();
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_FALSE(IsSucceeded(result.status));
-  EXPECT_THAT(Describe(result.events),
-              ElementsAre("Normal ExitedWithCode: Pod: kubeflow.mnist-chief-0 exited with code 0",
-                          "Normal ExitedWithCode: Pod: kubeflow.mnist-ps-0 exited with code 1",
-                          "Normal TFJobFailed: TFJob kubeflow/mnist has failed because 1 PS "
-                          "replica(s) failed."));
+  EXPECT_THAT(
+      Describe(result.events),
+      ElementsAre("Normal ExitedWithCode: Pod: kubeflow.mnist-chief-0 exited with code 0",
+                  "Normal ExitedWithCode: Pod: kubeflow.mnist-ps-0 exited with code 1",
+                  "Normal TFJobFailed: TFJob kubeflow/mnist has failed because 1 PS "
+                  "replica(s) failed: ps-0 exited with code 1 at 2021-09-06T11:48:10Z after "
+                  "0 restarts."));
 }
 
 TEST(ReconcileTest, SuccessInThePassOfARestartRestartsNothing) {
@@ -901,7 +1020,8 @@ TEST(PeerReportTest, AStoppedReplicaFollowsItsOwnRestartPolicy) {
   ReconcileResult result = simulation.Step();
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_EQ(result.status.conditions.back().message,
-            "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed.");
+            "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-0 exited "
+            "with code 143 (128 + SIGTERM) at 2021-09-06T11:48:10Z after 0 restarts.");
 }
 
 // On Kubernetes the kubelet restarts an OnFailure container in place: the executor only sees the

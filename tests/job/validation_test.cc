@@ -112,6 +112,19 @@ INSTANTIATE_TEST_SUITE_P(
                        "name: " + std::string(64, 'a'),
                        {"job.yaml:4:9: metadata.name: \"" + std::string(64, 'a') +
                         "\" is not valid: must be no more than 63 characters"}},
+        ValidationCase{"LogPoliciesNotJson",
+                       "  name: mnist\n",
+                       "  name: mnist\n  annotations:\n    cohort.dev/log-policies: 'oom: stop'\n",
+                       {"job.yaml:6:30: metadata.annotations[cohort.dev/log-policies]: not "
+                        "JSON; write a list such as [{\"pattern\": \"CUDA out of memory\", "
+                        "\"action\": \"permanent\"}]"}},
+        ValidationCase{
+            "LogPolicyWithAnUnknownAction",
+            "  name: mnist\n",
+            "  name: mnist\n  annotations:\n    cohort.dev/log-policies: '[{\"pattern\": "
+            "\"x\", \"action\": \"stop\"}]'\n",
+            {"job.yaml:6:30: metadata.annotations[cohort.dev/log-policies]: [0].action: "
+             "\"stop\" is not one of permanent, retryable"}},
         ValidationCase{"BadNamespace",
                        "  name: mnist\n",
                        "  name: mnist\n  namespace: Team_A\n",

@@ -117,6 +117,9 @@ TEST_F(CliViewsTest, PodsAreTheReplicasNamedAsTheOperatorNamesThem) {
   EXPECT_EQ(pod["status"]["containerStatuses"][0]["restartCount"], 2);
   EXPECT_EQ(pod["metadata"]["labels"]["training.kubeflow.org/replica-type"], "worker");
   EXPECT_EQ(PodStatus({"w", "Failed", 0, 0, 0, 1, std::nullopt, std::nullopt}), "Error");
+  // A replica being stopped shows as kubectl shows a pod being deleted.
+  EXPECT_EQ(PodStatus({"w", "Terminating", 0, 0, 42, std::nullopt, std::nullopt, std::nullopt}),
+            "Terminating");
 }
 
 TEST_F(CliViewsTest, AFinishedJobsRemovedReplicasAreNotListed) {

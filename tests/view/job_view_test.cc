@@ -161,6 +161,27 @@ TEST_F(JobViewTest, DescribeShowsStatusReplicasAndFoldedEvents) {
             "Pod: default.mnist-worker-1 exited with code 137\n");
 }
 
+// A failed replica's last lines, kept with the job, follow the replica table; a replica that
+// succeeded shows none.
+TEST_F(JobViewTest, DescribeShowsTheLastLinesOfTheReplicasThatFailed) {
+  ReplicaRow worker0{
+      "worker-0", "Succeeded", 0, 4000, 0, 0, created_ + seconds(1), created_ + seconds(60)};
+  worker0.last_log_lines = {"done"};
+  ReplicaRow worker1{
+      "worker-1", "Failed", 2, 4001, 0, 1, created_ + seconds(30), created_ + seconds(90)};
+  worker1.removed = true;
+  worker1.last_log_lines = {"step 7", "RuntimeError: CUDA out of memory"};
+  ASSERT_TRUE(store_.WriteReplicas(mnist_, {worker0, worker1}).ok());
+  StatusOr<std::string> text = DescribeJob(store_, mnist_, now_);
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, ::testing::HasSubstr("Last Log Lines:\n"
+                                          "  worker-1 (exit code 1 at 2026-01-01T00:01:30Z):\n"
+                                          "    step 7\n"
+                                          "    RuntimeError: CUDA out of memory\n"
+                                          "Events:\n"));
+  EXPECT_THAT(*text, ::testing::Not(::testing::HasSubstr("    done\n")));
+}
+
 TEST_F(JobViewTest, DescribeOfAJobWithoutReplicasOrEventsSaysNone) {
   StatusOr<std::string> text = DescribeJob(store_, other_, now_);
   ASSERT_TRUE(text.ok()) << text.status().ToString();
