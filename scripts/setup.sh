@@ -25,11 +25,11 @@ COHORT_PACKAGES=(
 # unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
 # that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
-# on PATH.
+# on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
 COHORT_TEST_PACKAGES=(
   golang-go etcd-server dpkg-dev rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
-  curl
+  curl iproute2
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
