@@ -2,9 +2,12 @@
 # Installs what is missing, builds, and runs every test: unit and integration tests, then the
 # job-control tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the fuzz
 # targets briefly. Long scenarios carry the ctest label "long" and run only with COHORT_LONG_TESTS=1.
+# The tests against a real Kubernetes API server (label "kube") use servers that
+# scripts/build-kube-apiserver.sh builds on the first run (about 10 minutes) and caches.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup.sh"
 cohort_install_packages
+cohort_install_test_packages
 
 label_filter=(-LE long)
 if [ "${COHORT_LONG_TESTS:-0}" = "1" ]; then label_filter=(); fi

@@ -13,15 +13,25 @@ function(cohort_module name)
   target_link_libraries(cohort_${name} PUBLIC ${arg_UNPARSED_ARGUMENTS})
 endfunction()
 
-# cohort_test(NAME DEPS... [HEAVY gtest_filter]): one gtest binary from every *_test.cc in
-# tests/NAME, registered with ctest test by test, each with a TIMEOUT of 300 s. The tests that
-# HEAVY's gtest filter selects (many processes, all cores busy for seconds) run with RUN_SERIAL:
-# alone, so that under `ctest -j` they do not starve the tests that measure time.
+# cohort_test(NAME DEPS... [HEAVY gtest_filter] [WHOLE_BINARY] [LABELS label...] [TIMEOUT s]):
+# one gtest binary from every *_test.cc in tests/NAME, registered with ctest test by test, each
+# with a TIMEOUT of 300 s (or TIMEOUT) and the label NAME. The tests that HEAVY's
+# gtest filter selects (many processes, all cores busy for seconds) run with RUN_SERIAL: alone, so
+# that under `ctest -j` they do not starve the tests that measure time. WHOLE_BINARY registers the
+# binary as one ctest test NAME instead, run alone, with the labels NAME and LABELS: for tests that
+# share an expensive fixture started once per process (a Kubernetes control plane).
 function(cohort_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "HEAVY" "")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "WHOLE_BINARY" "HEAVY;TIMEOUT" "LABELS")
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${name}/*_test.cc)
   if(NOT sources)
     return()
+  endif()
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 300)
+  endif()
+  if(arg_LABELS AND NOT arg_WHOLE_BINARY)
+    # gtest_discover_tests cannot pass a list of labels on to the tests it finds.
+    message(FATAL_ERROR "cohort_test(${name}): LABELS needs WHOLE_BINARY")
   endif()
   add_executable(${name}_test ${sources})
   target_link_libraries(${name}_test PRIVATE ${arg_UNPARSED_ARGUMENTS} cohort_testing
@@ -29,12 +39,17 @@ function(cohort_test name)
   target_compile_definitions(${name}_test PRIVATE
     COHORT_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     COHORT_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  if(arg_HEAVY)
+  if(arg_WHOLE_BINARY)
+    add_test(NAME ${name} COMMAND ${name}_test)
+    set_tests_properties(${name} PROPERTIES LABELS "${name};${arg_LABELS}" TIMEOUT ${arg_TIMEOUT}
+      RUN_SERIAL TRUE)
+  elseif(arg_HEAVY)
     gtest_discover_tests(${name}_test TEST_FILTER "-${arg_HEAVY}"
-      PROPERTIES LABELS ${name} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+      PROPERTIES LABELS ${name} TIMEOUT ${arg_TIMEOUT} DISCOVERY_TIMEOUT 60)
     gtest_discover_tests(${name}_test TEST_FILTER "${arg_HEAVY}"
-      PROPERTIES LABELS ${name} TIMEOUT 300 RUN_SERIAL TRUE DISCOVERY_TIMEOUT 60)
+      PROPERTIES LABELS ${name} TIMEOUT ${arg_TIMEOUT} RUN_SERIAL TRUE DISCOVERY_TIMEOUT 60)
   else()
-    gtest_discover_tests(${name}_test PROPERTIES LABELS ${name} TIMEOUT 300 DISCOVERY_TIMEOUT 60)
+    gtest_discover_tests(${name}_test PROPERTIES LABELS ${name} TIMEOUT ${arg_TIMEOUT}
+      DISCOVERY_TIMEOUT 60)
   endif()
 endfunction()

@@ -11,10 +11,24 @@ COHORT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libssl-dev zlib1g-dev libgtest-dev libgmock-dev
+  libcurl4-openssl-dev libcpp-httplib-dev openssl
   clang libclang-rt-14-dev
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
   python3-torch
+)
+
+# What only the tests need, on top of COHORT_PACKAGES: a real Kubernetes control plane
+# (tests/kube_cluster). scripts/build-kube-apiserver.sh builds kube-apiserver and
+# kube-controller-manager from Debian's `kubernetes` source package with golang-go (dpkg-dev
+# unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
+# that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
+# (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
+# on PATH.
+COHORT_TEST_PACKAGES=(
+  golang-go etcd-server dpkg-dev rsync
+  golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
+  curl
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
@@ -39,13 +53,60 @@ cohort_pin_blas() {
 }
 
 cohort_install_packages() {
-  cohort_install_missing_packages
+  cohort_install_missing_packages "${COHORT_PACKAGES[@]}"
   cohort_pin_blas
+  cohort_install_node_packages
 }
 
+# The npm packages of tests/kube_schema (the kube_schema test validates Cohort's Kubernetes objects
+# with them), exactly as package-lock.json pins them. Skipped when they are already installed from
+# this lock. Without npm, or offline, a machine outside CI skips them with a message (the test is
+# then not registered, or says what to run); in CI ($CI set) both are errors.
+cohort_install_node_packages() {
+  local folder="$COHORT_ROOT/tests/kube_schema"
+  local stamp="$folder/node_modules/.cohort-installed-lock.json"
+  if [ -f "$stamp" ] && cmp -s "$folder/package-lock.json" "$stamp"; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null; then
+    if [ -n "${CI:-}" ]; then
+      echo "setup: npm is missing; CI needs it for tests/kube_schema (install node 20 and npm)" >&2
+      return 1
+    fi
+    echo "setup: npm not found: skipping tests/kube_schema's packages (the kube_schema test needs them)"
+    return 0
+  fi
+  echo "setup: npm ci in tests/kube_schema"
+  if ! (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    if [ -n "${CI:-}" ]; then
+      echo "setup: npm ci failed in tests/kube_schema" >&2
+      return 1
+    fi
+    echo "setup: npm ci failed (offline?): the kube_schema test will fail until it succeeds"
+    return 0
+  fi
+  cp "$folder/package-lock.json" "$stamp"
+}
+
+# The packages of COHORT_TEST_PACKAGES, and Debian's kubectl (kubernetes-client) where no kubectl
+# is on PATH; then the Kubernetes servers (built once, ~10 minutes, then cached outside the clone),
+# whose folder goes to the tests in COHORT_KUBE_APISERVER_DIR.
+cohort_install_test_packages() {
+  local packages=("${COHORT_TEST_PACKAGES[@]}")
+  if ! command -v kubectl >/dev/null; then packages+=(kubernetes-client); fi
+  cohort_install_missing_packages "${packages[@]}"
+  echo "== Kubernetes servers for the tests (scripts/build-kube-apiserver.sh)"
+  local output
+  output="$(timeout 2400 "$COHORT_ROOT/scripts/build-kube-apiserver.sh")"
+  echo "$output"
+  COHORT_KUBE_APISERVER_DIR="$(tail -n 1 <<<"$output")"
+  export COHORT_KUBE_APISERVER_DIR
+}
+
+# cohort_install_missing_packages PACKAGE...: apt-get installs those not installed yet.
 cohort_install_missing_packages() {
   local missing=()
-  for package in "${COHORT_PACKAGES[@]}"; do
+  for package in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$package")
     fi

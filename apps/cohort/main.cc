@@ -5,6 +5,8 @@
 //   cohort get / describe / logs / wait / delete JOB
 //   cohort validate FILE... / cohort tfconfig FILE --replica worker-1
 //   cohort convert FILE    print the TFJob a file amounts to (an AI Platform job spec converted)
+//   cohort manifests FILE  print the pods, services and PodGroup Kubeflow's operator would create
+//   cohort crd             print the TFJob CustomResourceDefinition (deploy/kubernetes/crd.yaml)
 //   kubectl's forms: apply/create/delete -f FILE, get tfjobs|pods [NAME], logs POD, -o FORMAT, -w
 //   gcloud's: cohort ai-platform jobs submit training|list|describe|cancel|stream-logs
 //
@@ -29,6 +31,9 @@
 #include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
+#include "job/tfjob.h"
+#include "kube/objects/crd.h"
+#include "kube/objects/objects.h"
 #include "view/ai_platform_view.h"
 #include "view/command_line.h"
 #include "view/job_view.h"
@@ -664,6 +669,35 @@ int TfConfig(const std::string& file, const job::JobFileOptions& options,
   return kExitSucceeded;
 }
 
+// ---- manifests / crd ----
+
+// The job's Kubernetes objects as a YAML stream. The operator names the namespace in the request
+// path only; here each object carries it, so that `kubectl apply -f -` puts it where TF_CONFIG's
+// hosts point.
+int Manifests(const std::string& file, const job::JobFileOptions& options,
+              const std::optional<std::string>& namespace_flag,
+              const kube::ObjectOptions& object_options) {
+  StatusOr<LoadedJob> loaded = LoadJobFile(file, options, namespace_flag);
+  if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
+  const job::Job& job = loaded->job;
+  kube::Owner owner;
+  owner.api_version = job.api_version;
+  owner.kind = job.kind;
+  owner.name = job.metadata.name;
+  StatusOr<std::vector<nlohmann::json>> objects = kube::BuildJobObjects(job, owner, object_options);
+  if (!objects.ok()) return Fail(kExitInvalidInput, objects.status().message());
+  for (nlohmann::json& object : *objects) {
+    object["metadata"]["namespace"] = job.metadata.namespace_name;
+    std::cout << "---\n" << job::ToYaml(object);
+  }
+  return kExitSucceeded;
+}
+
+int Crd() {
+  std::cout << job::ToYaml(kube::CustomResourceDefinition(job::TFJobKind()));
+  return kExitSucceeded;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -843,6 +877,22 @@ int Main(int argc, char** argv) {
   add_file(convert, "the job");
   add_namespace(convert);
   convert->callback([&] { exit_code = Convert(file, job_file_options, namespace_flag()); });
+
+  kube::ObjectOptions object_options;
+  CLI::App* manifests = app.add_subcommand(
+      "manifests", "Print the pods, services (and PodGroup) the Kubeflow operator would create");
+  add_file(manifests, "the job");
+  add_namespace(manifests);
+  manifests->add_option(
+      "--cluster-domain", object_options.cluster_domain,
+      "appended to TF_CONFIG's hosts (<pod>.<ns>.svc.DOMAIN), e.g. cluster.local");
+  manifests->add_option("--gang-scheduler", object_options.gang_scheduler,
+                        "volcano, or a scheduler-plugins scheduler name: add a PodGroup");
+  manifests->callback(
+      [&] { exit_code = Manifests(file, job_file_options, namespace_flag(), object_options); });
+
+  CLI::App* crd = app.add_subcommand("crd", "Print the TFJob CustomResourceDefinition");
+  crd->callback([&] { exit_code = Crd(); });
 
   // gcloud ai-platform jobs ...: the same jobs, in gcloud's words and columns.
   CLI::App* ai_platform =

@@ -3,7 +3,12 @@
 # little "work" and exit 0 (workers) or serve until stopped (parameter servers).
 set -eu
 role="${1:-work}"
-echo "${GREETING:-hello}: I am ${COHORT_REPLICA_TYPE}-${COHORT_REPLICA_INDEX} of job ${COHORT_JOB_NAME}"
+# A local run names the replica in COHORT_*; in a Kubernetes pod the pod's name says it.
+if [ -n "${COHORT_REPLICA_TYPE:-}" ]; then
+  echo "${GREETING:-hello}: I am ${COHORT_REPLICA_TYPE}-${COHORT_REPLICA_INDEX} of job ${COHORT_JOB_NAME}"
+else
+  echo "${GREETING:-hello}: I am pod $(hostname)"
+fi
 echo "TF_CONFIG=${TF_CONFIG:-<none>}"
 if [ "$role" = "serve" ]; then
   echo "serving until the job finishes"

@@ -13,7 +13,9 @@
 
 namespace cohort::train {
 
-// Sets libtorch's intra-op and inter-op thread counts and OpenBLAS's thread count to `threads`.
+// Sets libtorch's intra-op and inter-op thread counts and OpenBLAS's thread count to `threads`,
+// and makes the calling thread (and every thread it starts afterwards) flush subnormal floats to
+// zero.
 // Must run before the first tensor operation: libtorch fixes its inter-op pool on first use.
 // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main, so its count is set through
 // openblas_set_num_threads, looked up at run time because the reference BLAS lacks it.

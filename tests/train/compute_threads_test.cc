@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
 
 namespace cohort::train {
 namespace {
@@ -46,6 +47,22 @@ TEST(DetectBlas, FindsTheLibraryThisProcessLoaded) {
   const BlasLibrary blas = DetectBlas();
   EXPECT_NE(blas.kind, BlasKind::kNotLoaded);
   EXPECT_NE(blas.path.find("libblas.so"), std::string::npos);
+}
+
+// A subnormal operand multiplied by one: kept without flush-to-zero, zero with it. `volatile`
+// keeps the compiler from folding the product at compile time.
+float SubnormalTimesOne() {
+  volatile float subnormal = 1e-39f;
+  volatile float one = 1.0f;
+  return subnormal * one;
+}
+
+TEST(SetComputeThreads, FlushesSubnormalsInThisThreadAndThoseItStarts) {
+  ASSERT_TRUE(SetComputeThreads(1).ok());
+  EXPECT_EQ(SubnormalTimesOne(), 0.0f);
+  float in_new_thread = -1;
+  std::thread([&] { in_new_thread = SubnormalTimesOne(); }).join();
+  EXPECT_EQ(in_new_thread, 0.0f);
 }
 
 }  // namespace

@@ -5,18 +5,31 @@
 // only the restart policy mapped (ExitCode -> Never), the port default and TF_CONFIG as the last
 // environment variable of the job's main container; and, with gang scheduling, a PodGroup. The
 // operator (kube/operator) creates them; `cohort manifests FILE` prints them.
+//
+// What the operator leaves out, these leave out too: a pod's or service's metadata.namespace (the
+// namespace is in the request path; the PodGroup alone carries it), hostname, subdomain,
+// serviceAccountName and, without gang scheduling, schedulerName; a service's targetPort and
+// protocol (the API server defaults them). Only the template's labels, annotations and finalizers
+// reach a pod's metadata. Events the operator emits on the way (a template restartPolicy or
+// schedulerName overridden) are the caller's: these functions only build.
+//
+//   StatusOr<std::vector<nlohmann::json>> objects = BuildJobObjects(job, owner, {});
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "job/common_types.h"
 
 namespace cohort::kube {
 
-// The job object on the server that owns the pods and services (their ownerReference).
+// The job object on the server that owns the pods and services (their ownerReference). Without a
+// uid (a job not on a server yet, as `cohort manifests` prints it) the objects get no
+// ownerReferences at all: the API server refuses a reference without one.
 struct Owner {
   std::string api_version = "kubeflow.org/v1";
   std::string kind = "TFJob";
@@ -28,7 +41,9 @@ struct ObjectOptions {
   // Appended to the hosts of TF_CONFIG (<job>-<type>-<i>.<ns>.svc.<cluster_domain>:<port>) when
   // not empty, like the operator's cluster-domain option.
   std::string cluster_domain;
-  // Gang scheduling: "" (none), "volcano" or "scheduler-plugins".
+  // Gang scheduling, like the operator's --gang-scheduler-name: "" (none), "volcano" (a Volcano
+  // PodGroup), or any other name: a scheduler-plugins PodGroup, with that name as the pods'
+  // schedulerName (usually "scheduler-plugins" or "scheduler-plugins-scheduler").
   std::string gang_scheduler;
 };
 
@@ -42,5 +57,15 @@ StatusOr<nlohmann::json> BuildService(const job::Job& job, const Owner& owner,
 // nullopt without gang scheduling.
 StatusOr<std::optional<nlohmann::json>> BuildPodGroup(const job::Job& job, const Owner& owner,
                                                       const ObjectOptions& options);
+
+// Every object of the job in the order `cohort manifests` prints them: the pods (replica types in
+// the job's key order, indices ascending), then their services, then the PodGroup if any.
+StatusOr<std::vector<nlohmann::json>> BuildJobObjects(const job::Job& job, const Owner& owner,
+                                                      const ObjectOptions& options);
+
+// The labels the operator puts on every pod and service of a replica (and the services'
+// selector): operator-name, job-name, replica-type, replica-index under training.kubeflow.org/.
+std::map<std::string, std::string> ReplicaLabels(const job::Job& job,
+                                                 const std::string& replica_type, int index);
 
 }  // namespace cohort::kube

@@ -1,0 +1,85 @@
+// `cohort manifests` and `cohort crd` through the real binary: the YAML stream's order and
+// namespace, the gang scheduler's PodGroup, input errors, and deploy/kubernetes/crd.yaml being
+// exactly what `cohort crd` prints.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testing/cohort_runner.h"
+#include "testing/files.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kSourceDir = COHORT_SOURCE_DIR;
+
+// The stream's documents, split at each "---" line.
+std::vector<std::string> Documents(const std::string& stream) {
+  std::vector<std::string> documents;
+  std::istringstream lines(stream);
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "---") {
+      documents.emplace_back();
+    } else if (!documents.empty()) {
+      documents.back() += line + "\n";
+    }
+  }
+  return documents;
+}
+
+TEST(KubeManifestsTest, PrintsPodsThenServicesInTheGivenNamespace) {
+  CohortSandbox sandbox;
+  CommandResult result =
+      sandbox.Cohort({"manifests", kSourceDir + "/examples/hello/tfjob.yaml", "-n", "team-a"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::vector<std::string> documents = Documents(result.output);
+  ASSERT_EQ(documents.size(), 6u) << result.output;
+  const std::vector<std::string> names = {"hello-ps-0", "hello-worker-0", "hello-worker-1"};
+  for (size_t i = 0; i < documents.size(); ++i) {
+    EXPECT_THAT(documents[i], HasSubstr(i < 3 ? "\nkind: Pod\n" : "\nkind: Service\n"));
+    EXPECT_THAT(documents[i], HasSubstr("  name: " + names[i % 3] + "\n"));
+    EXPECT_THAT(documents[i], HasSubstr("  namespace: team-a\n"));
+  }
+  EXPECT_THAT(documents[1], HasSubstr("hello-ps-0.team-a.svc:2222"));
+  EXPECT_THAT(documents[3], HasSubstr("clusterIP: None"));
+}
+
+TEST(KubeManifestsTest, GangSchedulingAddsThePodGroupLast) {
+  CohortSandbox sandbox;
+  CommandResult result =
+      sandbox.Cohort({"manifests", kSourceDir + "/examples/mnist/tfjob.yaml", "--gang-scheduler",
+                      "volcano", "--cluster-domain", "cluster.local"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::vector<std::string> documents = Documents(result.output);
+  ASSERT_EQ(documents.size(), 7u) << result.output;
+  EXPECT_THAT(documents.back(), HasSubstr("apiVersion: scheduling.volcano.sh/v1beta1\n"));
+  EXPECT_THAT(documents.back(), HasSubstr("minMember: 3"));
+  EXPECT_THAT(documents[0], HasSubstr("schedulerName: volcano"));
+  EXPECT_THAT(documents[0], HasSubstr("mnist-worker-2.default.svc.cluster.local:2222"));
+}
+
+TEST(KubeManifestsTest, BadInputIsAnInputError) {
+  CohortSandbox sandbox;
+  CommandResult missing = sandbox.Cohort({"manifests", sandbox.root().string() + "/none.yaml"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  CommandResult invalid = sandbox.Cohort(
+      {"manifests", kSourceDir + "/tests/data/specs/kubeflow/estimator-api-distributed.yaml", "-n",
+       "elsewhere"});
+  EXPECT_EQ(invalid.exit_code, 2) << "the file names another namespace: " << invalid.output;
+}
+
+TEST(KubeManifestsTest, CommittedCrdIsWhatCohortCrdPrints) {
+  CohortSandbox sandbox;
+  CommandResult result = sandbox.Cohort({"crd"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, ReadText(kSourceDir + "/deploy/kubernetes/crd.yaml"))
+      << "regenerate it: build/apps/cohort/cohort crd > deploy/kubernetes/crd.yaml";
+}
+
+}  // namespace
+}  // namespace cohort::testing
