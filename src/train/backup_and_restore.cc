@@ -76,15 +76,23 @@ Status BackupAndRestore::DeleteBackup(const FitPlan& plan) {
   fs::remove(fs::path(ChiefDir()) / kCheckpointStateFile, error);
   if (!error) fs::remove_all(ChiefDir(), error);
   if (error) return Status::IOError("cannot delete backup " + ChiefDir() + ": " + error.message());
+  COHORT_RETURN_IF_ERROR(RemoveStaleFiles());
   // Leave the user's directory itself only if it is now empty.
   fs::remove(options_.backup_dir, error);
   return Status::OK();
 }
 
+Status BackupAndRestore::RemoveStaleFiles() const {
+  for (const std::string& dir : {options_.backup_dir, ChiefDir()}) {
+    StatusOr<int> stale = RemoveStaleTemporaryFiles(dir);
+    if (!stale.ok()) return stale.status().WithContext("BackupAndRestore");
+  }
+  return Status::OK();
+}
+
 Status BackupAndRestore::RestoreState(const FitPlan& plan, TrainingState& state) {
   if (!plan.is_chief) return Status::OK();  // the chief's state is broadcast to us
-  StatusOr<int> stale = RemoveStaleTemporaryFiles(ChiefDir());
-  if (!stale.ok()) return stale.status().WithContext("BackupAndRestore");
+  COHORT_RETURN_IF_ERROR(RemoveStaleFiles());
   // An earlier run's marker says nothing about this run, which is training now.
   const fs::path marker = fs::path(options_.backup_dir) / kTrainingCompleteFile;
   std::error_code error;

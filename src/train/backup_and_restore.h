@@ -74,8 +74,8 @@ class BackupAndRestore : public Callback {
 
   // Chief only, and only with delete_on_success: deletes the backup. Call it once every worker
   // has passed the end barrier. The state file goes first, so an interrupted deletion never
-  // leaves a state file that names a deleted backup; the marker of this run stays, and
-  // <backup_dir> itself goes when nothing else is left in it.
+  // leaves a state file that names a deleted backup; the marker of this run stays, temporary
+  // files of a killed chief go, and <backup_dir> itself goes when nothing else is left in it.
   Status DeleteBackup(const FitPlan& plan);
 
   // Chief: removes stale temporary files and another run's marker, then loads the newest backup.
@@ -85,6 +85,9 @@ class BackupAndRestore : public Callback {
 
  private:
   Status Backup(const FitPlan& plan, TrainingState& state);
+  // Removes the temporary files a killed chief left in <backup_dir> (the marker's) and in
+  // <backup_dir>/chief (a backup's).
+  Status RemoveStaleFiles() const;
 
   BackupOptions options_;
   // Number of the last backup written or restored (ckpt-<n>).
