@@ -149,6 +149,7 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   connection.job_name = job_name ? job_name : "";
   connection.startup_timeout = Milliseconds(flags.startup_timeout_s);
   connection.peer_timeout = Milliseconds(flags.peer_timeout_s);
+  connection.on_peer_failure = WriteTerminationMessage;
   auto strategy = MakeStrategy(config, connection);
   if (!strategy.ok()) Fail(strategy.status());
 

@@ -7,6 +7,7 @@
 //   cohort convert FILE    print the TFJob a file amounts to (an AI Platform job spec converted)
 //   cohort manifests FILE  print the pods, services and PodGroup Kubeflow's operator would create
 //   cohort crd             print the TFJob CustomResourceDefinition (deploy/kubernetes/crd.yaml)
+//   cohort operator        run TFJobs on a Kubernetes cluster (kube/operator), until SIGTERM
 //   kubectl's forms: apply/create/delete -f FILE, get tfjobs|pods [NAME], logs POD, -o FORMAT, -w
 //   gcloud's: cohort ai-platform jobs submit training|list|describe|cancel|stream-logs
 //
@@ -16,8 +17,12 @@
 // exec::LocalJobs (exec/local_jobs.h) on the job state under $COHORT_HOME (exec/job_store.h),
 // and printed with the read model (view/job_view.h; view/pod_view.h and ai_platform_view.h for
 // the kubectl and gcloud forms, whose arguments view/command_line.h reads; docs/cli.md lists
-// them). There is no daemon.
+// them). There is no daemon, except `cohort operator`, which runs in a cluster
+// (kube/operator/operator.h).
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/cohort/exit_codes.h"
@@ -32,8 +37,10 @@
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/tfjob.h"
+#include "kube/api/http_api.h"
 #include "kube/objects/crd.h"
 #include "kube/objects/objects.h"
+#include "kube/operator/operator_command.h"
 #include "view/ai_platform_view.h"
 #include "view/command_line.h"
 #include "view/job_view.h"
@@ -698,6 +705,37 @@ int Crd() {
   return kExitSucceeded;
 }
 
+// ---- operator ----
+
+std::atomic<int> operator_stop_requested{0};  // lock-free: set from the signal handler
+static_assert(std::atomic<int>::is_always_lock_free);
+
+void RequestOperatorStop(int) { operator_stop_requested.store(1); }
+
+// Runs until SIGTERM or SIGINT, then stops cleanly (releasing the Lease). The cluster is the
+// kubeconfig's (--kubeconfig, else $KUBECONFIG or ~/.kube/config; --context, else its current
+// context) or, in a pod without a kubeconfig, the pod's service account.
+int RunOperator(const kube::OperatorFlags& flags, const std::string& kubeconfig,
+                const std::string& context) {
+  StatusOr<kube::OperatorOptions> options =
+      kube::MakeOperatorOptions(flags, [](const std::string& name) {
+        const char* value = std::getenv(name.c_str());
+        return value ? std::string(value) : std::string();
+      });
+  if (!options.ok()) return Fail(kExitInvalidInput, options.status().message());
+  if (!kubeconfig.empty()) setenv("KUBECONFIG", kubeconfig.c_str(), 1);
+  StatusOr<std::unique_ptr<kube::Api>> api = kube::Connect(context);
+  if (!api.ok()) return Fail(kExitError, api.status().message());
+  struct sigaction action = {};
+  action.sa_handler = RequestOperatorStop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  kube::Operator op(**api, kube::KubeObjectBuilders(), *options);
+  kube::RunOperatorUntil(op, operator_stop_requested);
+  return kExitSucceeded;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -893,6 +931,30 @@ int Main(int argc, char** argv) {
 
   CLI::App* crd = app.add_subcommand("crd", "Print the TFJob CustomResourceDefinition");
   crd->callback([&] { exit_code = Crd(); });
+
+  CLI::App* operator_command = app.add_subcommand(
+      "operator", "Run TFJobs on a Kubernetes cluster, as Kubeflow's operator (until SIGTERM)");
+  kube::OperatorFlags operator_flags;
+  std::string kubeconfig, context;
+  operator_command->add_option("--kubeconfig", kubeconfig,
+                               "kubeconfig file (default: $KUBECONFIG, ~/.kube/config; in a pod "
+                               "without one: the service account)");
+  operator_command->add_option("--context", context, "kubeconfig context (default: current)");
+  operator_command->add_option("--namespace", operator_flags.namespace_name,
+                               "only this namespace's TFJobs (default: every namespace)");
+  operator_command->add_flag("--leader-elect", operator_flags.leader_elect,
+                             "act only while holding the Lease, so one of several operators acts");
+  operator_command->add_option("--lease-name", operator_flags.lease_name, "the Lease's name")
+      ->capture_default_str();
+  operator_command->add_option("--lease-namespace", operator_flags.lease_namespace,
+                               "the Lease's namespace (default: $POD_NAMESPACE, else default)");
+  operator_command->add_option("--cluster-domain", operator_flags.cluster_domain,
+                               "appended to TF_CONFIG's hosts (<pod>.<ns>.svc.DOMAIN)");
+  operator_command->add_option("--gang-scheduler", operator_flags.gang_scheduler,
+                               "volcano, or a scheduler-plugins scheduler name: PodGroups");
+  operator_command->add_option("--workers", operator_flags.workers, "jobs synced at once (1-64)")
+      ->capture_default_str();
+  operator_command->callback([&] { exit_code = RunOperator(operator_flags, kubeconfig, context); });
 
   // gcloud ai-platform jobs ...: the same jobs, in gcloud's words and columns.
   CLI::App* ai_platform =

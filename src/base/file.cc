@@ -132,6 +132,16 @@ StatusOr<int> RemoveStaleTemporaryFiles(const fs::path& directory) {
   return removed;
 }
 
+Status WriteFileInPlace(const fs::path& path, std::string_view contents) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("cannot open " + path.string() + ": " + ErrnoMessage(errno));
+  Status written = WriteAll(fd, contents, path);
+  if (close(fd) != 0 && written.ok()) {
+    written = Status::IOError("cannot write " + path.string() + ": " + ErrnoMessage(errno));
+  }
+  return written;
+}
+
 StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -46,6 +46,11 @@ Status ReplaceFileAtomically(
 // in directories this process alone writes to. A directory that does not exist holds nothing.
 StatusOr<int> RemoveStaleTemporaryFiles(const std::filesystem::path& directory);
 
+// Writes `contents` into `path` in place: created if absent, truncated, written, closed. Not
+// atomic: only for a file that another party created for this process to write and that cannot
+// be replaced by a rename (a container's termination-message file is bind-mounted on Kubernetes).
+Status WriteFileInPlace(const std::filesystem::path& path, std::string_view contents);
+
 // fsync of a directory, so that renames and creations in it are durable.
 Status SyncDirectory(const std::filesystem::path& directory);
 

@@ -137,6 +137,7 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
         replica.phase = job::ReplicaPhase::kFailed;
         replica.exit_code = 255;
         replica.finished_at = now;
+        replica.exit_message.clear();
       }
       ++it;
       continue;
@@ -152,6 +153,8 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
       replica.phase = state.phase;
       replica.exit_code = state.exit_code;
       replica.finished_at = state.finished_at;
+      replica.exit_message = state.termination_message;
+      replica.terminating = false;
     }
     ++it;
   }
@@ -207,12 +210,23 @@ void JobController::Apply(const job::Action& action, Time now, std::vector<job::
       backend_.Stop(id, StopMode::kGraceful);  // the exited run goes away, as a failed pod would
       replica.restart_at = now + job::RestartBackoff(replica.restart_count);
       replica.restart_count += 1;
+      if (action.group_restart) replica.group_restarts += 1;
       replica.phase = job::ReplicaPhase::kPending;
       return;
     }
     case job::Action::Kind::kStop: {
       auto it = replicas_.find(id);
       if (it != replicas_.end()) StopReplica(it->second);
+      return;
+    }
+    case job::Action::Kind::kTerminate: {
+      auto it = replicas_.find(id);
+      if (it == replicas_.end() || !it->second.running || it->second.terminating ||
+          it->second.stop_requested) {
+        return;
+      }
+      backend_.Stop(id, StopMode::kAsFailed);
+      it->second.terminating = true;
       return;
     }
     case job::Action::Kind::kDeleteJob:
@@ -226,6 +240,8 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
   std::string pod = job::ReplicaName(key_.name, replica.id.type, replica.id.index);
   StatusOr<ReplicaState> started =
       backend_.Start({replica.id, &job_, replica.restart_count, replica.exit_code});
+  replica.exit_message.clear();  // a new run has said nothing yet
+  replica.terminating = false;
   if (started.ok()) {
     replica.running = true;
     replica.stop_requested = false;
@@ -280,7 +296,8 @@ std::vector<job::ObservedReplica> JobController::Observed() const {
   std::vector<job::ObservedReplica> observed;
   for (const auto& [id, replica] : replicas_) {
     observed.push_back({id.type, id.index, replica.phase, replica.exit_code, replica.restart_count,
-                        replica.started_at, replica.finished_at});
+                        replica.started_at, replica.finished_at, replica.group_restarts,
+                        replica.running ? "" : replica.exit_message});
   }
   return observed;
 }

@@ -70,6 +70,9 @@ class JobController {
     std::optional<Time> restart_at;  // pending restart after back-off
     bool running = false;            // the backend has it, started and not exited
     bool stop_requested = false;     // stopped while it ran: absent once gone
+    bool terminating = false;        // job::Action::kTerminate sent: its exit is coming
+    int group_restarts = 0;          // restarts that job::Action::group_restart marked
+    std::string exit_message;        // its last exit's termination message
     int pid = 0;
   };
 

@@ -95,6 +95,7 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
   Watchdog watchdog;
   LocalProcessBackend::Options options;
   options.logs_directory = store_.JobDirectory(key) / "logs";
+  options.termination_messages_directory = store_.JobDirectory(key) / "termination";
   options.ports = std::move(*ports);
   options.secret = std::move(*secret);
   options.images = images;

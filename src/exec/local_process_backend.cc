@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "cluster/peer_report.h"
 #include "exec/process.h"
 #include "exec/replica_environment.h"
 
@@ -83,6 +84,14 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
   ProcessSpec spec{*argv,
                    ReplicaEnvironment(job, id.type, id.index, options_.ports, options_.secret),
                    (*container)->working_dir, log_path.string()};
+  if (!options_.termination_messages_directory.empty()) {
+    // Every run starts with an empty file, as a container's terminationMessagePath does.
+    const std::filesystem::path message_path = TerminationMessagePath(id);
+    std::error_code error;
+    std::filesystem::create_directories(options_.termination_messages_directory, error);
+    if (Status emptied = WriteFileInPlace(message_path, ""); !emptied.ok()) return emptied;
+    spec.environment[cluster::kTerminationMessagePathVariable] = message_path.string();
+  }
   StatusOr<pid_t> pid = StartProcess(spec);
   if (!pid.ok()) return pid.status();
   if (options_.on_process_started) options_.on_process_started(*pid);
@@ -106,6 +115,8 @@ void LocalProcessBackend::Stop(const ReplicaId& id, StopMode mode) {
     return;
   }
   Time now = Clock::now();
+  // A later plain stop (the job is being stopped) makes it absent after all.
+  process.keep_exit = mode == StopMode::kAsFailed;
   if (mode == StopMode::kNow) {
     process.kill_at = now;
   } else if (!process.kill_at) {
@@ -123,13 +134,15 @@ void LocalProcessBackend::ReapExited(Time now) {
       // The process is gone; stop its group too, so nothing it forked keeps running.
       SignalProcessGroup(process.pid, SIGKILL);
       process.pid = -1;
-      if (process.kill_at) {  // stopped: like a deleted pod, it is simply absent now
+      if (process.kill_at && !process.keep_exit) {  // stopped: like a deleted pod, absent now
         it = processes_.erase(it);
         continue;
       }
+      process.kill_at.reset();
       process.phase = exit_code == 0 ? job::ReplicaPhase::kSucceeded : job::ReplicaPhase::kFailed;
       process.exit_code = exit_code;
       process.finished_at = now;
+      process.termination_message = ReadTerminationMessage(it->first);
     }
     ++it;
   }
@@ -157,6 +170,7 @@ std::vector<ReplicaState> LocalProcessBackend::Observe() {
     state.finished_at = process.finished_at;
     state.stopping = process.kill_at.has_value();
     state.pid = process.pid > 0 ? process.pid : 0;
+    state.termination_message = process.termination_message;
     states.push_back(state);
   }
   return states;
@@ -177,5 +191,20 @@ void LocalProcessBackend::WaitForChange(Time deadline) {
 }
 
 void LocalProcessBackend::Interrupt() { WakeUp(); }
+
+std::filesystem::path LocalProcessBackend::TerminationMessagePath(const ReplicaId& id) const {
+  return options_.termination_messages_directory /
+         (ShortReplicaName(id.type, id.index) + ".termination-log");
+}
+
+// What the replica left, cut to Kubernetes' 4096 bytes; a file that is missing, unreadable or
+// absurdly large counts as no message, as the replica's exit code still says what happened.
+std::string LocalProcessBackend::ReadTerminationMessage(const ReplicaId& id) const {
+  if (options_.termination_messages_directory.empty()) return "";
+  constexpr size_t kMostRead = 64 * 1024;
+  StatusOr<std::string> message = ReadWholeFile(TerminationMessagePath(id), kMostRead);
+  if (!message.ok()) return "";
+  return message->substr(0, cluster::kMaxTerminationMessageBytes);
+}
 
 }  // namespace cohort::exec

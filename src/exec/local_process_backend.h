@@ -40,6 +40,9 @@ class LocalProcessBackend : public ReplicaBackend {
     ImageMap images;
     // Told the process group of every replica started (the supervisor's watchdog).
     std::function<void(pid_t)> on_process_started;
+    // Each replica's termination-message file, <replica>.termination-log, goes here, named to it
+    // by COHORT_TERMINATION_MESSAGE_PATH (cluster/peer_report.h). Empty: none is given.
+    std::filesystem::path termination_messages_directory;
   };
 
   // Installs the SIGCHLD handler and its self-pipe.
@@ -66,11 +69,15 @@ class LocalProcessBackend : public ReplicaBackend {
     std::optional<Time> finished_at;
     std::chrono::seconds grace_period{30};
     std::optional<Time> kill_at;  // stopping: SIGKILL at this time
+    bool keep_exit = false;       // stopped with StopMode::kAsFailed: stays once it has exited
+    std::string termination_message;
   };
 
   explicit LocalProcessBackend(Options options);
   void ReapExited(Time now);
   void EscalateStops(Time now);
+  std::filesystem::path TerminationMessagePath(const ReplicaId& id) const;
+  std::string ReadTerminationMessage(const ReplicaId& id) const;
 
   Options options_;
   std::map<ReplicaId, Process> processes_;

@@ -48,6 +48,10 @@ struct ReplicaState {
   std::optional<Time> finished_at;
   bool stopping = false;  // Stop() was asked and it still runs
   int pid = 0;            // the local process id, shown by `cohort describe`; 0 when none
+  // Once it has exited: what it left in the file that COHORT_TERMINATION_MESSAGE_PATH names
+  // (cluster/peer_report.h), at most 4096 bytes, "" when nothing. Each run starts with an empty
+  // file, like a container's terminationMessagePath.
+  std::string termination_message;
 };
 
 // What the controller asks to start.
@@ -61,6 +65,9 @@ struct ReplicaStart {
 enum class StopMode {
   kGraceful,  // SIGTERM now, SIGKILL once the replica's grace period is over
   kNow,       // SIGKILL now (a second stop request)
+  // As kGraceful, but the replica stays once it has exited, with its exit code, so that its
+  // restart policy applies: what the kubelet does when a liveness probe fails.
+  kAsFailed,
 };
 
 class ReplicaBackend {
@@ -72,8 +79,9 @@ class ReplicaBackend {
   // would be pending). An error says why it could not be created; the replica is then absent.
   virtual StatusOr<ReplicaState> Start(const ReplicaStart& request) = 0;
 
-  // Stops a replica: one that runs goes away after its grace period at most (kGraceful); one that
-  // has exited is removed at once; an absent one is left alone.
+  // Stops a replica: one that runs goes away after its grace period at most (kGraceful), or exits
+  // by then and stays as exited (kAsFailed); one that has exited is removed at once; an absent one
+  // is left alone.
   virtual void Stop(const ReplicaId& id, StopMode mode) = 0;
 
   // Every replica that exists, in ReplicaId order.

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/peer_report.h"
 #include "job/job_kind.h"
 
 namespace cohort::job {
@@ -146,6 +147,14 @@ bool IsManagedExternally(const Job& job) {
          *job.run_policy.managed_by != kManagedByTrainingOperator;
 }
 
+// One exited replica's peer report about another replica of the job.
+struct PeerAccusation {
+  const ObservedReplica* reporter = nullptr;
+  std::string accused_type;  // the replica named, in the spec's terms ("Worker", 1)
+  int accused_index = 0;
+  cluster::PeerReport report;
+};
+
 // What the observed replicas mean for one pass, before any job-level decision.
 struct ReplicaPlan {
   // The counts as the status shows them. A replica about to be restarted is in none of them: it
@@ -157,8 +166,13 @@ struct ReplicaPlan {
   std::vector<const ObservedReplica*> out_of_spec;         // type or index not in the spec
   std::vector<const ObservedReplica*> new_exits;           // first seen in this pass
   const ObservedReplica* worker_zero = nullptr;            // replica 0 of the kind's worker type
+  // Exited replicas that gave up because another replica failed; their restarts are group
+  // restarts, which backoffLimit does not count.
+  std::vector<PeerAccusation> accusations;
   // Restarts already made by replicas whose policy may restart them (§3.7).
   int restarts_made = 0;
+  // The replica with the most of them (the first such in status order), for messages.
+  const ObservedReplica* most_restarted = nullptr;
   // A replica restarted earlier is still waiting for its back-off: the job is Restarting, not
   // Running, until it runs again.
   bool restart_pending = false;
@@ -212,6 +226,55 @@ std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   return text;
 }
 
+// The peer report that a failed replica left, when it names another replica of the job. A TFJob's
+// task types are its replica types in lower case ("worker:1" is Worker 1), as TF_CONFIG names
+// them (cluster_builder.h).
+std::optional<PeerAccusation> AccusationOf(const Job& job, const ObservedReplica& replica) {
+  if (replica.phase != ReplicaPhase::kFailed || replica.termination_message.empty()) {
+    return std::nullopt;
+  }
+  std::optional<cluster::PeerReport> report = cluster::ParsePeerReport(replica.termination_message);
+  if (!report) return std::nullopt;
+  for (const auto& [type, spec] : job.replica_specs) {
+    if (LowerCase(type) != report->peer.type || report->peer.index >= spec.replicas) continue;
+    if (type == replica.type && report->peer.index == replica.index) return std::nullopt;
+    return PeerAccusation{&replica, type, report->peer.index, *report};
+  }
+  return std::nullopt;
+}
+
+bool IsGroupRestart(const ReplicaPlan& plan, const ObservedReplica* replica) {
+  return std::any_of(
+      plan.accusations.begin(), plan.accusations.end(),
+      [&](const PeerAccusation& accusation) { return accusation.reporter == replica; });
+}
+
+// The restarts of this pass that count against backoffLimit: all but the group restarts.
+std::vector<const ObservedReplica*> CountedRestarts(const ReplicaPlan& plan) {
+  std::vector<const ObservedReplica*> counted;
+  for (const ObservedReplica* replica : plan.restarts) {
+    if (!IsGroupRestart(plan, replica)) counted.push_back(replica);
+  }
+  return counted;
+}
+
+// "worker-1 hung (no heartbeat for 30 s), as worker-0 reported"
+std::string DescribeAccusation(const PeerAccusation& accusation) {
+  std::string text = LowerCase(accusation.accused_type) + "-" +
+                     std::to_string(accusation.accused_index) + " " + accusation.report.what;
+  if (!accusation.report.detail.empty()) text += " (" + accusation.report.detail + ")";
+  return text + ", as " + LowerCase(accusation.reporter->type) + "-" +
+         std::to_string(accusation.reporter->index) + " reported";
+}
+
+// A replica restarted in place, by the kubelet under a pod restartPolicy of OnFailure or Always:
+// "worker-0 was restarted in place 3 times".
+std::string DescribeRestartsInPlace(const ObservedReplica& replica) {
+  return LowerCase(replica.type) + "-" + std::to_string(replica.index) +
+         " was restarted in place " + std::to_string(replica.restart_count) +
+         (replica.restart_count == 1 ? " time" : " times");
+}
+
 // The observed replica for each (type, index); the first one wins if the executor reports two.
 std::map<std::pair<std::string, int>, const ObservedReplica*> IndexObserved(
     const std::vector<ObservedReplica>& observed) {
@@ -241,12 +304,20 @@ ReplicaPlan PlanReplicas(const Job& job, const JobStatus& previous,
       }
       const ObservedReplica& replica = *found->second;
       if (type == job.job_kind->facts().worker_type && index == 0) plan.worker_zero = &replica;
-      if (spec.restart_policy != RestartPolicy::kNever) plan.restarts_made += replica.restart_count;
+      if (spec.restart_policy != RestartPolicy::kNever) {
+        plan.restarts_made += replica.restart_count - replica.group_restarts;
+        if (!plan.most_restarted || replica.restart_count > plan.most_restarted->restart_count) {
+          plan.most_restarted = &replica;
+        }
+      }
       if (replica.phase == ReplicaPhase::kRunning) ++counts.active;
       if (replica.phase == ReplicaPhase::kPending && replica.restart_count > 0) {
         plan.restart_pending = true;
       }
       if (!HasExited(replica)) continue;
+      if (std::optional<PeerAccusation> accusation = AccusationOf(job, replica)) {
+        plan.accusations.push_back(*accusation);
+      }
       switch (DecideExit(spec.restart_policy, replica)) {
         case ExitOutcome::kRestart:
           plan.restarts.push_back(&replica);
@@ -335,6 +406,7 @@ class Reconciliation {
   void Fail(const char* event_type, const std::string& message);
   void CountUnrestartedExits(ReplicaPlan& plan);
   void StartAndRestart(const ReplicaPlan& plan);
+  void TerminateAccused(const ReplicaPlan& plan);
   void FailForLimit(const std::string& message, const std::string& stop_reason);
   void CleanUp(const std::string& stop_everything_reason = "");
   void RequeueForDeadline();
@@ -427,8 +499,16 @@ void Reconciliation::ReconcileActive() {
 
   // §3.4 step 6: the two limits stop every replica, whatever cleanPodPolicy says, since the job is
   // not yet marked finished when they are deleted.
-  if (!plan.restarts.empty() && ExceedsBackoffLimit(plan)) {
-    const std::string first_exit = DescribeFirstExit(plan.restarts);
+  if (ExceedsBackoffLimit(plan)) {
+    std::string first_exit;
+    if (plan.restarts.empty()) {
+      first_exit = DescribeRestartsInPlace(*plan.most_restarted);
+    } else {
+      // The first exit that counts; only a limit lowered since the last restart is passed by
+      // group restarts alone.
+      const std::vector<const ObservedReplica*> counted = CountedRestarts(plan);
+      first_exit = DescribeFirstExit(counted.empty() ? plan.restarts : counted);
+    }
     CountUnrestartedExits(plan);
     FailForLimit(
         "Job " + name() +
@@ -472,11 +552,16 @@ void Reconciliation::RecordExits(const ReplicaPlan& plan) {
 // soon as the count reaches the limit, even while the last restart is running fine. Cohort counts
 // every restart actually made, by any policy but Never, and checks when one more is needed:
 // backoffLimit N allows N restarts and the failure that would need restart N + 1 fails the job,
-// like a batch/v1 Job. Several replicas failing at once need one restart each.
+// like a batch/v1 Job. Several replicas failing at once need one restart each, except the group
+// restarts: a replica that exited because a peer failed (its peer report names another replica)
+// is restarted with that peer, and only the peer's own failure counts, so that one crash of a
+// worker costs one restart of the limit however many peers went down with it. On Kubernetes the
+// kubelet restarts OnFailure and Always containers in place, without asking: once the restarts
+// observed exceed the limit, the job fails as well, even with no restart needed in this pass.
 bool Reconciliation::ExceedsBackoffLimit(const ReplicaPlan& plan) const {
   const std::optional<int32_t>& limit = job_.run_policy.backoff_limit;
   if (!limit) return false;
-  const int64_t restarts_needed = static_cast<int64_t>(plan.restarts.size());
+  const int64_t restarts_needed = static_cast<int64_t>(CountedRestarts(plan).size());
   return plan.restarts_made + restarts_needed > *limit;
 }
 
@@ -591,19 +676,60 @@ void Reconciliation::StartAndRestart(const ReplicaPlan& plan) {
   for (const auto& [type, index] : plan.missing) {
     result_.actions.push_back(Action{Action::Kind::kStart, type, index, "missing"});
   }
+  TerminateAccused(plan);
   for (const ObservedReplica* replica : plan.restarts) {
+    const bool group_restart = IsGroupRestart(plan, replica);
     const std::string reason = "restartPolicy " +
                                ToString(job_.replica_specs.at(replica->type).restart_policy) +
-                               ", exit code " + std::to_string(replica->exit_code);
+                               ", exit code " + std::to_string(replica->exit_code) +
+                               (group_restart ? ", group restart" : "");
     result_.actions.push_back(
-        Action{Action::Kind::kRestart, replica->type, replica->index, reason});
-    const std::string message =
+        Action{Action::Kind::kRestart, replica->type, replica->index, reason, group_restart});
+    std::string message =
         "job " + name() + " is restarting because " + replica->type + " replica(s) failed.";
+    for (const PeerAccusation& accusation : plan.accusations) {
+      if (accusation.reporter != replica) continue;
+      message = "job " + name() + " is restarting because " + DescribeAccusation(accusation) + ".";
+    }
     Record(kWarning, Reason(kConditionRestarting), message);
     SetCondition(status(), kConditionRestarting, kTrue, Reason(kConditionRestarting), message,
                  now_);
   }
   for (const ObservedReplica* replica : plan.out_of_spec) Stop(*replica, "not in the spec");
+}
+
+// Cohort deviation: the replica a peer report names is stopped when it still runs a run that
+// began before the report was made (a later run is already a new one), so that a hung replica is
+// restarted per its policy as a failed liveness probe would have it, instead of leaving its peers
+// to wait for it until their startup timeout. One Warning event "Unhealthy" per replica, as the
+// kubelet records for a failed probe; the Restarting condition names the replica and why.
+void Reconciliation::TerminateAccused(const ReplicaPlan& plan) {
+  const auto by_key = IndexObserved(observed_);
+  std::vector<std::pair<std::string, int>> terminated;
+  for (const PeerAccusation& accusation : plan.accusations) {
+    const std::pair<std::string, int> key{accusation.accused_type, accusation.accused_index};
+    auto found = by_key.find(key);
+    if (found == by_key.end()) continue;
+    const ObservedReplica& accused = *found->second;
+    if (accused.phase != ReplicaPhase::kRunning) continue;
+    if (accused.started_at && accusation.reporter->finished_at &&
+        *accused.started_at > *accusation.reporter->finished_at) {
+      continue;
+    }
+    if (std::find(terminated.begin(), terminated.end(), key) != terminated.end()) continue;
+    terminated.push_back(key);
+    const std::string why = DescribeAccusation(accusation);
+    result_.actions.push_back(
+        Action{Action::Kind::kTerminate, accused.type, accused.index, "peer report: " + why});
+    Record(kWarning, "Unhealthy",
+           "Pod: " + job_.metadata.namespace_name + "." +
+               ReplicaName(name(), accused.type, accused.index) + ": " + why +
+               "; stopping it to restart it per restartPolicy " +
+               ToString(job_.replica_specs.at(accused.type).restart_policy));
+    const std::string message = "job " + name() + " is restarting because " + why + ".";
+    SetCondition(status(), kConditionRestarting, kTrue, Reason(kConditionRestarting), message,
+                 now_);
+  }
 }
 
 void Reconciliation::FailForLimit(const std::string& message, const std::string& stop_reason) {

@@ -30,6 +30,14 @@
 //  - Succeeded and Failed turn Restarting False as well as Running (RemoveConditionForReplacement);
 //    the operator flips only Running and leaves a Restarting True in a finished job's conditions.
 //    A finished job is not restarting; its state, the last condition, is the same either way.
+//  - Peer reports (cluster/peer_report.h) are acted on: a replica that exited saying "peer
+//    worker:1 hung (...)" gets worker-1 stopped and restarted per its restartPolicy (kTerminate),
+//    as a failed liveness probe would on Kubernetes; the operator has no such channel and leaves a
+//    hung replica running for ever.
+//  - A group restart counts once against backoffLimit: the restart of a replica that exited
+//    because a peer failed (its peer report names another replica of the job) is not counted;
+//    the failed peer's own exit is. The operator counts every container restart, so one crash of
+//    a 3-worker job uses three.
 #pragma once
 
 #include <optional>
@@ -62,6 +70,13 @@ struct ObservedReplica {
   int restart_count = 0;
   std::optional<Time> started_at;   // of the current run
   std::optional<Time> finished_at;  // of the last exit
+  // How many of those restarts were group restarts (Action::group_restart): they do not count
+  // against backoffLimit.
+  int group_restarts = 0;
+  // Valid when phase is kSucceeded or kFailed: what the replica left in its termination-message
+  // file (cluster/peer_report.h; a pod's containerStatuses[].state.terminated.message), "" when
+  // nothing. A peer report there names the replica that made it give up.
+  std::string termination_message;
 };
 
 struct Action {
@@ -72,6 +87,11 @@ struct Action {
     // starts it. The reconciler emits the Restarting event when it decides, exactly once.
     kRestart,
     kStop,  // SIGTERM, then SIGKILL after the grace period; the replica is then absent
+    // A running replica that its peers report hung or dead: SIGTERM, then SIGKILL after the grace
+    // period, as the kubelet ends a container whose liveness probe failed. Unlike kStop the
+    // replica stays: its exit (143, or 137) is observed like any other and its restart policy
+    // decides what follows.
+    kTerminate,
     // TTL expired: stop everything and remove the job. The reconciler records no event for it,
     // since only the executor knows whether the deletion worked: the executor records Warning
     // FailedDeleteJob "Error deleting: <why>" in the job's events, or reports Normal
@@ -83,6 +103,10 @@ struct Action {
   std::string type;  // empty for kDeleteJob
   int index = 0;
   std::string reason;  // why, for logs ("cleanPodPolicy All", "backoff limit reached"...)
+  // kRestart only: the replica exited because a peer failed, so this restart is part of the
+  // failed peer's group restart and does not count against backoffLimit. The executor adds it to
+  // the replica's ObservedReplica::group_restarts.
+  bool group_restart = false;
 };
 
 struct ReconcileResult {

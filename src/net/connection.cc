@@ -47,11 +47,15 @@ void Connection::QueueControl(FrameType type, std::string payload) {
   frame.payload_size = static_cast<uint32_t>(frame.owned_payload.size());
 }
 
-void Connection::QueueFailureNotice(const std::string& failure) {
+void Connection::QueueFailureNotice(const std::string& failure, const std::string& peer_report) {
   if (failure_notice_queued_ || state_ != State::kOpen) return;
   failure_notice_queued_ = true;
+  // Both strings fit the control frame's bound (2 + 2 bytes of lengths): the report first, since
+  // job control reads it, then as much of the failure as is left.
+  const std::string report = peer_report.substr(0, kMaxControlPayload / 2);
   WireWriter notice;
-  notice.String(failure);
+  notice.String(failure.substr(0, kMaxControlPayload - 4 - report.size()));
+  notice.String(report);
   QueueControl(FrameType::kPeerFailed, notice.bytes());
 }
 
@@ -269,11 +273,13 @@ Status Connection::HandleControlFrame() {
       // that failed, which is usually not this peer.
       WireReader reader(control_payload_);
       std::string failure = reader.String();
+      std::string peer_report = reader.String();
       if (!reader.Finish("failure notice").ok()) {
         reading_stopped_ = true;
         return Status::InvalidArgument(Describe("sent a malformed failure notice"));
       }
       received_failure_notice_ = true;
+      received_peer_report_ = std::move(peer_report);
       return Status::Unavailable(failure + " (reported by " + peer_name_ + ")");
     }
     default:

@@ -59,8 +59,9 @@ class Connection {
   // Queues a control frame (heartbeat, failure notice, goodbye); the payload is copied.
   void QueueControl(FrameType type, std::string payload);
   // Queues the notice of a failure found by this task, once per connection, unless the peer is
-  // gone or departed.
-  void QueueFailureNotice(const std::string& failure);
+  // gone or departed. `peer_report` is the failure as a peer report (cluster/peer_report.h), or
+  // empty when it names no peer.
+  void QueueFailureNotice(const std::string& failure, const std::string& peer_report);
   bool HasOutgoing() const { return !outgoing_.empty(); }
   uint64_t data_frames_sent() const { return data_frames_sent_; }
 
@@ -102,6 +103,8 @@ class Connection {
   // True when the last error Pump() returned was a failure notice sent by the peer (which the
   // peer has already sent to every task), rather than a failure found here.
   bool received_failure_notice() const { return received_failure_notice_; }
+  // The peer report that notice carried ("peer worker:1 hung (...)"), or empty.
+  const std::string& received_peer_report() const { return received_peer_report_; }
 
   // For shutdown: stops this side's writing (the peer sees the end of the stream) ...
   void ShutdownWriting();
@@ -161,6 +164,7 @@ class Connection {
   // may still be written to (a failure notice, the goodbye), since the peer itself is alive.
   bool reading_stopped_ = false;
   bool received_failure_notice_ = false;
+  std::string received_peer_report_;
   bool failure_notice_queued_ = false;
   SteadyClock::time_point last_heard_;
 };

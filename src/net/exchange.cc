@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "cluster/peer_report.h"
+
 namespace cohort::net {
 
 Exchange::Exchange(Transport& transport, std::vector<int> peers, uint64_t tag,
@@ -133,7 +135,7 @@ Status Exchange::Service() {
     Status alive = connection->CheckLiveness(now, transport_.options().peer_timeout);
     if (!alive.ok()) {
       connection->MarkBroken();
-      return Fail(alive);
+      return Fail(alive, transport_.PeerReportOf(*connection, alive, /*silent=*/true));
     }
   }
   return Status::OK();
@@ -155,8 +157,8 @@ Status Exchange::ReadPeerMemory(int peer, uint64_t address, void* destination, s
   return Fail(status);
 }
 
-Status Exchange::Fail(const Status& failure) {
-  transport_.RecordFailure(failure);
+Status Exchange::Fail(const Status& failure, const std::string& peer_report) {
+  transport_.RecordFailure(failure, /*tell_peers=*/true, peer_report);
   TellPeersNow();
   return WithDescription(transport_.health());
 }
@@ -164,10 +166,11 @@ Status Exchange::Fail(const Status& failure) {
 void Exchange::TellPeersNow() {
   std::optional<std::string> failure = transport_.FailureMessage();
   if (!failure.has_value()) return;
+  const std::string peer_report = transport_.FailurePeerReport();
   for (Link& link : links_) {
     Connection* connection = link.connection;
     connection->AbandonTransfers();
-    connection->QueueFailureNotice(*failure);
+    connection->QueueFailureNotice(*failure, peer_report);
     // Best effort and never blocking: the monitor sends whatever the socket does not take now.
     if (!connection->Pump(true).ok()) connection->MarkBroken();
   }
@@ -181,7 +184,8 @@ Status Exchange::PumpLink(Link& link) {
   Connection* connection = link.connection;
   Status status = connection->Pump(false);
   if (status.ok()) return status;
-  transport_.RecordFailure(status, !connection->received_failure_notice());
+  transport_.RecordFailure(status, !connection->received_failure_notice(),
+                           transport_.PeerReportOf(*connection, status, /*silent=*/false));
   TellPeersNow();
   return WithDescription(transport_.health());
 }
@@ -220,14 +224,16 @@ Status Exchange::WaitUntil(const std::function<bool()>& done,
           return Fail(Status::Unavailable(transport_.PeerName(link.rank) +
                                           " shut down (said goodbye) before this operation "
                                           "finished; still waiting for " +
-                                          waiting_for()));
+                                          waiting_for()),
+                      cluster::FormatPeerReport({transport_.task(link.rank), "left",
+                                                 "shut down before an operation finished"}));
         }
       }
       wake = std::min(wake, connection->MaybeQueueHeartbeat(now, heartbeat_interval));
       Status alive = connection->CheckLiveness(now, peer_timeout);
       if (!alive.ok()) {
         connection->MarkBroken();
-        return Fail(alive);
+        return Fail(alive, transport_.PeerReportOf(*connection, alive, /*silent=*/true));
       }
       if (connection->state() == Connection::State::kOpen) {
         wake =

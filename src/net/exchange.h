@@ -77,8 +77,9 @@ class Exchange {
   Status ReadPeerMemory(int peer, uint64_t address, void* destination, size_t size);
 
   // Records a failure the algorithm found by itself (a peer announced a wrong size, say) and
-  // returns it with this operation's description.
-  Status Fail(const Status& failure);
+  // returns it with this operation's description. `peer_report` names the peer that failed
+  // (cluster/peer_report.h) when the failure is that peer's.
+  Status Fail(const Status& failure, const std::string& peer_report = "");
 
  private:
   struct Link {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cluster/peer_report.h"
 #include "net/auth.h"
 #include "net/rendezvous.h"
 
@@ -181,17 +182,44 @@ Status Transport::health() const {
   return failure_;
 }
 
-void Transport::RecordFailure(const Status& failure, bool tell_peers) {
+void Transport::RecordFailure(const Status& failure, bool tell_peers,
+                              const std::string& peer_report) {
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (failed_.load()) return;
     failure_ = failure;
+    failure_peer_report_ = peer_report;
     tell_peers_ = tell_peers;
+    // Before the failure becomes visible: no thread can act on it (and exit) before job control
+    // has been told.
+    if (!peer_report.empty() && options_.on_peer_failure) options_.on_peer_failure(peer_report);
     failed_.store(true, std::memory_order_release);
   }
   options_.log_warning("collectives of " + names_[rank_] + " stopped: " + failure.message());
   Signal(failure_fd_);
   Signal(monitor_wake_fd_);
+}
+
+std::string Transport::FailurePeerReport() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_peer_report_;
+}
+
+std::string Transport::PeerReportOf(const Connection& connection, const Status& failure,
+                                    bool silent) const {
+  if (connection.received_failure_notice()) return connection.received_peer_report();
+  // The connection's errors read "<peer name> <what happened>"; the report keeps what happened.
+  std::string detail = failure.message();
+  const std::string prefix = connection.peer_name() + " ";
+  if (detail.rfind(prefix, 0) == 0) detail.erase(0, prefix.size());
+  std::string what = "died";
+  if (silent) {
+    what = "hung";
+    detail = "no heartbeat for " + FormatSeconds(options_.peer_timeout);
+  } else if (failure.code() != Status::Code::kUnavailable) {
+    what = "misbehaved";  // a malformed or out-of-step frame: alive, but not to be trusted
+  }
+  return cluster::FormatPeerReport({tasks_[connection.peer_rank()], what, detail});
 }
 
 void Transport::StartMonitor() {
@@ -217,12 +245,15 @@ void Transport::MonitorLoop() {
       if (connection->state() == Connection::State::kBroken) continue;
       connection->MaybeQueueHeartbeat(now, options_.heartbeat_interval);
       Status status = connection->Pump(failed_now);
+      bool silent = false;
       if (status.ok() && !failed_now) {
         status = connection->CheckLiveness(now, options_.peer_timeout);
-        if (!status.ok()) connection->MarkBroken();
+        silent = !status.ok();
+        if (silent) connection->MarkBroken();
       }
       if (!status.ok()) {
-        RecordFailure(status, !connection->received_failure_notice());
+        RecordFailure(status, !connection->received_failure_notice(),
+                      PeerReportOf(*connection, status, silent));
         continue;
       }
       short events = connection->PollEvents(failed_now);
@@ -243,7 +274,8 @@ void Transport::MonitorLoop() {
       if (!lock.owns_lock() || connection->claims().load() > 0) continue;
       Status status = connection->Pump(failed());
       if (!status.ok()) {
-        RecordFailure(status, !connection->received_failure_notice());
+        RecordFailure(status, !connection->received_failure_notice(),
+                      PeerReportOf(*connection, status, /*silent=*/false));
       }
     }
   }
@@ -251,19 +283,21 @@ void Transport::MonitorLoop() {
 
 void Transport::SendFailureNotices() {
   std::string failure;
+  std::string peer_report;
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     // A failure learnt from a notice was already sent to everyone by the task that detected it.
     if (!tell_peers_ || notices_sent_) return;
     notices_sent_ = true;
     failure = failure_.message();
+    peer_report = failure_peer_report_;
   }
   for (auto& owned : connections_) {
     Connection* connection = owned.get();
     if (connection == nullptr) continue;
     // Exchanges see the failure at once and let go of their connections, so this wait is short.
     std::lock_guard<std::mutex> lock(connection->io_mutex());
-    connection->QueueFailureNotice(failure);
+    connection->QueueFailureNotice(failure, peer_report);
     if (!connection->Pump(true).ok()) connection->MarkBroken();
   }
 }

@@ -74,6 +74,14 @@ struct TransportOptions {
   // launcher so that no other process can take the port first). The transport takes ownership.
   // -1: the transport binds the port of this task's endpoint itself.
   int listening_fd = -1;
+  // Called once, with the peer report of cluster/peer_report.h ("peer worker:1 hung (no
+  // heartbeat for 30 s)"), when the first failure names the peer that failed: this task's own
+  // finding or another task's notice. A training program hands it to job control (the
+  // termination-message file) before it exits to be restarted. Called from whichever thread
+  // records the failure, before any operation sees the failure, so that the report is out before
+  // the task can exit on it; it must be thread-safe and must not call the transport. Unset:
+  // nothing is called.
+  std::function<void(const std::string& peer_report)> on_peer_failure;
   // Where warnings go (open mode, refused connections, the first failure). Called from the
   // transport's own threads too, so it must be thread-safe. Default: standard error.
   std::function<void(const std::string&)> log_warning;
@@ -119,8 +127,13 @@ class Transport {
 
   // Records a failure (the first one wins) and wakes every waiting Exchange. With `tell_peers`
   // the monitor also sends it to every peer; a failure that arrived as a notice was already sent
-  // to everyone by the task that detected it.
-  void RecordFailure(const Status& failure, bool tell_peers = true);
+  // to everyone by the task that detected it. `peer_report` names the peer that failed
+  // (cluster/peer_report.h), or is empty when the failure names none.
+  void RecordFailure(const Status& failure, bool tell_peers = true,
+                     const std::string& peer_report = "");
+
+  // The peer report of the first failure, or empty (no failure yet, or one that names no peer).
+  std::string FailurePeerReport() const;
 
  private:
   friend class Exchange;
@@ -135,6 +148,9 @@ class Transport {
 
   void StartMonitor();
   void MonitorLoop();
+  // The peer report of `failure`, which `connection` returned: a notice's own report, or one about
+  // the connection's peer ("hung" when `silent`, i.e. it failed the liveness check).
+  std::string PeerReportOf(const Connection& connection, const Status& failure, bool silent) const;
   // Sends the recorded failure to every peer, once.
   void SendFailureNotices();
   // The recorded failure's message, or nothing while every peer is healthy.
@@ -150,6 +166,7 @@ class Transport {
 
   mutable std::mutex failure_mutex_;
   Status failure_;
+  std::string failure_peer_report_;
   bool tell_peers_ = false;
   bool notices_sent_ = false;
   std::atomic<bool> failed_{false};

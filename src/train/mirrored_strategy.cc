@@ -29,6 +29,7 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   transport_options.job_name = options.job_name;
   transport_options.startup_timeout = options.startup_timeout;
   transport_options.peer_timeout = options.peer_timeout;
+  transport_options.on_peer_failure = options.on_peer_failure;
   auto transport =
       net::Transport::Connect(config.cluster, config.task, std::move(transport_options));
   if (!transport.ok()) return transport.status().WithContext("connecting to the other workers");

@@ -10,6 +10,7 @@
 // be restarted").
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,10 @@ struct WorkerConnectionOptions {
   // How long a silent worker is given before it is declared dead and every pending collective
   // fails naming it (net::TransportOptions::peer_timeout; at least 3 heartbeat intervals).
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(30)};
+  // Told the peer report (cluster/peer_report.h) when a collective fails because a peer died or
+  // hung (net::TransportOptions::on_peer_failure); a program passes it to job control with
+  // program::WriteTerminationMessage. Unset: nothing is told.
+  std::function<void(const std::string& peer_report)> on_peer_failure;
 };
 
 class MultiWorkerMirroredStrategy : public Strategy {

@@ -135,6 +135,30 @@ TEST(RemoveStaleTemporaryFilesTest, RemovesDeadWritersFilesAndKeepsLiveOnes) {
   EXPECT_EQ(*RemoveStaleTemporaryFiles(directory.path() / "absent"), 0);
 }
 
+TEST(WriteFileInPlaceTest, KeepsTheSameFileAndTruncatesIt) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "termination-log";
+  ASSERT_TRUE(WriteFileInPlace(path, std::string(10000, 'x')).ok());
+  struct stat before {};
+  ASSERT_EQ(stat(path.c_str(), &before), 0);
+  ASSERT_TRUE(WriteFileInPlace(path, "peer worker:1 hung").ok());
+  struct stat after {};
+  ASSERT_EQ(stat(path.c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino);  // written in place, not replaced by a rename
+  StatusOr<std::string> contents = ReadWholeFile(path);
+  ASSERT_TRUE(contents.ok());
+  EXPECT_EQ(*contents, "peer worker:1 hung");
+  EXPECT_EQ(FilesIn(directory.path()), 1);
+}
+
+TEST(WriteFileInPlaceTest, AMissingDirectoryIsNamed) {
+  ScratchDirectory directory;
+  const fs::path path = directory.path() / "absent" / "termination-log";
+  Status written = WriteFileInPlace(path, "x");
+  EXPECT_EQ(written.code(), Status::Code::kIOError);
+  EXPECT_NE(written.message().find(path.string()), std::string::npos) << written.message();
+}
+
 TEST(ReplaceFileAtomicallyTest, AFailingWriterLeavesTheOldFileAndNoTemporary) {
   ScratchDirectory directory;
   const fs::path path = directory.path() / "weights.pt";

@@ -6,7 +6,8 @@
 // next scripted exit, whichever is first, so a job of minutes runs in microseconds; `at_wait` lets
 // a test act at a given time (suspend the job, ask it to stop). A stopped replica is gone at the
 // next Observe(), as a process that honours SIGTERM would be (or, with ignore_graceful_stops,
-// once stopped with StopMode::kNow).
+// once stopped with StopMode::kNow); one stopped with StopMode::kAsFailed has exited with 143 at
+// the next Observe() and stays.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@ class FakeReplicaBackend : public ReplicaBackend {
   struct Exit {
     std::chrono::seconds duration;
     int exit_code = 0;
+    std::string termination_message = "";  // what the run leaves in its termination-message file
   };
   using Script = std::function<std::optional<Exit>(const ReplicaId& id, int run)>;
 
@@ -80,6 +82,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     if (std::optional<Exit> exit = script_(request.id, runs_[request.id]++)) {
       replica.exit_at = *now_ + exit->duration;
       replica.exit_code = exit->exit_code;
+      replica.termination_message = exit->termination_message;
     }
     return replica.state;
   }
@@ -89,7 +92,11 @@ class FakeReplicaBackend : public ReplicaBackend {
     bool running = it != replicas_.end() && it->second.state.phase == job::ReplicaPhase::kRunning;
     stops_.push_back({id, *now_, mode, running});
     if (it == replicas_.end()) return;
-    if (running) {
+    if (running && mode == StopMode::kAsFailed) {
+      it->second.exit_at = *now_;  // SIGTERM ends it
+      it->second.exit_code = 143;
+      it->second.termination_message.clear();
+    } else if (running) {
       it->second.state.stopping = true;
       it->second.killed = it->second.killed || mode == StopMode::kNow;
     } else {
@@ -112,6 +119,7 @@ class FakeReplicaBackend : public ReplicaBackend {
         replica.state.exit_code = replica.exit_code;
         replica.state.finished_at = *now_;
         replica.state.pid = 0;
+        replica.state.termination_message = replica.termination_message;
       }
       states.push_back(replica.state);
       ++it;
@@ -141,6 +149,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     ReplicaState state;
     std::optional<Time> exit_at;
     int exit_code = 0;
+    std::string termination_message;
     bool killed = false;
   };
 

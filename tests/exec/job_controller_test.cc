@@ -151,6 +151,36 @@ TEST_F(JobControllerTest, TheBackOffGrowsUntilTheBackoffLimitFailsTheJob) {
   }
 }
 
+// Worker 1 hangs: it never exits by itself. Worker 0 gives up on it, exits 138 leaving a peer
+// report, and the controller stops worker 1 as failed (StopMode::kAsFailed), so that its restart
+// policy restarts it; the episode uses one restart of backoffLimit 1, and the job completes.
+TEST_F(JobControllerTest, AReplicaItsPeersReportHungIsStoppedAndRestarted) {
+  CreateJob(2, "OnFailure", "{backoffLimit: 1}");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int run) -> std::optional<Exit> {
+    if (run > 0) return Exit{seconds(5), 0};
+    if (id == kWorker1) return std::nullopt;  // hung: runs until stopped
+    return Exit{seconds(30), 138, "peer worker:1 hung (no heartbeat for 30 s)"};
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_TRUE(job::IsSucceeded(*status));
+  ASSERT_FALSE(backend.stops().empty());
+  const FakeReplicaBackend::StopRecord& stop = backend.stops().front();
+  EXPECT_EQ(stop.id, kWorker1);
+  EXPECT_EQ(stop.mode, StopMode::kAsFailed);
+  EXPECT_EQ(stop.at, start_ + seconds(30));
+  EXPECT_THAT(StoredEventReasons(), Contains("Unhealthy"));
+  std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].restarts, 1);
+  EXPECT_EQ(rows[1].restarts, 1);
+  for (const auto& start : backend.starts()) {
+    if (start.restart_count == 1 && start.id == kWorker1) {
+      EXPECT_EQ(start.previous_exit_code, 143);
+    }
+  }
+}
+
 // The other replicas, still running when the limit fails the job, are stopped: none stays Running
 // or active, and the failing one keeps its restarts.
 TEST_F(JobControllerTest, AfterTheBackoffLimitNoReplicaIsRunningOrActive) {

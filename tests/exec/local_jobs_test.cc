@@ -135,5 +135,16 @@ TEST(ReplicaEnvironmentTest, SetsTheJobIdentityAndSecretOverInheritedValues) {
   unsetenv("TF_CONFIG");
 }
 
+// A replica writes its last words only where its own executor says (local_process_backend.h),
+// never into a file named in the environment that started `cohort`.
+TEST(ReplicaEnvironmentTest, DropsAnInheritedTerminationMessagePath) {
+  setenv("COHORT_TERMINATION_MESSAGE_PATH", "/tmp/inherited-termination-log", 1);
+  job::Job job = ShellJob("messages", 1, "true");
+  std::map<std::string, std::string> environment =
+      ReplicaEnvironment(job, "Worker", 0, {{"worker-0", 4000}}, "s3cret");
+  EXPECT_EQ(environment.count("COHORT_TERMINATION_MESSAGE_PATH"), 0u);
+  unsetenv("COHORT_TERMINATION_MESSAGE_PATH");
+}
+
 }  // namespace
 }  // namespace cohort::exec

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <set>
 #include <thread>
 
@@ -97,6 +98,40 @@ TEST_F(LocalProcessBackendTest, AStoppedReplicaIsAbsentOnceItHasExited) {
   EXPECT_TRUE(states.empty());
   EXPECT_FALSE(ProcessRuns(started->pid));
   EXPECT_THAT(Log(), HasSubstr("got TERM"));
+}
+
+// Each run gets an empty termination-message file named by COHORT_TERMINATION_MESSAGE_PATH; what
+// the run leaves there comes back with its exit. A stop "as failed" keeps the replica, exited.
+TEST_F(LocalProcessBackendTest, ATerminationMessageComesBackWithTheExit) {
+  LocalProcessBackend::Options options;
+  options.logs_directory = scratch_.path();
+  options.termination_messages_directory = scratch_.path() / "termination";
+  StatusOr<std::unique_ptr<LocalProcessBackend>> backend =
+      LocalProcessBackend::Create(std::move(options));
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  job::Job job = ShellJob("messages", 1,
+                          "test -s \"$COHORT_TERMINATION_MESSAGE_PATH\" && exit 9; "
+                          "echo \"peer worker:1 hung (no heartbeat for 30 s)\" > "
+                          "\"$COHORT_TERMINATION_MESSAGE_PATH\"; exit 138");
+  for (int run = 0; run < 2; ++run) {  // the second run finds the file empty again
+    ASSERT_TRUE((*backend)->Start({kWorker0, &job, run, run == 0 ? 0 : 138}).ok());
+    std::vector<ReplicaState> states = ObserveUntil(**backend, [](const auto& states) {
+      return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+    });
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0].exit_code, 138) << "run " << run;
+    EXPECT_EQ(states[0].termination_message, "peer worker:1 hung (no heartbeat for 30 s)\n");
+  }
+
+  job::Job hangs = ShellJob("hangs", 1, "exec sleep 60");
+  ASSERT_TRUE((*backend)->Start({kWorker0, &hangs, 2, 138}).ok());
+  (*backend)->Stop(kWorker0, StopMode::kAsFailed);
+  std::vector<ReplicaState> states = ObserveUntil(**backend, [](const auto& states) {
+    return states.size() == 1 && states[0].phase == job::ReplicaPhase::kFailed;
+  });
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].exit_code, 128 + SIGTERM);
+  EXPECT_EQ(states[0].termination_message, "");
 }
 
 TEST_F(LocalProcessBackendTest, ARestartIsAnnouncedInTheLog) {

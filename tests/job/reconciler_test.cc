@@ -59,11 +59,15 @@ std::vector<std::string> Describe(const std::vector<Action>& actions) {
       case Action::Kind::kStop:
         described.push_back("Stop ");
         break;
+      case Action::Kind::kTerminate:
+        described.push_back("Terminate ");
+        break;
       case Action::Kind::kDeleteJob:
         described.push_back("DeleteJob");
         continue;
     }
     described.back() += action.type + " " + std::to_string(action.index);
+    if (action.group_restart) described.back() += " (group)";
   }
   return described;
 }
@@ -88,7 +92,8 @@ std::vector<std::string> Describe(const std::vector<JobCondition>& conditions) {
 
 // A fake executor. It keeps the replicas, calls Reconcile, persists the status through its JSON
 // form as the real executor does, and carries out the actions: started replicas run at once,
-// restarted ones wait in kPending with restart_count + 1 until EndBackoff(), stopped ones vanish.
+// restarted ones wait in kPending with restart_count + 1 until EndBackoff(), stopped ones vanish,
+// terminated ones keep running until the test makes them exit.
 class Simulation {
  public:
   explicit Simulation(Job job) : job_(std::move(job)) {}
@@ -129,6 +134,12 @@ class Simulation {
     replica.finished_at = now_;
   }
 
+  // The replica exits leaving `message` in its termination-message file.
+  void ExitSaying(const std::string& type, int index, int exit_code, const std::string& message) {
+    Exit(type, index, exit_code);
+    Replica(type, index).termination_message = message;
+  }
+
   void SetPhase(const std::string& type, int index, ReplicaPhase phase) {
     Replica(type, index).phase = phase;
   }
@@ -166,10 +177,14 @@ class Simulation {
       case Action::Kind::kRestart: {
         ObservedReplica& replica = Replica(action.type, action.index);
         ++replica.restart_count;
+        if (action.group_restart) ++replica.group_restarts;
         replica.phase = ReplicaPhase::kPending;
         replica.exit_code = 0;
+        replica.termination_message.clear();
         break;
       }
+      case Action::Kind::kTerminate:  // SIGTERM sent; the test decides when it exits
+        break;
       case Action::Kind::kStop:
         replicas_.erase({action.type, action.index});
         break;
@@ -746,6 +761,166 @@ TEST(ReconcileTest, SimultaneousFailuresEachNeedARestart) {
   ReconcileResult result = simulation.Step();
   EXPECT_EQ(JobState(result.status), "Failed");
   EXPECT_EQ(result.status.replica_statuses.at("Worker").failed, 2);
+}
+
+// ---- Peer reports: hung replicas are stopped, and a group restart counts once ----
+
+constexpr char kWorker1Hung[] = "peer worker:1 hung (no heartbeat for 30 s)";
+constexpr char kWorker1Died[] =
+    "peer worker:1 died (closed the connection without saying goodbye: the process exited or was "
+    "killed)";
+
+Job ThreeWorkers(int backoff_limit) {
+  Job job = MakeJob({{"Worker", 3, kOnFailure}});
+  job.run_policy.backoff_limit = backoff_limit;
+  return job;
+}
+
+// The issue's scenario: worker-1 is SIGSTOPped; its peers give up on it after the peer timeout and
+// exit 138 naming it. It is stopped and restarted per its policy like a container whose liveness
+// probe failed, and the whole episode uses one restart of the backoff limit.
+TEST(PeerReportTest, AHungReplicaIsStoppedAndRestartedAndCountsOnce) {
+  Simulation simulation(ThreeWorkers(1));
+  simulation.StartRunning();
+  simulation.Advance(seconds(40));
+  simulation.ExitSaying("Worker", 0, 138, kWorker1Hung);
+  simulation.ExitSaying("Worker", 2, 138, kWorker1Hung);
+  ReconcileResult result = simulation.Step();
+  EXPECT_THAT(
+      Describe(result.actions),
+      ElementsAre("Terminate Worker 1", "Restart Worker 0 (group)", "Restart Worker 2 (group)"));
+  const std::string why = "worker-1 hung (no heartbeat for 30 s), as worker-0 reported";
+  EXPECT_THAT(Describe(result.events),
+              ::testing::Contains("Warning Unhealthy: Pod: kubeflow.mnist-worker-1: " + why +
+                                  "; stopping it to restart it per restartPolicy OnFailure"));
+  EXPECT_EQ(JobState(result.status), "Restarting");
+  EXPECT_EQ(result.status.conditions.back().message,
+            "job mnist is restarting because " + why + ".");
+  // Until its SIGTERM takes effect nothing is asked again.
+  EXPECT_THAT(Describe(simulation.Step().actions), IsEmpty());
+
+  simulation.Advance(seconds(5));
+  simulation.Exit("Worker", 1, 137);  // SIGKILL after the grace period: a stopped process
+  EXPECT_THAT(Describe(simulation.Step().actions), ElementsAre("Restart Worker 1"));
+  simulation.EndBackoff();
+  EXPECT_EQ(JobState(simulation.Step().status), "Running");
+  // Three restarts were made, one of which counts: backoffLimit 1 was not passed.
+  EXPECT_EQ(simulation.Replica("Worker", 1).restart_count, 1);
+  EXPECT_EQ(simulation.Replica("Worker", 0).group_restarts, 1);
+  EXPECT_FALSE(IsFailed(simulation.status()));
+}
+
+// Issue 17 item 4: a crash takes its peers down with it (exit 138 "peer worker:1 died"); only the
+// crash counts, so backoffLimit 2 survives two crashes of one worker and fails on the third,
+// naming the worker that crashed rather than a peer.
+TEST(PeerReportTest, AGroupRestartCountsOnceAgainstTheBackoffLimit) {
+  Simulation simulation(ThreeWorkers(2));
+  simulation.StartRunning();
+  for (int crash = 1; crash <= 2; ++crash) {
+    simulation.Advance(seconds(60));
+    simulation.Exit("Worker", 1, 137);
+    simulation.ExitSaying("Worker", 0, 138, kWorker1Died);
+    simulation.ExitSaying("Worker", 2, 138, kWorker1Died);
+    ReconcileResult result = simulation.Step();
+    ASSERT_THAT(
+        Describe(result.actions),
+        ElementsAre("Restart Worker 0 (group)", "Restart Worker 1", "Restart Worker 2 (group)"))
+        << crash;
+    simulation.EndBackoff();
+    ASSERT_EQ(JobState(simulation.Step().status), "Running") << crash;
+  }
+  simulation.Advance(seconds(60));
+  simulation.Exit("Worker", 1, 137);
+  simulation.ExitSaying("Worker", 0, 138, kWorker1Died);
+  simulation.ExitSaying("Worker", 2, 138, kWorker1Died);
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(JobState(result.status), "Failed");
+  EXPECT_EQ(result.status.conditions.back().message,
+            "Job mnist has failed because it has reached the specified backoff limit: worker-1 "
+            "exited with code 137 (128 + SIGKILL) at " +
+                FormatTime(simulation.now()) + " after 2 restarts");
+}
+
+// The peers' exits may be seen before the crash itself: the counting does not depend on the order.
+TEST(PeerReportTest, PeersSeenBeforeTheCrashAreStillAGroupRestart) {
+  Simulation simulation(ThreeWorkers(1));
+  simulation.StartRunning();
+  simulation.Advance(seconds(60));
+  simulation.ExitSaying("Worker", 0, 138, kWorker1Died);
+  // worker-1 still looks alive: its peers' word is enough to stop it.
+  EXPECT_THAT(Describe(simulation.Step().actions),
+              ElementsAre("Terminate Worker 1", "Restart Worker 0 (group)"));
+  simulation.Exit("Worker", 1, 137);
+  simulation.ExitSaying("Worker", 2, 138, kWorker1Died);
+  EXPECT_THAT(Describe(simulation.Step().actions),
+              ElementsAre("Restart Worker 1", "Restart Worker 2 (group)"));
+  simulation.EndBackoff();
+  EXPECT_EQ(JobState(simulation.Step().status), "Running");
+}
+
+// A report about a run that has since been replaced says nothing about the new run.
+TEST(PeerReportTest, AReportOlderThanTheAccusedRunIsNotActedOn) {
+  Simulation simulation(ThreeWorkers(5));
+  simulation.StartRunning();
+  simulation.Advance(seconds(10));
+  simulation.Exit("Worker", 1, 137);
+  simulation.Step();
+  simulation.Advance(seconds(2));
+  simulation.EndBackoff();  // worker-1 runs again, started now
+  simulation.ExitSaying("Worker", 0, 138, kWorker1Died);
+  simulation.Replica("Worker", 0).finished_at = simulation.now() - seconds(1);
+  EXPECT_THAT(Describe(simulation.Step().actions), ElementsAre("Restart Worker 0 (group)"));
+}
+
+// Only a report that names another replica of the job makes a group restart: one naming the
+// reporter itself, a replica the job does not have, or no report at all is an ordinary failure.
+TEST(PeerReportTest, OtherLastWordsAreAnOrdinaryFailure) {
+  for (const std::string& message : {std::string("peer worker:0 hung (no heartbeat for 30 s)"),
+                                     std::string("peer worker:3 died (closed the connection)"),
+                                     std::string("peer ps:0 died (closed the connection)"),
+                                     std::string("out of memory"), std::string("")}) {
+    Simulation simulation(ThreeWorkers(0));
+    simulation.StartRunning();
+    simulation.ExitSaying("Worker", 0, 138, message);
+    ReconcileResult result = simulation.Step();
+    EXPECT_EQ(JobState(result.status), "Failed") << message;
+    EXPECT_THAT(Describe(result.actions), ::testing::Not(::testing::Contains("Terminate Worker 1")))
+        << message;
+  }
+}
+
+// The accused replica's own policy decides what follows its stop: under Never it fails the job.
+TEST(PeerReportTest, AStoppedReplicaFollowsItsOwnRestartPolicy) {
+  Job job = MakeJob({{"Chief", 1, kOnFailure}, {"Worker", 1, kNever}});
+  Simulation simulation(job);
+  simulation.StartRunning();
+  simulation.ExitSaying("Chief", 0, 138, "peer worker:0 hung (no heartbeat for 30 s)");
+  EXPECT_THAT(Describe(simulation.Step().actions),
+              ElementsAre("Terminate Worker 0", "Restart Chief 0 (group)"));
+  simulation.Exit("Worker", 0, 143);
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(JobState(result.status), "Failed");
+  EXPECT_EQ(result.status.conditions.back().message,
+            "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed.");
+}
+
+// On Kubernetes the kubelet restarts an OnFailure container in place: the executor only sees the
+// replica running again with a higher restart count. Past the limit, that fails the job too.
+TEST(ReconcileTest, RestartsInPlacePastTheLimitFailTheJob) {
+  Job job = MakeJob({{"Worker", 1, kOnFailure}});
+  job.run_policy.backoff_limit = 2;
+  Simulation simulation(job);
+  simulation.StartRunning();
+  simulation.Replica("Worker", 0).restart_count = 2;
+  EXPECT_EQ(JobState(simulation.Step().status), "Running");
+  simulation.Replica("Worker", 0).restart_count = 3;
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(JobState(result.status), "Failed");
+  EXPECT_EQ(result.status.conditions.back().message,
+            "Job mnist has failed because it has reached the specified backoff limit: worker-0 "
+            "was restarted in place 3 times");
+  ASSERT_EQ(result.actions.size(), 1u);
+  EXPECT_EQ(result.actions[0].kind, Action::Kind::kStop);
 }
 
 // ---- activeDeadlineSeconds (§3.11) ----

@@ -431,12 +431,15 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
         TransportOptions options = Options(cluster, rank);
         options.peer_timeout = peer_timeout;
         options.heartbeat_interval = 250ms;
+        std::string told;  // what on_peer_failure was told, for job control
+        options.on_peer_failure = [&](const std::string& report) { told = report; };
         auto transport = Transport::Connect(cluster.spec(), cluster.task(rank), options);
         if (!transport.ok()) return 1;
         Status status = RingTraffic(**transport, 1000000, 1 << 20, [&](int round) {
           if (round == 2 && rank == 2) Report("ready");
         });
         Report("failed at " + std::to_string(MonotonicSeconds()) + ": " + status.ToString());
+        Report("told [" + told + "] recorded [" + (*transport)->FailurePeerReport() + "]");
         WriteText(gave_up(rank), "");
         return status.ok() ? 2 : 0;
       },
@@ -460,6 +463,11 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
     double failed_at = std::stod(report.substr(at + 10));
     EXPECT_LT(failed_at - stopped_at, 3.0 + 4.0) << report;  // the timeout, plus scheduling slack
     EXPECT_GT(failed_at - stopped_at, 2.0) << report;        // not before the peer fell silent
+    // Whether it found the silence itself or heard it from the other live rank, each names the
+    // same culprit to job control, in the form of cluster/peer_report.h.
+    const std::string expected = "peer worker:2 hung (no heartbeat for 3 s)";
+    EXPECT_NE(report.find("told [" + expected + "] recorded [" + expected + "]"), std::string::npos)
+        << report;
   }
 }
 
@@ -577,7 +585,7 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
             status = exchange.Finish();
           }
           if (!status.ok()) {
-            Report(status.ToString());
+            Report(status.ToString() + "\nrecorded [" + (*transport)->FailurePeerReport() + "]");
             return 0;
           }
           if (rank == 0 && round == 1) WriteText(talking, "");
@@ -589,6 +597,10 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
     ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);
     EXPECT_NE(outcomes[rank].report.find("worker:2 (" + cluster.endpoint(2) +
                                          ") closed the connection without saying goodbye"),
+              std::string::npos)
+        << outcomes[rank].report;
+    EXPECT_NE(outcomes[rank].report.find(
+                  "recorded [peer worker:2 died (closed the connection without saying goodbye"),
               std::string::npos)
         << outcomes[rank].report;
   }

@@ -45,9 +45,11 @@ int FreePort() {
   return ntohs(address.sin_port);
 }
 
-// Starts cohort-train as worker `index` of the cluster `workers`, its output in `log`.
+// Starts cohort-train as worker `index` of the cluster `workers`, its output in `log`, and
+// `termination_message` as the file COHORT_TERMINATION_MESSAGE_PATH names.
 pid_t StartWorker(const std::vector<std::string>& workers, int index,
-                  const std::vector<std::string>& flags, const fs::path& log) {
+                  const std::vector<std::string>& flags, const fs::path& log,
+                  const fs::path& termination_message) {
   std::string cluster;
   for (const std::string& endpoint : workers) {
     cluster += (cluster.empty() ? "\"" : ",\"") + endpoint + "\"";
@@ -64,6 +66,7 @@ pid_t StartWorker(const std::vector<std::string>& workers, int index,
     dup2(fd, STDERR_FILENO);
     putenv(const_cast<char*>(tf_config.c_str()));
     setenv("COHORT_JOB_SECRET", "hung peer test", 1);
+    setenv("COHORT_TERMINATION_MESSAGE_PATH", termination_message.c_str(), 1);
     std::vector<char*> argv;
     for (std::string& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
@@ -90,8 +93,9 @@ TEST(HungPeer, AStoppedWorkerIsDeclaredDeadAfterThePeerTimeout) {
                                           "--backup_every_steps=5",
                                           "--checkpoint_path=" + backup.string()};
   const fs::path log0 = scratch.path() / "worker-0.log", log1 = scratch.path() / "worker-1.log";
-  const pid_t worker0 = StartWorker(workers, 0, flags, log0);
-  const pid_t worker1 = StartWorker(workers, 1, flags, log1);
+  const fs::path message0 = scratch.path() / "worker-0.termination-log";
+  const pid_t worker0 = StartWorker(workers, 0, flags, log0, message0);
+  const pid_t worker1 = StartWorker(workers, 1, flags, log1, scratch.path() / "worker-1.message");
   // Whatever happens below, neither worker outlives the test.
   struct Reaper {
     pid_t pid;
@@ -122,6 +126,9 @@ TEST(HungPeer, AStoppedWorkerIsDeclaredDeadAfterThePeerTimeout) {
   // 1 s heartbeat interval), and within it plus scheduling slack on a busy machine.
   EXPECT_GT(waited, kPeerTimeoutSeconds - 1.5) << log;
   EXPECT_LT(waited, kPeerTimeoutSeconds + 10.0) << log;
+  // And it told job control which peer to stop, in the form of cluster/peer_report.h.
+  EXPECT_EQ(cohort::testing::ReadText(message0),
+            "peer worker:1 hung (no heartbeat for " + std::to_string(kPeerTimeoutSeconds) + " s)");
 }
 
 }  // namespace

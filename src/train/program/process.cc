@@ -6,6 +6,9 @@
 #include <thread>
 #include <utility>
 
+#include "base/file.h"
+#include "cluster/peer_report.h"
+
 namespace cohort::train::program {
 namespace {
 
@@ -50,6 +53,17 @@ void PrintError(const std::string& message) {
   }
   std::fflush(stderr);
   std::_Exit(code);
+}
+
+void WriteTerminationMessage(const std::string& message) {
+  const char* path = std::getenv(cluster::kTerminationMessagePathVariable);
+  if (path == nullptr || *path == '\0') return;
+  const Status written = WriteFileInPlace(
+      path, std::string_view(message).substr(0, cluster::kMaxTerminationMessageBytes));
+  if (!written.ok()) {
+    std::fprintf(stderr, "%s: warning: cannot leave the termination message: %s\n",
+                 CurrentProgram().name.c_str(), written.message().c_str());
+  }
 }
 
 std::chrono::milliseconds Milliseconds(double seconds) {

@@ -60,6 +60,14 @@ void PrintError(const std::string& message);
 // restart does not cure it), everything else with kExitFailed.
 [[noreturn]] void Fail(const Status& status);
 
+// Leaves `message` as this task's last words for job control, in the file that the environment
+// variable COHORT_TERMINATION_MESSAGE_PATH names (cluster/peer_report.h): a peer report before a
+// retryable exit, so that job control stops the peer that failed and counts the group's restart
+// once. Written in place (on Kubernetes the file is the container's terminationMessagePath, which
+// cannot be replaced by a rename), at most cluster::kMaxTerminationMessageBytes. Without the
+// variable it does nothing; a failure to write is a warning on stderr, never fatal.
+void WriteTerminationMessage(const std::string& message);
+
 // A flag given in seconds, as the clock types want it.
 std::chrono::milliseconds Milliseconds(double seconds);
 

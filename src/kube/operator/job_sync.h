@@ -1,0 +1,97 @@
+// JobSync: one reconcile pass of one TFJob on Kubernetes, the operator's counterpart of the local
+// executor's JobController turn (exec/job_controller.h). It decides nothing itself: job::Reconcile
+// does, on what the caches say; JobSync reads the job and its pods, carries out the actions and
+// writes the status and events back.
+//
+//   decode the TFJob (spec_parser DecodeJob, ApplyDefaults, ValidateJob; an invalid job gets a
+//     Failed condition and a Warning event with the parser's message, once)
+//   -> skip it when runPolicy.managedBy names another controller, or it is being deleted
+//   -> observe: each pod the job controls (ownerReference uid == the job's uid; nothing else is
+//      adopted) as a job::ObservedReplica (replica_objects.h), each replica waiting for its
+//      restart back-off as Pending with its new restart count
+//   -> job::Reconcile(job, status read from the TFJob, observed, now)
+//   -> actions: kStart creates the replica's service and pod (and the PodGroup first, with gang
+//      scheduling); kRestart records the restart on the replica's service, deletes the exited pod,
+//      and creates the new one once job::RestartBackoff has passed (the job is requeued for it);
+//      kStop deletes the pod (its own terminationGracePeriodSeconds applies) and its service;
+//      kDeleteJob deletes the TFJob with foreground propagation
+//   -> the status through /status (UpdateWithRetry: a 409 reads again), only when it changed
+//   -> the reconciler's and the actions' events as core/v1 Events (event_recorder.h).
+//
+// The bookkeeping the local controller keeps in memory lives on the server here, so that a new
+// operator (after a crash, or a new leader) carries on where the last one stopped: the status in
+// the TFJob's status, restart counts on the pods and on the service of a replica that waits for its
+// restart (replica_objects.h). Before every write it asks `may_act` (the leader election), and
+// stops the pass at once when it says no.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "job/common_types.h"
+#include "kube/api/api.h"
+#include "kube/objects/objects.h"
+#include "kube/operator/event_recorder.h"
+#include "kube/operator/informer.h"
+#include "kube/operator/replica_objects.h"
+
+namespace cohort::kube {
+
+// The builders of kube/objects (objects.h), as functions, so that tests can pass their own.
+struct ObjectBuilders {
+  std::function<StatusOr<nlohmann::json>(const job::Job&, const Owner&, const std::string&, int,
+                                         const ObjectOptions&)>
+      pod;
+  std::function<StatusOr<nlohmann::json>(const job::Job&, const Owner&, const std::string&, int,
+                                         const ObjectOptions&)>
+      service;
+  std::function<StatusOr<std::optional<nlohmann::json>>(const job::Job&, const Owner&,
+                                                        const ObjectOptions&)>
+      pod_group;
+};
+
+// kube/objects' BuildPod, BuildService and BuildPodGroup.
+ObjectBuilders KubeObjectBuilders();
+
+// The caches a pass reads and writes through; the operator's informers.
+struct JobCaches {
+  Informer* jobs = nullptr;
+  Informer* pods = nullptr;
+  Informer* services = nullptr;
+};
+
+struct SyncResult {
+  std::optional<Time> requeue_at;  // run the job again then, even if nothing changes
+  bool skipped = false;            // managed by another controller, or being deleted
+  bool deleted = false;            // the TTL deleted the job
+};
+
+class JobSync {
+ public:
+  JobSync(Api& api, JobCaches caches, ObjectBuilders builders, ObjectOptions options,
+          EventRecorder& recorder, std::function<Time()> clock, std::function<bool()> may_act,
+          std::function<void(const std::string&)> log);
+
+  // One pass over the job `key` ("namespace/name"). An error means the pass could not finish (a
+  // write failed, leadership was lost): the caller requeues with back-off.
+  StatusOr<SyncResult> Sync(const std::string& key);
+
+ private:
+  class Pass;
+
+  Api& api_;
+  JobCaches caches_;
+  ObjectBuilders builders_;
+  ObjectOptions options_;
+  EventRecorder& recorder_;
+  std::function<Time()> clock_;
+  std::function<bool()> may_act_;
+  std::function<void(const std::string&)> log_;
+};
+
+}  // namespace cohort::kube

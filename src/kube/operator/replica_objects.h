@@ -1,0 +1,87 @@
+// How the operator reads a job's pods and services back: which job and replica an object belongs
+// to, and what a pod says about its replica (job::ObservedReplica).
+//
+// Objects are matched to a job the way Kubeflow's operator does, by the operator's labels and by
+// ownership: an object belongs to a TFJob only when its controller ownerReference carries the
+// job's uid, so a pod that merely has the right labels (left over from an earlier job of the same
+// name, or made by hand) is never adopted.
+//
+// A pod becomes an ObservedReplica:
+//   phase      Pending -> kPending; Running -> kRunning while the job's container runs, kPending
+//              while the kubelet waits to restart it in place (CrashLoopBackOff); Succeeded ->
+//              kSucceeded; Failed -> kFailed; Unknown -> kPending.
+//   exit_code  the job's container's (`tensorflow`) state.terminated.exitCode; a container killed
+//              by signal N with no exit code reads 128 + N; a failed pod whose container never
+//              terminated (evicted, node lost) or reports 0 (a sidecar failed the pod) reads 255,
+//              which the ExitCode policy retries.
+//   restarts   the restarts made before this pod was created, which the operator writes into the
+//              pod's kRestartsAnnotation when it re-creates a replica, plus the container's
+//              in-place restartCount (OnFailure and Always restarts by the kubelet).
+// Every number read from an object is bounded, so a hand-edited annotation cannot overflow.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/time.h"
+#include "job/common_types.h"
+#include "job/reconciler.h"
+
+namespace cohort::kube {
+
+// The labels Kubeflow's operator puts on every pod and service of a job.
+inline constexpr const char* kOperatorNameLabel = "training.kubeflow.org/operator-name";
+inline constexpr const char* kJobNameLabel = "training.kubeflow.org/job-name";
+inline constexpr const char* kReplicaTypeLabel = "training.kubeflow.org/replica-type";
+inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
+inline constexpr const char* kOperatorName = "tfjob-controller";
+
+// Cohort's own bookkeeping of re-creation restarts, kept on the objects so that an operator that
+// restarts loses nothing:
+//  - on a pod: how many restarts of its replica came before this pod (re-creations and in-place
+//    restarts of the earlier pods);
+//  - on a replica's service, while a restart waits for its back-off: the restart count the new pod
+//    will carry, when it may be created, and the uid of the pod it replaces.
+inline constexpr const char* kRestartsAnnotation = "cohort.dev/restarts";
+inline constexpr const char* kRestartAfterAnnotation = "cohort.dev/restart-after";
+inline constexpr const char* kRestartOfAnnotation = "cohort.dev/restart-of";
+
+// The most restarts a replica may have on record; larger annotations read as this.
+inline constexpr int kMaxRecordedRestarts = 1000000;
+
+// "namespace/name" of an object: the key of the job queue and the caches.
+std::string ObjectKey(const nlohmann::json& object);
+std::string ObjectKey(const std::string& namespace_name, const std::string& name);
+
+// The uid of the object's controller ownerReference of kind `owner_kind`, or "" when none.
+std::string ControllerUid(const nlohmann::json& object, const std::string& owner_kind);
+// The key of the job that controls `object` ("" when no controller of that kind).
+std::string ControllerKey(const nlohmann::json& object, const std::string& owner_kind);
+
+// A replica of `job`: its canonical type and index, from the object's labels. nullopt when the
+// labels are missing, malformed or name a type the job does not have.
+struct ReplicaRef {
+  std::string type;
+  int index = 0;
+  bool operator<(const ReplicaRef& other) const {
+    return type != other.type ? type < other.type : index < other.index;
+  }
+};
+std::optional<ReplicaRef> ReplicaOf(const job::Job& job, const nlohmann::json& object);
+
+// What `pod` says about its replica; `container_name` is the job kind's container (tensorflow),
+// the first container when none has that name.
+job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& replica,
+                                const std::string& container_name);
+
+// Whether the object is being deleted (metadata.deletionTimestamp set).
+bool IsTerminating(const nlohmann::json& object);
+
+// An annotation of `object`, "" when absent.
+std::string Annotation(const nlohmann::json& object, const std::string& key);
+
+// A non-negative count read from text, at most kMaxRecordedRestarts; 0 when not a number.
+int ParseCount(const std::string& text);
+
+}  // namespace cohort::kube
