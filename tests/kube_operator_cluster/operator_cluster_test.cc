@@ -461,8 +461,11 @@ TEST_F(OperatorClusterTest, OnFailureRestartsInPlaceUntilTheBackoffLimit) {
   const std::string uid = PodUid("inplace-worker-0");
   Run("inplace-worker-0");
   ASSERT_TRUE(StateBecomes("inplace", "Running"));
+  const int syncs = operator_->Syncs();
   Exit("inplace-worker-0", 1);  // restartCount 1
   Exit("inplace-worker-0", 1);  // restartCount 2: the limit
+  // The operator has looked at the job since (the pod's change wakes it) and lets it run on.
+  ASSERT_TRUE(WaitUntil([&] { return operator_->Syncs() >= syncs + 2; }, kWait));
   ASSERT_TRUE(WaitUntil([&] { return ReplicaCount("inplace", "Worker", "active") == 1; }, kWait));
   EXPECT_EQ(State("inplace"), "Running");
   EXPECT_EQ(PodUid("inplace-worker-0"), uid);
@@ -479,8 +482,11 @@ TEST_F(OperatorClusterTest, AlwaysRestartsEvenASuccessInPlace) {
   ASSERT_TRUE(PodsBecome({"always-worker-0"}));
   Run("always-worker-0");
   ASSERT_TRUE(StateBecomes("always", "Running"));
+  const int syncs = operator_->Syncs();
   Exit("always-worker-0", 0);
   ASSERT_TRUE(WaitUntil([&] { return RestartCount("always-worker-0") == 1; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return operator_->Syncs() > syncs; }, kWait))
+      << "the operator never looked at the job after its container restarted";
   // The operator sees the restarted container and the job runs on.
   ASSERT_TRUE(WaitUntil([&] { return ReplicaCount("always", "Worker", "active") == 1; }, kWait));
   EXPECT_EQ(State("always"), "Running");
