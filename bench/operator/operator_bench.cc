@@ -618,6 +618,7 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it is measured, also into a file
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
