@@ -10,6 +10,8 @@
 //   cohort operator        run TFJobs on a Kubernetes cluster (kube/operator), until SIGTERM
 //   kubectl's forms: apply/create/delete -f FILE, get tfjobs|pods [NAME], logs POD, -o FORMAT, -w
 //   gcloud's: cohort ai-platform jobs submit training|list|describe|cancel|stream-logs
+//   --kubernetes [--context C] on submit, apply, create, get, describe, logs, wait, delete,
+//   suspend and resume: the same against a cluster's API server (kube_commands.h)
 //
 // FILE is a TFJob manifest or a Google AI Platform training job spec (job/job_file.h).
 //
@@ -27,6 +29,7 @@
 
 #include "apps/cohort/exit_codes.h"
 #include "apps/cohort/job_file.h"
+#include "apps/cohort/kube_commands.h"
 #include "exec/image_map.h"
 #include "exec/job_controller.h"
 #include "exec/local_jobs.h"
@@ -788,6 +791,30 @@ int Main(int argc, char** argv) {
         ->required();
     add_name(command);
   };
+  // --kubernetes [--context C] [--request-timeout S]: the command goes to a cluster.
+  KubeTarget kube_target;
+  bool on_cluster = false;
+  auto add_kubernetes = [&](CLI::App* command) {
+    CLI::Option* cluster_flag = command->add_flag(
+        "--kubernetes", on_cluster,
+        "on the cluster of the kubeconfig's context, as a TFJob, not on this machine");
+    command
+        ->add_option("--context", kube_target.context,
+                     "with --kubernetes: the kubeconfig context (default: current-context)")
+        ->needs(cluster_flag);
+    command
+        ->add_option("--request-timeout", kube_target.request_timeout_seconds,
+                     "with --kubernetes: seconds each request to the API server may take")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str()
+        ->needs(cluster_flag);
+  };
+  // The target with -n when it was given (else the context's namespace).
+  auto cluster_target = [&](const std::optional<std::string>& namespace_given) {
+    KubeTarget target = kube_target;
+    target.namespace_flag = namespace_given;
+    return target;
+  };
   auto add_namespace = [&](CLI::App* command) {
     CLI::Option* option =
         command->add_option("-n,--namespace", namespace_name, "the job's namespace")
@@ -806,7 +833,12 @@ int Main(int argc, char** argv) {
   add_file(submit, "the job");
   add_images(submit);
   add_namespace(submit);
+  add_kubernetes(submit);
   submit->callback([&] {
+    if (on_cluster) {
+      exit_code = KubeSubmit(cluster_target(namespace_flag()), file, job_file_options, false);
+      return;
+    }
     exit_code = Submit(file, job_file_options, image_flags, namespace_flag(), PrintName);
   });
 
@@ -816,8 +848,11 @@ int Main(int argc, char** argv) {
   add_name(apply);
   add_images(apply);
   add_namespace(apply);
-  apply->callback(
-      [&] { exit_code = Apply(file, job_file_options, image_flags, namespace_flag()); });
+  add_kubernetes(apply);
+  apply->callback([&] {
+    exit_code = on_cluster ? KubeApply(cluster_target(namespace_flag()), file, job_file_options)
+                           : Apply(file, job_file_options, image_flags, namespace_flag());
+  });
 
   CLI::App* create =
       app.add_subcommand("create", "kubectl create -f: start a job in the background");
@@ -825,7 +860,12 @@ int Main(int argc, char** argv) {
   add_name(create);
   add_images(create);
   add_namespace(create);
+  add_kubernetes(create);
   create->callback([&] {
+    if (on_cluster) {
+      exit_code = KubeSubmit(cluster_target(namespace_flag()), file, job_file_options, true);
+      return;
+    }
     exit_code = Submit(file, job_file_options, image_flags, namespace_flag(), PrintCreated);
   });
 
@@ -845,8 +885,9 @@ int Main(int argc, char** argv) {
       "get", "List jobs (NAME STATE AGE) or show some; `get pods` lists their replicas as pods");
   get->add_option("ARGS", arguments,
                   "[tfjobs|pods] [NAME...] (default: all jobs of the namespace)");
-  get->add_option("-n,--namespace", get_flags.namespace_name, "the jobs' namespace")
-      ->capture_default_str();
+  CLI::Option* get_namespace =
+      get->add_option("-n,--namespace", get_flags.namespace_name, "the jobs' namespace")
+          ->capture_default_str();
   get->add_flag("-A,--all-namespaces", get_flags.all_namespaces, "list jobs of every namespace");
   get->add_option("-o,--output", get_flags.output, "name, wide, json, yaml or jsonpath=TEMPLATE");
   get->add_flag("-w,--watch", get_flags.watch,
@@ -854,20 +895,41 @@ int Main(int argc, char** argv) {
   get->add_option("--timeout", get_flags.timeout_seconds, "seconds to watch at most")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  get->callback([&] { exit_code = Get(arguments, get_flags); });
+  add_kubernetes(get);
+  get->callback([&] {
+    if (!on_cluster) {
+      exit_code = Get(arguments, get_flags);
+      return;
+    }
+    if (get_flags.watch) {
+      exit_code = Fail(kExitInvalidInput,
+                       "get -w is not available with --kubernetes; use "
+                       "`kubectl get tfjobs -w` or `cohort wait --kubernetes`");
+      return;
+    }
+    std::optional<std::string> given;
+    if (get_namespace->count() > 0) given = get_flags.namespace_name;
+    exit_code = KubeGet(cluster_target(given), arguments,
+                        KubeGetFlags{get_flags.all_namespaces, get_flags.output});
+  });
 
   CLI::App* describe =
       app.add_subcommand("describe", "Show a job's spec, status, replicas and events");
   describe->add_option("JOB", arguments, "[tfjob] NAME...")->required();
   add_namespace(describe);
-  describe->callback([&] { exit_code = Describe(arguments, namespace_name); });
+  add_kubernetes(describe);
+  describe->callback([&] {
+    exit_code = on_cluster ? KubeDescribe(cluster_target(namespace_flag()), arguments)
+                           : Describe(arguments, namespace_name);
+  });
 
   CLI::App* logs =
       app.add_subcommand("logs", "Print a job's replica logs, or a pod's (job-worker-0)");
   logs->add_option("JOB", name, "a job, or a pod: one of its replicas (cohort get pods)")
       ->required();
-  logs->add_option("-n,--namespace", logs_flags.namespace_name, "the job's namespace")
-      ->capture_default_str();
+  CLI::Option* logs_namespace =
+      logs->add_option("-n,--namespace", logs_flags.namespace_name, "the job's namespace")
+          ->capture_default_str();
   logs->add_option("--replica", logs_flags.replica,
                    "one replica, e.g. worker-1 (default: all, prefixed)");
   logs->add_flag("-f,--follow", logs_flags.follow,
@@ -878,7 +940,23 @@ int Main(int argc, char** argv) {
   logs->add_flag("-p,--previous", logs_flags.previous,
                  "the log of the run before the last restart");
   logs->add_option("-c,--container", logs_flags.container, "the container (tensorflow)");
-  logs->callback([&] { exit_code = Logs(name, logs_flags); });
+  add_kubernetes(logs);
+  logs->callback([&] {
+    if (!on_cluster) {
+      exit_code = Logs(name, logs_flags);
+      return;
+    }
+    std::optional<std::string> given;
+    if (logs_namespace->count() > 0) given = logs_flags.namespace_name;
+    KubeLogsFlags flags;
+    flags.replica = logs_flags.replica;
+    flags.container = logs_flags.container;
+    flags.previous = logs_flags.previous;
+    flags.follow = logs_flags.follow;
+    flags.tail = logs_flags.tail;
+    flags.since = logs_flags.since;
+    exit_code = KubeLogs(cluster_target(given), name, flags);
+  });
 
   CLI::App* wait = app.add_subcommand("wait", "Wait until a job finishes; exit status as run");
   wait->add_option("JOB", name)->required();
@@ -886,27 +964,43 @@ int Main(int argc, char** argv) {
   wait->add_option("--timeout", timeout_seconds, "seconds to wait at most")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  wait->callback([&] { exit_code = Wait(name, namespace_name, timeout_seconds); });
+  add_kubernetes(wait);
+  wait->callback([&] {
+    exit_code = on_cluster ? KubeWait(cluster_target(namespace_flag()), name, timeout_seconds)
+                           : Wait(name, namespace_name, timeout_seconds);
+  });
 
   CLI::App* remove = app.add_subcommand("delete", "Stop jobs' replicas and remove their state");
   remove->add_option("JOB", arguments, "[tfjob] NAME...");
   remove->add_option("-f,--filename", file, "the job a file names (- for standard input)");
   add_namespace(remove);
   remove->add_flag("--ignore-not-found", ignore_not_found, "succeed if the job does not exist");
-  remove->callback(
-      [&] { exit_code = Delete(arguments, file, namespace_flag(), ignore_not_found); });
+  add_kubernetes(remove);
+  remove->callback([&] {
+    exit_code =
+        on_cluster ? KubeDelete(cluster_target(namespace_flag()), arguments, file, ignore_not_found)
+                   : Delete(arguments, file, namespace_flag(), ignore_not_found);
+  });
 
   CLI::App* suspend = app.add_subcommand(
       "suspend", "Suspend a job: stop its replicas and keep it (runPolicy.suspend: true)");
   suspend->add_option("JOB", name)->required();
   add_namespace(suspend);
-  suspend->callback([&] { exit_code = SetSuspended(name, namespace_name, true); });
+  add_kubernetes(suspend);
+  suspend->callback([&] {
+    exit_code = on_cluster ? KubeSetSuspended(cluster_target(namespace_flag()), name, true)
+                           : SetSuspended(name, namespace_name, true);
+  });
 
   CLI::App* resume =
       app.add_subcommand("resume", "Resume a suspended job (runPolicy.suspend: false)");
   resume->add_option("JOB", name)->required();
   add_namespace(resume);
-  resume->callback([&] { exit_code = SetSuspended(name, namespace_name, false); });
+  add_kubernetes(resume);
+  resume->callback([&] {
+    exit_code = on_cluster ? KubeSetSuspended(cluster_target(namespace_flag()), name, false)
+                           : SetSuspended(name, namespace_name, false);
+  });
 
   CLI::App* validate = app.add_subcommand("validate", "Check job files without running them");
   validate->add_option("FILE", files, "TFJob manifests or AI Platform job specs")->required();

@@ -16,7 +16,7 @@
 #include "base/file.h"
 #include "base/time.h"
 #include "kube/api/http_api.h"
-#include "kube_api/fake_apiserver.h"
+#include "testing/fake_apiserver.h"
 
 namespace cohort::kube {
 namespace {

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "kube_api/fake_apiserver.h"
+#include "testing/fake_apiserver.h"
 
 namespace cohort::kube {
 namespace {
@@ -143,6 +143,11 @@ TEST_F(HttpApiTest, DeleteSendsPropagationPolicyAndUidPrecondition) {
   ASSERT_TRUE(api().Delete(PodResource(), "default", "w-1").ok());
   EXPECT_FALSE(json::parse(server_.last_request().body).contains("propagationPolicy"));
   EXPECT_FALSE(json::parse(server_.last_request().body).contains("preconditions"));
+  EXPECT_FALSE(json::parse(server_.last_request().body).contains("gracePeriodSeconds"));
+  DeleteOptions now;
+  now.grace_period_seconds = 0;
+  ASSERT_TRUE(api().Delete(PodResource(), "default", "w-2", now).ok());
+  EXPECT_EQ(json::parse(server_.last_request().body)["gracePeriodSeconds"], 0);
 }
 
 TEST_F(HttpApiTest, PodLogAsksForContainerPreviousTailAndSince) {
@@ -352,6 +357,48 @@ void StreamPieces(httplib::Response& response, std::vector<std::string> pieces) 
 
 std::string Event(const std::string& type, const json& object) {
   return json({{"type", type}, {"object", object}}).dump() + "\n";
+}
+
+TEST_F(HttpApiTest, FollowPodLogHandsOnEachPieceUntilTheStreamEnds) {
+  server_.Respond([](const RecordedRequest&, httplib::Response& response) {
+    StreamPieces(response, {"step 1\nst", "ep 2\n", "step 3\n"});
+  });
+  LogOptions options;
+  options.previous = true;
+  options.tail_lines = 5;
+  std::string text;
+  int pieces = 0;
+  Status followed =
+      api().FollowPodLog("team", "mnist-worker-0", options, 30s, [&](std::string_view piece) {
+        text.append(piece);
+        ++pieces;
+        return true;
+      });
+  ASSERT_TRUE(followed.ok()) << followed.ToString();
+  EXPECT_EQ(text, "step 1\nstep 2\nstep 3\n");
+  EXPECT_GE(pieces, 1);
+  RecordedRequest request = server_.last_request();
+  EXPECT_EQ(request.path, "/api/v1/namespaces/team/pods/mnist-worker-0/log");
+  EXPECT_EQ(request.Param("follow"), "true");
+  EXPECT_EQ(request.Param("previous"), "true");
+  EXPECT_EQ(request.Param("tailLines"), "5");
+
+  // The receiver can stop it, and a refused request is an error naming the pod.
+  text.clear();
+  followed = api().FollowPodLog("team", "mnist-worker-0", {}, 30s, [&](std::string_view piece) {
+    text.append(piece);
+    return false;
+  });
+  EXPECT_TRUE(followed.ok()) << followed.ToString();
+  EXPECT_FALSE(text.empty());
+  server_.Respond([](const RecordedRequest&, httplib::Response& response) {
+    SetStatus(response, 400, "BadRequest", "container \"tensorflow\" is waiting to start");
+  });
+  followed =
+      api().FollowPodLog("team", "mnist-worker-0", {}, 30s, [](std::string_view) { return true; });
+  EXPECT_EQ(followed.code(), Status::Code::kInvalidArgument) << followed.ToString();
+  EXPECT_NE(followed.message().find("follow the log of Pod team/mnist-worker-0"), std::string::npos)
+      << followed.ToString();
 }
 
 TEST_F(HttpApiTest, WatchParsesEventsAndBookmarksSplitAcrossChunks) {

@@ -27,4 +27,11 @@ StatusOr<nlohmann::json> UpdateWithRetry(Api& api, const Resource& resource,
                           resource.kind + " " + namespace_name + "/" + name);
 }
 
+Status Api::FollowPodLog(const std::string& namespace_name, const std::string& pod,
+                         const LogOptions& /*options*/, std::chrono::seconds /*timeout*/,
+                         const std::function<bool(std::string_view)>& /*on_text*/) {
+  return Status::FailedPrecondition("cannot follow the log of Pod " + namespace_name + "/" + pod +
+                                    ": this API client keeps no logs");
+}
+
 }  // namespace cohort::kube

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -72,6 +73,9 @@ struct DeleteOptions {
   // Delete only if the object still has this uid (a precondition): never a newer object of the
   // same name.
   std::string uid;
+  // How long the pod's processes get to stop; unset: the object's own default. 0 removes a pod at
+  // once, as the kubelet's final delete does once its containers have stopped.
+  std::optional<int64_t> grace_period_seconds;
 };
 
 struct LogOptions {
@@ -122,6 +126,15 @@ class Api {
   // A pod's log (at most options.limit_bytes, the end of it when longer).
   virtual StatusOr<std::string> PodLog(const std::string& namespace_name, const std::string& pod,
                                        const LogOptions& options) = 0;
+
+  // Follows a pod's log (kubectl logs -f): hands each piece of text to `on_text` as the server
+  // sends it, until the container ends (the server closes the stream: OK), `on_text` returns false
+  // (OK), `timeout` passes (OK: the caller decides whether to follow again) or an error.
+  // options.limit_bytes does not apply. The default answers FailedPrecondition: an Api that keeps
+  // no logs (an in-memory test double) need not follow them.
+  virtual Status FollowPodLog(const std::string& namespace_name, const std::string& pod,
+                              const LogOptions& options, std::chrono::seconds timeout,
+                              const std::function<bool(std::string_view)>& on_text);
 };
 
 // Reads the object, applies `change` to it and PUTs it (or its /status), again from a fresh read

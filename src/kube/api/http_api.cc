@@ -485,6 +485,7 @@ Status HttpApi::Delete(const Resource& resource, const std::string& namespace_na
   nlohmann::json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
   if (!options.uid.empty()) body["preconditions"] = {{"uid", options.uid}};
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
   request.body = body.dump();
   StatusOr<Answer> answer = Call(request);
   return answer.status();
@@ -558,6 +559,32 @@ StatusOr<std::string> HttpApi::PodLog(const std::string& namespace_name, const s
   if (!answer.ok()) return answer.status();
   if (log.size() > limit) log.erase(0, log.size() - limit);
   return log;
+}
+
+Status HttpApi::FollowPodLog(const std::string& namespace_name, const std::string& pod,
+                             const LogOptions& options, std::chrono::seconds timeout,
+                             const std::function<bool(std::string_view)>& on_text) {
+  Request request;
+  request.action = "follow the log of Pod " + namespace_name + "/" + pod +
+                   (options.container.empty() ? "" : " container " + options.container);
+  COHORT_RETURN_IF_ERROR(CheckName(pod, request.action));
+  COHORT_RETURN_IF_ERROR(CheckNamespace(PodResource(), namespace_name, request.action));
+  if (timeout.count() <= 0) {
+    return Status::InvalidArgument("cannot " + request.action + ": the timeout must be positive");
+  }
+  request.path =
+      ObjectPath(PodResource(), namespace_name, pod) + "/log" +
+      Query(
+          {{"follow", "true"},
+           {"container", options.container},
+           {"previous", options.previous ? "true" : ""},
+           {"tailLines", options.tail_lines ? std::to_string(*options.tail_lines) : ""},
+           {"sinceSeconds", options.since_seconds ? std::to_string(*options.since_seconds) : ""}});
+  request.timeout = std::chrono::duration_cast<milliseconds>(timeout) + options_.connect_timeout;
+  request.on_body = [&](std::string_view bytes) { return on_text(bytes); };
+  // A stream that runs until the timeout ends as OK (Send's streamed answers).
+  StatusOr<Answer> answer = Call(request);
+  return answer.status();
 }
 
 StatusOr<ConnectionConfig> LoadConnectionConfig(const std::string& context) {

@@ -72,6 +72,10 @@ class HttpApi : public Api {
   // the log is read through (within the request timeout) and only its last limit_bytes are kept.
   StatusOr<std::string> PodLog(const std::string& namespace_name, const std::string& pod,
                                const LogOptions& options) override;
+  // follow=true, with the watch's deadline: `timeout` and a connect timeout more.
+  Status FollowPodLog(const std::string& namespace_name, const std::string& pod,
+                      const LogOptions& options, std::chrono::seconds timeout,
+                      const std::function<bool(std::string_view)>& on_text) override;
 
  private:
   struct Request;

@@ -1,6 +1,7 @@
-// What the kube_api tests run HttpApi against: a fake API server in-process (cpp-httplib over TLS)
-// that records every request and answers as the test says, the certificates it needs (made with
-// the openssl command at test time, in a scratch directory), and a server that never answers.
+// What the kube_api and kube_cli tests run HttpApi and `cohort --kubernetes` against: a fake API
+// server in-process (cpp-httplib over TLS) that records every request and answers as the test
+// says, the certificates it needs (made with the openssl command at test time, in a scratch
+// directory), and a server that never answers. Tests that include it link cpp-httplib and OpenSSL.
 #pragma once
 
 #include <arpa/inet.h>
