@@ -3,7 +3,7 @@
 // process exactly as deployed:
 //
 //   operator_bench [--jobs 1000] [--resyncs 3] [--rounds 10] [--resync-period-s 20] [--workers 1]
-//   operator_bench --smoke        # 10 jobs, 1 resync, 1 round: seconds (ctest: bench_operator_smoke)
+//   operator_bench --smoke   # 10 jobs, 1 resync, 1 round: seconds (ctest bench_operator_smoke)
 //
 //  (a) Creates --jobs TFJobs of 2 workers each with the API directly (8 client threads), lets the
 //      operator create their pods and services and write their status, then measures full
