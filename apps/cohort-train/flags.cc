@@ -41,8 +41,7 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
       "taxi-train (examples/taxi).\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
-      "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path).
-      "
+      "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path).\n"
       "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 3 an I/O "
       "error (a full disk: the file is named), permanent too; 138 a "
       "peer died or stopped answering: restart the worker and it resumes from --checkpoint_path.");
