@@ -16,6 +16,7 @@ COHORT_PACKAGES=(
   libgloo-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
   python3-torch
+  iproute2 nftables util-linux
 )
 
 # What only the tests need, on top of COHORT_PACKAGES: a real Kubernetes control plane
@@ -24,11 +25,11 @@ COHORT_PACKAGES=(
 # unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
 # that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
-# on PATH.
+# on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
 COHORT_TEST_PACKAGES=(
   golang-go etcd-server dpkg-dev rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
-  curl
+  curl iproute2
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
@@ -55,19 +56,20 @@ cohort_pin_blas() {
 cohort_install_packages() {
   cohort_install_missing_packages "${COHORT_PACKAGES[@]}"
   cohort_pin_blas
-  cohort_install_node_packages
 }
 
 # The npm packages of tests/kube_schema (the kube_schema test validates Cohort's Kubernetes objects
 # with them), exactly as package-lock.json pins them. Skipped when they are already installed from
-# this lock. Without npm, or offline, a machine outside CI skips them with a message (the test is
-# then not registered, or says what to run); in CI ($CI set) both are errors.
+# this lock. Where no npm is on PATH, Debian's nodejs and npm are installed first. Offline, a
+# machine outside CI skips them with a message (the test then says what to run); in CI ($CI set)
+# that is an error.
 cohort_install_node_packages() {
   local folder="$COHORT_ROOT/tests/kube_schema"
   local stamp="$folder/node_modules/.cohort-installed-lock.json"
   if [ -f "$stamp" ] && cmp -s "$folder/package-lock.json" "$stamp"; then
     return 0
   fi
+  command -v npm >/dev/null || cohort_install_missing_packages nodejs npm || true
   if ! command -v npm >/dev/null; then
     if [ -n "${CI:-}" ]; then
       echo "setup: npm is missing; CI needs it for tests/kube_schema (install node 20 and npm)" >&2
@@ -95,6 +97,7 @@ cohort_install_test_packages() {
   local packages=("${COHORT_TEST_PACKAGES[@]}")
   if ! command -v kubectl >/dev/null; then packages+=(kubernetes-client); fi
   cohort_install_missing_packages "${packages[@]}"
+  cohort_install_node_packages
   echo "== Kubernetes servers for the tests (scripts/build-kube-apiserver.sh)"
   local output
   output="$(timeout 2400 "$COHORT_ROOT/scripts/build-kube-apiserver.sh")"

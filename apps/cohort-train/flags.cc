@@ -35,13 +35,15 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
   app.footer(
       "Distributed training: each worker trains on its shard of every global batch (global batch "
       "= per_worker_batch x workers); gradients are averaged by all-reduce while backward runs; "
-      "the chief (chief:0, else worker:0) writes backups, summaries and the saved model, other "
-      "workers write to <dir>/workertemp_<index> and remove it.\n"
+      "the chief (chief:0, else worker:0) writes backups, checkpoints and the saved model, which "
+      "other workers do not write; their summaries go to <dir>/workertemp_<index>, removed at "
+      "the end. Paths are file system paths: mount storage (gs://, s3://) and give its path.\n"
       "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
       "taxi-train (examples/taxi).\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
-      "COHORT_JOB_NAME (optional).\n"
-      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 138 a "
+      "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path).\n"
+      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 3 an I/O "
+      "error (a full disk: the file is named), permanent too; 138 a "
       "peer died or stopped answering: restart the worker and it resumes from --checkpoint_path.");
   Flags& flags = *flags_out;
   app.add_option("--epochs", flags.epochs, "number of epochs")
@@ -55,22 +57,26 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->check(IntegerAtLeast(1));
   app.add_option("--saved_model_path", flags.saved_model_path,
-                 "directory for the trained model (weights.pt + manifest.json); empty: not saved");
+                 "directory for the trained model (weights.pt + manifest.json); empty: not saved")
+      ->check(FileSystemPath());
   app.add_option("--checkpoint_path", flags.checkpoint_path,
                  "BackupAndRestore directory: back up every epoch and resume from it after a "
-                 "restart; deleted when training completes. Empty: no backups");
+                 "restart; deleted when training completes. Empty: no backups")
+      ->check(FileSystemPath());
   app.add_option("--backup_every_steps", flags.backup_every_steps,
                  "also back up every N global steps (0: at epoch ends only)")
       ->capture_default_str()
       ->check(IntegerAtLeast(0));
   app.add_option("--model_checkpoint_path", flags.model_checkpoint_path,
-                 "ModelCheckpoint directory: keep the weights of every epoch (ckpt-<epoch>.pt)");
+                 "ModelCheckpoint directory: keep the weights of every epoch (ckpt-<epoch>.pt)")
+      ->check(FileSystemPath());
   app.add_option("--model", flags.model, "model architecture")
       ->capture_default_str()
       ->check(CLI::IsMember(model_names));
   app.add_option("--data_dir", flags.data_dir,
                  "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FileSystemPath());
   app.add_option("--learning_rate", flags.learning_rate,
                  "learning rate (default: 0.001 for adam, 0.01 for sgd)")
       ->check(PositiveReal());
@@ -78,7 +84,8 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
-                 "write TensorBoard event files to <dir>/train and <dir>/validation");
+                 "write TensorBoard event files to <dir>/train and <dir>/validation")
+      ->check(FileSystemPath());
   app.add_option("--tensorboard_update_steps", flags.tensorboard_update_steps,
                  "also write batch_loss/batch_accuracy every N global steps (0: epochs only)")
       ->capture_default_str()
@@ -102,9 +109,17 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
                  "and the others exit to be restarted (at least 3 s)")
       ->capture_default_str()
       ->check(AtLeastThreeSeconds());
+  app.add_option("--same_host_path", flags.same_host_path,
+                 "MultiWorkerMirrored: on, workers on one host move large collectives through "
+                 "each other's memory (when the kernel allows); off, everything goes over TCP, "
+                 "as between hosts")
+      ->capture_default_str()
+      ->envname("COHORT_SAME_HOST_PATH")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the test split instead of training");
-  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
+  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate")
+      ->check(FileSystemPath());
 
   // Before parsing, so that the taxi model's own flags are not refused as unknown first.
   if (AsksForMovedWideDeep(argc, argv)) {

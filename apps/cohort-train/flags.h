@@ -45,6 +45,7 @@ struct Flags {
   double gradient_bucket_mb = 4;
   double startup_timeout_s = 300;
   double peer_timeout_s = 30;
+  std::string same_host_path = "on";  // "on" or "off"
   bool evaluate = false;
   std::string model_path;
   bool data_dir_given = false;  // --data_dir was on the command line (else the default above)

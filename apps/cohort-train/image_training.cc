@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "base/file.h"
+#include "net/auth.h"
 #include "train/backup_and_restore.h"
 #include "train/data/image_batch_source.h"
 #include "train/data/image_dataset.h"
@@ -14,6 +17,7 @@
 #include "train/model_checkpoint.h"
 #include "train/program/process.h"
 #include "train/progress_callback.h"
+#include "train/run_identity.h"
 #include "train/saved_model.h"
 #include "train/tensorboard_callback.h"
 #include "train/trainer.h"
@@ -24,13 +28,17 @@ using namespace program;
 
 namespace {
 
-std::string Describe(const Strategy& strategy, const cluster::TfConfig& config) {
+std::string Describe(const Strategy& strategy, const cluster::TfConfig& config,
+                     const Flags& flags) {
   if (strategy.num_workers() == 1) return "single process";
   return "worker " + std::to_string(strategy.rank()) + " of " +
          std::to_string(strategy.num_workers()) + " (" + config.task.ToString() + ", " +
          (strategy.is_chief() ? "chief"
                               : "chief is " + cluster::ChiefTask(config.cluster).ToString()) +
-         ")";
+         "); collectives over " +
+         (strategy.uses_same_host_memory() ? "same-host memory and TCP"
+          : flags.same_host_path == "on"   ? "TCP (same-host path unavailable)"
+                                           : "TCP (same-host path off)");
 }
 
 std::string BlasName(const BlasLibrary& blas) {
@@ -61,29 +69,77 @@ TrainerOptions TrainerOptionsFrom(const Flags& flags) {
   return options;
 }
 
-// The callbacks the flags ask for, in the order they run; progress always comes last.
-std::vector<std::unique_ptr<Callback>> CallbacksFor(const Flags& flags) {
-  std::vector<std::unique_ptr<Callback>> callbacks;
-  if (!flags.checkpoint_path.empty()) {
-    callbacks.push_back(std::make_unique<BackupAndRestore>(
-        BackupOptions{flags.checkpoint_path, flags.backup_every_steps, true}));
-  }
+// The callbacks the flags ask for, in the order they run (`backup` first, when there is one);
+// progress always comes last.
+std::vector<Callback*> CallbacksFor(const Flags& flags, BackupAndRestore* backup,
+                                    std::vector<std::unique_ptr<Callback>>* owned) {
   if (!flags.model_checkpoint_path.empty()) {
-    callbacks.push_back(
+    owned->push_back(
         std::make_unique<ModelCheckpoint>(ModelCheckpointOptions{flags.model_checkpoint_path}));
   }
   if (!flags.tensorboard_dir.empty()) {
-    callbacks.push_back(std::make_unique<TensorBoardCallback>(
+    owned->push_back(std::make_unique<TensorBoardCallback>(
         TensorBoardOptions{flags.tensorboard_dir, flags.tensorboard_update_steps}));
   }
-  callbacks.push_back(std::make_unique<ProgressCallback>(ProgressCallback::ForStdout()));
+  owned->push_back(std::make_unique<ProgressCallback>(ProgressCallback::ForStdout()));
+  std::vector<Callback*> callbacks;
+  if (backup) callbacks.push_back(backup);
+  for (const auto& callback : *owned) callbacks.push_back(callback.get());
   return callbacks;
+}
+
+// The lines a finished task prints last; the chief's name what it wrote.
+std::string FinalLines(const Flags& flags, bool is_chief, double test_accuracy) {
+  char accuracy[64];
+  std::snprintf(accuracy, sizeof(accuracy), "test accuracy %.4f\n", test_accuracy);
+  std::string lines = accuracy;
+  if (!is_chief) return lines;
+  if (!flags.saved_model_path.empty()) {
+    lines += "saved model: " + flags.saved_model_path +
+             " (evaluate: cohort-train --evaluate --model_path " + flags.saved_model_path + ")\n";
+  }
+  if (!flags.tensorboard_dir.empty()) {
+    lines += "TensorBoard logs: " + flags.tensorboard_dir + " (tensorboard --logdir " +
+             flags.tensorboard_dir + ")\n";
+  }
+  return lines;
+}
+
+// A chief killed while writing into `dir` (the saved model) left its temporary file there.
+void RemoveStaleTemporaryFilesOrFail(const std::string& dir) {
+  if (dir.empty()) return;
+  if (StatusOr<int> stale = RemoveStaleTemporaryFiles(dir); !stale.ok()) Fail(stale.status());
+}
+
+// A task of this run restarted after the run had completed (BackupAndRestore's marker): the
+// outputs are complete, so it prints the run's final lines and ends. The chief deletes the backup,
+// which a death just before the end barrier may have left.
+std::optional<int> FinishCompletedRun(const Flags& flags, const cluster::TfConfig& config,
+                                      const std::string& run_identity) {
+  if (flags.checkpoint_path.empty()) return std::nullopt;
+  auto completed = BackupAndRestore::CompletedRun(flags.checkpoint_path, run_identity);
+  if (!completed.ok()) Fail(completed.status());
+  if (!completed->has_value()) return std::nullopt;
+  FitPlan plan;
+  plan.is_chief = cluster::IsChief(config);
+  BackupAndRestore backup(BackupOptions{flags.checkpoint_path, 0, true, run_identity});
+  if (Status deleted = backup.DeleteBackup(plan); !deleted.ok()) Fail(deleted);
+  if (plan.is_chief) RemoveStaleTemporaryFilesOrFail(flags.saved_model_path);
+  Print("cohort-train: this run already completed training (" + flags.checkpoint_path + "/" +
+        kTrainingCompleteFile + "); nothing left to do");
+  std::printf("%s", (plan.is_chief ? **completed : std::string()).c_str());
+  std::fflush(stdout);
+  return kExitOk;
 }
 
 }  // namespace
 
 int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, int threads,
                          const BlasLibrary& blas) {
+  const std::string run_identity = RunIdentity(net::JobSecret::FromEnvironment());
+  if (std::optional<int> exit_code = FinishCompletedRun(flags, config, run_identity)) {
+    return *exit_code;
+  }
   auto train = LoadImageDataset(flags.data_dir, Split::kTrain);
   if (!train.ok()) Fail(train.status());
   auto test = LoadImageDataset(flags.data_dir, Split::kTest);
@@ -97,6 +153,7 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   connection.job_name = job_name ? job_name : "";
   connection.startup_timeout = Milliseconds(flags.startup_timeout_s);
   connection.peer_timeout = Milliseconds(flags.peer_timeout_s);
+  connection.same_host_path = flags.same_host_path == "on";
   connection.on_peer_failure = WriteTerminationMessage;
   auto strategy = MakeStrategy(config, connection);
   if (!strategy.ok()) Fail(strategy.status());
@@ -109,18 +166,26 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   if (!trainer.ok()) Fail(trainer.status());
   const FitPlan& plan = (*trainer)->plan();
 
-  Print("cohort-train: " + Describe(**strategy, config) + "; model " + plan.model_name +
+  Print("cohort-train: " + Describe(**strategy, config, flags) + "; model " + plan.model_name +
         "; global batch " + std::to_string(plan.global_batch()) + " (" +
         std::to_string(plan.per_worker_batch) + " x " + std::to_string(plan.num_workers) + "); " +
         std::to_string(plan.epochs) + " epochs of " + std::to_string(plan.steps_per_epoch) +
         " steps; " + plan.optimizer + " lr " + std::to_string(plan.learning_rate) + "; " +
         std::to_string(threads) + " threads; BLAS " + BlasName(blas));
 
-  const std::vector<std::unique_ptr<Callback>> callbacks = CallbacksFor(flags);
-  std::vector<Callback*> callback_pointers;
-  for (const auto& callback : callbacks) callback_pointers.push_back(callback.get());
-  if (Status status = (*trainer)->Fit(callback_pointers); !status.ok()) Fail(status);
+  if (plan.is_chief) RemoveStaleTemporaryFilesOrFail(flags.saved_model_path);
+  std::unique_ptr<BackupAndRestore> backup;
+  if (!flags.checkpoint_path.empty()) {
+    backup = std::make_unique<BackupAndRestore>(
+        BackupOptions{flags.checkpoint_path, flags.backup_every_steps, true, run_identity});
+  }
+  std::vector<std::unique_ptr<Callback>> owned_callbacks;
+  const std::vector<Callback*> callbacks = CallbacksFor(flags, backup.get(), &owned_callbacks);
+  if (Status status = (*trainer)->Fit(callbacks); !status.ok()) Fail(status);
 
+  // The end of a job, in an order that a task killed at any point survives without training
+  // again (backup_and_restore.h): the backup stays until the model is complete, the completion
+  // marker is written, and every worker has passed the end barrier.
   auto result = (*trainer)->Evaluate();
   if (!result.ok()) Fail(result.status());
   const double test_accuracy = result->metrics["accuracy"];
@@ -130,20 +195,16 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
         flags.data_dir);
     if (!saved.ok()) Fail(saved);
   }
+  const std::string final_lines = FinalLines(flags, plan.is_chief, test_accuracy);
+  if (backup) {
+    if (Status marked = backup->MarkComplete(plan, final_lines); !marked.ok()) Fail(marked);
+  }
   // Nobody leaves before the chief's model is on disk.
   if (Status status = (*strategy)->Barrier(); !status.ok()) Fail(status);
-
-  std::printf("test accuracy %.4f\n", test_accuracy);
-  if (plan.is_chief) {
-    if (!flags.saved_model_path.empty()) {
-      std::printf("saved model: %s (evaluate: cohort-train --evaluate --model_path %s)\n",
-                  flags.saved_model_path.c_str(), flags.saved_model_path.c_str());
-    }
-    if (!flags.tensorboard_dir.empty()) {
-      std::printf("TensorBoard logs: %s (tensorboard --logdir %s)\n", flags.tensorboard_dir.c_str(),
-                  flags.tensorboard_dir.c_str());
-    }
+  if (backup) {
+    if (Status deleted = backup->DeleteBackup(plan); !deleted.ok()) Fail(deleted);
   }
+  std::printf("%s", final_lines.c_str());
   std::fflush(stdout);
   return kExitOk;
 }

@@ -5,6 +5,7 @@
 // the --model classifier with the callbacks the flags ask for (BackupAndRestore, ModelCheckpoint,
 // TensorBoard, progress), evaluates it on the test split and saves it. Its output lines:
 //   cohort-train: <who>; model <m>; global batch <g> (<b> x <n>); <e> epochs of <s> steps; ...
+//     (<who> of a worker of several ends "; collectives over <path>": TCP, or same-host memory)
 //   <progress lines>
 //   test accuracy 0.XXXX
 //   saved model: <dir> (evaluate: ...)          (chief, with --saved_model_path)

@@ -1063,6 +1063,11 @@ int Main(int argc, char** argv) {
                                "volcano, or a scheduler-plugins scheduler name: PodGroups");
   operator_command->add_option("--workers", operator_flags.workers, "jobs synced at once (1-64)")
       ->capture_default_str();
+  operator_command
+      ->add_option("--resync-period", operator_flags.resync_period_seconds,
+                   "seconds between syncs of every job from the cache, changed or "
+                   "not (0: never)")
+      ->capture_default_str();
   operator_command->callback([&] { exit_code = RunOperator(operator_flags, kubeconfig, context); });
 
   // gcloud ai-platform jobs ...: the same jobs, in gcloud's words and columns.

@@ -24,6 +24,8 @@
 # Settings, from the environment: STEPS (200), BATCH (per-worker batch, 64), ROUNDS (3),
 # OPTIMIZER (adam|sgd), COHORT_TRAIN (the binary; default build/apps/cohort-train/cohort-train),
 # PYTHON (/usr/bin/python3, the interpreter Debian's python3-torch belongs to).
+# COHORT_SAME_HOST_PATH=off makes cohort-train's workers all-reduce over TCP alone, as DDP's Gloo
+# does here, instead of through each other's memory: TCP against TCP.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

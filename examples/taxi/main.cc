@@ -7,10 +7,10 @@
 // the cluster and who this process is. The taxi data set is generated once into --data_dir.
 //
 // Exit status: 0 trained (or evaluated); 1 a permanent failure (bad data, TF_CONFIG, files);
-// 2 bad flags; 138 a failure a restart can cure (a ps or the chief stopped answering), so that a
-// restartPolicy of OnFailure or ExitCode restarts the task, which then continues from where the
-// job is. The exit codes, output helpers and flag checks are train/program's, shared with
-// cohort-train.
+// 2 bad flags; 3 an I/O error (a full disk), permanent; 138 a failure a restart can cure (a ps or
+// the chief stopped answering), so that a restartPolicy of OnFailure or ExitCode restarts the task,
+// which then continues from where the job is. The exit codes, output helpers and flag checks are
+// train/program's, shared with cohort-train.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -286,7 +286,8 @@ int Main(int argc, char** argv) {
       "one. The taxi data set is generated once into --data_dir.\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
       "COHORT_JOB_NAME (optional).\n"
-      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 138 a "
+      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 3 an I/O "
+      "error (a full disk: the file is named), permanent too; 138 a "
       "ps or the chief stopped answering: restart the task and it continues where the job is.");
   Flags flags;
   app.add_option("--epochs", flags.epochs, "number of passes over the training split")
@@ -297,16 +298,19 @@ int Main(int argc, char** argv) {
       ->check(IntegerAtLeast(1));
   app.add_option("--saved_model_path", flags.saved_model_path,
                  "directory for the trained model (its checkpoint + manifest.json); empty: not "
-                 "saved");
+                 "saved")
+      ->check(FileSystemPath());
   app.add_option("--checkpoint_path", flags.checkpoint_path,
                  "the chief's checkpoints, which restarted ps tasks restore and the evaluator "
-                 "follows. Empty: no checkpoints");
+                 "follows. Empty: no checkpoints")
+      ->check(FileSystemPath());
   app.add_option("--model", flags.model, "model architecture (the taxi example has one)")
       ->capture_default_str()
       ->check(CLI::IsMember({std::string(kWideDeepModelName)}));
   app.add_option("--data_dir", flags.data_dir,
                  "the taxi data set (train.csv, eval.csv, ground_truth.json), generated there "
-                 "once");
+                 "once")
+      ->check(FileSystemPath());
   app.add_option("--learning_rate", flags.learning_rate,
                  "the DNN's Adagrad learning rate (default 0.05)")
       ->check(PositiveReal());
@@ -315,7 +319,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
-                 "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator)");
+                 "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator)")
+      ->check(FileSystemPath());
   app.add_option("--seed", flags.seed, "seed of the initial weights")->capture_default_str();
   app.add_option("--threads", flags.threads,
                  "libtorch and OpenBLAS threads (0: hardware threads / training tasks on this "
@@ -366,7 +371,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the eval split of its data set "
                "instead of training");
-  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate");
+  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate")
+      ->check(FileSystemPath());
 
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {

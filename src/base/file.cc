@@ -1,12 +1,14 @@
 #include "base/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace cohort {
 namespace fs = std::filesystem;
@@ -91,6 +93,44 @@ Status WriteFileAtomically(const fs::path& path, std::string_view contents, mode
     }
     return written;
   });
+}
+
+namespace {
+
+// The pid in ".<name>.tmp<pid>", or -1 when `file` is not named like a temporary file.
+pid_t TemporaryFileWriter(const std::string& file) {
+  const size_t mark = file.rfind(".tmp");
+  if (file.size() < 2 || file[0] != '.' || mark == std::string::npos || mark == 0) return -1;
+  const std::string digits = file.substr(mark + 4);
+  if (digits.empty() || digits.size() > 9) return -1;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return -1;
+  }
+  return static_cast<pid_t>(std::stol(digits));
+}
+
+bool IsOtherLiveProcess(pid_t pid) {
+  if (pid <= 0 || pid == getpid()) return false;
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+StatusOr<int> RemoveStaleTemporaryFiles(const fs::path& directory) {
+  std::error_code error;
+  fs::directory_iterator entries(directory, error);
+  if (error == std::errc::no_such_file_or_directory) return 0;
+  if (error) return Status::IOError("cannot list " + directory.string() + ": " + error.message());
+  int removed = 0;
+  for (const fs::directory_entry& entry : entries) {
+    const pid_t writer = TemporaryFileWriter(entry.path().filename().string());
+    if (writer < 0 || IsOtherLiveProcess(writer) || !entry.is_regular_file(error)) continue;
+    if (unlink(entry.path().c_str()) != 0 && errno != ENOENT) {
+      return Status::IOError("cannot remove " + entry.path().string() + ": " + ErrnoMessage(errno));
+    }
+    ++removed;
+  }
+  return removed;
 }
 
 Status WriteFileInPlace(const fs::path& path, std::string_view contents) {

@@ -39,6 +39,13 @@ Status ReplaceFileAtomically(
     const std::filesystem::path& path,
     const std::function<Status(const std::filesystem::path& temporary_path)>& write);
 
+// Removes the temporary files that writers of `directory` killed mid-write left behind
+// (".<name>.tmp<pid>", see above) and returns how many. A file counts as left behind when its
+// pid is this process's own (nothing has been written yet when this is called at start) or names
+// no live process; a live process's file may be a write in progress and stays. Call it at start
+// in directories this process alone writes to. A directory that does not exist holds nothing.
+StatusOr<int> RemoveStaleTemporaryFiles(const std::filesystem::path& directory);
+
 // Writes `contents` into `path` in place: created if absent, truncated, written, closed. Not
 // atomic: only for a file that another party created for this process to write and that cannot
 // be replaced by a rename (a container's termination-message file is bind-mounted on Kubernetes).

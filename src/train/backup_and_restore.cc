@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/file.h"
 #include "train/checkpoint_state.h"
 #include "train/worker_dirs.h"
 
@@ -26,6 +27,15 @@ int64_t CheckpointNumber(const std::string& name) {
   }
 }
 
+// The run named on the marker's first line ("run <identity>"), or "" when it has no such line.
+std::string MarkerRun(const std::string& text) {
+  const std::string prefix = "run ";
+  if (text.rfind(prefix, 0) != 0) return "";
+  const size_t end = text.find('\n');
+  return text.substr(prefix.size(),
+                     end == std::string::npos ? std::string::npos : end - prefix.size());
+}
+
 // Removes ckpt-*.pt files of `dir` other than `keep` (max_to_keep = 1).
 void RemoveOlderCheckpoints(const std::string& dir, const std::string& keep) {
   std::error_code error;
@@ -41,8 +51,55 @@ std::string BackupAndRestore::ChiefDir() const {
   return (fs::path(options_.backup_dir) / "chief").string();
 }
 
+StatusOr<std::optional<std::string>> BackupAndRestore::CompletedRun(
+    const std::string& backup_dir, const std::string& run_identity) {
+  if (run_identity.empty()) return std::optional<std::string>();
+  StatusOr<std::string> text =
+      ReadWholeFile(fs::path(backup_dir) / kTrainingCompleteFile, size_t{1} << 20);
+  if (text.status().code() == Status::Code::kNotFound) return std::optional<std::string>();
+  if (!text.ok()) return text.status();
+  if (MarkerRun(*text) != run_identity) return std::optional<std::string>();
+  const size_t end = text->find('\n');
+  return std::optional<std::string>(end == std::string::npos ? "" : text->substr(end + 1));
+}
+
+Status BackupAndRestore::MarkComplete(const FitPlan& plan, const std::string& summary) {
+  if (!plan.is_chief || options_.run_identity.empty()) return Status::OK();
+  COHORT_RETURN_IF_ERROR(MakeDirectories(options_.backup_dir));
+  return WriteFileAtomically(fs::path(options_.backup_dir) / kTrainingCompleteFile,
+                             "run " + options_.run_identity + "\n" + summary);
+}
+
+Status BackupAndRestore::DeleteBackup(const FitPlan& plan) {
+  if (!options_.delete_on_success || !plan.is_chief) return Status::OK();
+  std::error_code error;
+  fs::remove(fs::path(ChiefDir()) / kCheckpointStateFile, error);
+  if (!error) fs::remove_all(ChiefDir(), error);
+  if (error) return Status::IOError("cannot delete backup " + ChiefDir() + ": " + error.message());
+  COHORT_RETURN_IF_ERROR(RemoveStaleFiles());
+  // Leave the user's directory itself only if it is now empty.
+  fs::remove(options_.backup_dir, error);
+  return Status::OK();
+}
+
+Status BackupAndRestore::RemoveStaleFiles() const {
+  for (const std::string& dir : {options_.backup_dir, ChiefDir()}) {
+    StatusOr<int> stale = RemoveStaleTemporaryFiles(dir);
+    if (!stale.ok()) return stale.status().WithContext("BackupAndRestore");
+  }
+  return Status::OK();
+}
+
 Status BackupAndRestore::RestoreState(const FitPlan& plan, TrainingState& state) {
   if (!plan.is_chief) return Status::OK();  // the chief's state is broadcast to us
+  COHORT_RETURN_IF_ERROR(RemoveStaleFiles());
+  // An earlier run's marker says nothing about this run, which is training now.
+  const fs::path marker = fs::path(options_.backup_dir) / kTrainingCompleteFile;
+  std::error_code error;
+  if (fs::exists(marker, error)) {
+    auto completed = CompletedRun(options_.backup_dir, options_.run_identity);
+    if (completed.ok() && !completed->has_value()) fs::remove(marker, error);
+  }
   auto latest = ReadLatestCheckpoint(ChiefDir());
   if (!latest.ok()) return latest.status().WithContext("BackupAndRestore");
   if (!latest->has_value()) return Status::OK();
@@ -59,14 +116,23 @@ Status BackupAndRestore::RestoreState(const FitPlan& plan, TrainingState& state)
 Status BackupAndRestore::Backup(const FitPlan& plan, TrainingState& state) {
   const int64_t step = state.position().GlobalStep(plan.steps_per_epoch);
   if (step == last_backup_step_) return Status::OK();
-  const std::string dir = WriteDirPath(plan.is_chief ? ChiefDir() : options_.backup_dir, plan);
+  last_backup_step_ = step;
+  // Only the chief's backup is ever read; another worker's copy would only cost disk space.
+  if (!plan.is_chief) return Status::OK();
+  const std::string dir = ChiefDir();
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::string name = CheckpointName(++last_number_);
   const std::string file = CheckpointFile(name);
-  COHORT_RETURN_IF_ERROR(state.Save((fs::path(dir) / file).string()));
+  Status saved = state.Save((fs::path(dir) / file).string());
+  if (!saved.ok()) {
+    // The state file still names the last good backup; the next attempt reuses the number.
+    --last_number_;
+    last_backup_step_ = -1;
+    const std::string kept =
+        last_number_ > 0 ? CheckpointName(last_number_) + " stays the backup" : "no backup yet";
+    return saved.WithContext("BackupAndRestore: " + name + " not written, " + kept);
+  }
   COHORT_RETURN_IF_ERROR(WriteCheckpointState(dir, {name}));
-  last_backup_step_ = step;
-  if (!plan.is_chief) return RemoveTempWriteDir(options_.backup_dir, plan);
   RemoveOlderCheckpoints(dir, file);
   return Status::OK();
 }
@@ -85,16 +151,6 @@ Status BackupAndRestore::OnEpochEnd(const FitPlan& plan, TrainingState& state,
   // had the epoch's end (evaluation, callbacks) ahead of it, this one does not.
   last_backup_step_ = -1;
   return Backup(plan, state);
-}
-
-Status BackupAndRestore::OnTrainEnd(const FitPlan& plan, TrainingState& state) {
-  if (!options_.delete_on_success || !plan.is_chief) return Status::OK();
-  std::error_code error;
-  fs::remove_all(ChiefDir(), error);
-  if (error) return Status::IOError("cannot delete backup " + ChiefDir() + ": " + error.message());
-  // Leave the user's directory itself only if it is now empty.
-  fs::remove(options_.backup_dir, error);
-  return Status::OK();
 }
 
 }  // namespace cohort::train

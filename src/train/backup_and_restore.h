@@ -1,35 +1,59 @@
 // BackupAndRestore: the callback that lets a restarted job carry on where it stopped.
 //
 // Keras's semantics (tf.keras.callbacks.BackupAndRestore, as TensorFlow documents it and its
-// keras/callbacks.py implements it), with one deliberate difference noted below:
+// keras/callbacks.py implements it), with the deliberate differences noted below:
 //   - A backup holds the model, the optimizer state, the random-generator state and the training
 //     position. It is taken at every epoch end and, with save_every_steps = N > 0, also every N
 //     global steps.
 //   - Layout: <backup_dir>/chief/ckpt-<n>.pt plus a TF-style `checkpoint` state file; only the
-//     newest backup is kept (max_to_keep = 1). Non-chief workers write the same backup into
-//     <backup_dir>/workertemp_<index> and delete it straight away (worker_dirs.h).
+//     newest backup is kept (max_to_keep = 1).
 //   - On start, the chief loads the newest backup, if any, and training resumes at the saved epoch
 //     and step: the next step after the last one backed up. Work after the backup is redone.
-//   - When training completes, the backup is deleted (delete_on_success), so a finished job
-//     restarted from scratch trains from scratch.
-// The difference: in TensorFlow every worker reads <backup_dir>/chief itself. Here only the chief
-// reads it; the fit loop then broadcasts the chief's whole state to the others. Workers therefore
-// cannot disagree about which backup they resumed from (a race with a chief that is still writing
-// one), and the backup directory need not be shared with the other workers' machines.
+//   - When the job has finished, the backup is deleted (delete_on_success), so a finished job
+//     run again trains from scratch.
+// The differences:
+//   - In TensorFlow every worker reads <backup_dir>/chief itself. Here only the chief reads it;
+//     the fit loop then broadcasts the chief's whole state to the others. Workers therefore cannot
+//     disagree about which backup they resumed from (a race with a chief that is still writing
+//     one), and the backup directory need not be shared with the other workers' machines.
+//   - Non-chief workers write nothing: Keras has them write the same backup into
+//     <backup_dir>/workertemp_<index> and delete it at once, which costs a full copy of every
+//     weight per worker for nothing (worker_dirs.h).
+//   - Keras deletes the backup at the end of fit, before the program saves its model: a task
+//     killed after that trains again from the start. Here the program ends a job in this order,
+//     so that a task killed at any point resumes without training again:
+//
+//       trainer->Fit({&backup, ...});           // the last backup: every epoch done
+//       ... evaluate, save the model (complete: weights, then manifest) ...
+//       backup.MarkComplete(plan, summary);     // chief: <backup_dir>/training_complete
+//       strategy->Barrier();                    // every worker is done
+//       backup.DeleteBackup(plan);              // chief: <backup_dir>/chief goes
+//
+//     A restarted task of the same run (run_identity.h) that finds the marker has nothing left to
+//     do (CompletedRun); a restart before it resumes from the last backup, past every epoch, and
+//     only evaluates and saves again. The marker names the run, so a later run of the job with the
+//     same directory trains afresh; in open mode (no run identity) no marker is written.
+//   - Temporary files of a chief killed mid-write are removed when the next chief starts.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "train/callback.h"
 
 namespace cohort::train {
 
+// <backup_dir>/training_complete: "run <identity>" then the program's summary lines.
+inline constexpr char kTrainingCompleteFile[] = "training_complete";
+
 struct BackupOptions {
   std::string backup_dir;
   // 0: back up at epoch ends only.
   int64_t save_every_steps = 0;
   bool delete_on_success = true;
+  // RunIdentity of this run; "" (open mode) writes no completion marker.
+  std::string run_identity;
 };
 
 class BackupAndRestore : public Callback {
@@ -39,13 +63,31 @@ class BackupAndRestore : public Callback {
   // The chief's backup directory, <backup_dir>/chief.
   std::string ChiefDir() const;
 
+  // The summary that run `run_identity` recorded in <backup_dir>/training_complete, if that run
+  // completed; nullopt when there is no marker, it is another run's, or `run_identity` is "".
+  static StatusOr<std::optional<std::string>> CompletedRun(const std::string& backup_dir,
+                                                           const std::string& run_identity);
+
+  // Chief only (others return OK): records that this run's outputs are complete, with `summary`
+  // (what a restarted task prints), atomically.
+  Status MarkComplete(const FitPlan& plan, const std::string& summary);
+
+  // Chief only, and only with delete_on_success: deletes the backup. Call it once every worker
+  // has passed the end barrier. The state file goes first, so an interrupted deletion never
+  // leaves a state file that names a deleted backup; the marker of this run stays, temporary
+  // files of a killed chief go, and <backup_dir> itself goes when nothing else is left in it.
+  Status DeleteBackup(const FitPlan& plan);
+
+  // Chief: removes stale temporary files and another run's marker, then loads the newest backup.
   Status RestoreState(const FitPlan& plan, TrainingState& state) override;
   Status OnBatchEnd(const FitPlan& plan, TrainingState& state, const BatchLogs& logs) override;
   Status OnEpochEnd(const FitPlan& plan, TrainingState& state, const EpochLogs& logs) override;
-  Status OnTrainEnd(const FitPlan& plan, TrainingState& state) override;
 
  private:
   Status Backup(const FitPlan& plan, TrainingState& state);
+  // Removes the temporary files a killed chief left in <backup_dir> (the marker's) and in
+  // <backup_dir>/chief (a backup's).
+  Status RemoveStaleFiles() const;
 
   BackupOptions options_;
   // Number of the last backup written or restored (ckpt-<n>).

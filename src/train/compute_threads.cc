@@ -11,14 +11,14 @@ namespace cohort::train {
 
 Status SetComputeThreads(int threads) {
   if (threads < 1) return Status::InvalidArgument("threads must be at least 1");
+  // Flush-to-zero and denormals-are-zero, as TensorFlow's executor threads run: late in training
+  // Adam's second moments of tiny gradients become subnormal, and arithmetic on them is many times
+  // slower (docs/performance.md, "subnormal numbers"). Threads created after this call (libtorch's
+  // pools, Cohort's own) inherit the setting. First, since libtorch refuses a second thread count.
+  at::globalContext().setFlushDenormal(true);
   try {
     at::set_num_threads(threads);
     at::set_num_interop_threads(threads);
-    // Flush-to-zero and denormals-are-zero, as TensorFlow's executor threads run: late in
-    // training Adam's second moments of tiny gradients become subnormal, and arithmetic on them
-    // is many times slower (docs/performance.md, "subnormal numbers"). Threads created after this
-    // call (libtorch's pools, Cohort's own) inherit the setting.
-    at::globalContext().setFlushDenormal(true);
   } catch (const c10::Error& error) {
     return Status::FailedPrecondition(std::string("cannot set libtorch's thread counts: ") +
                                       error.what_without_backtrace());

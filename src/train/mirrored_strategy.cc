@@ -33,8 +33,10 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   auto transport =
       net::Transport::Connect(config.cluster, config.task, std::move(transport_options));
   if (!transport.ok()) return transport.status().WithContext("connecting to the other workers");
+  collective::CommunicatorOptions communicator_options;
+  communicator_options.same_host_memory = options.same_host_path;
   auto communicator = collective::Communicator::Create(
-      std::shared_ptr<net::Transport>(std::move(transport).value()), {});
+      std::shared_ptr<net::Transport>(std::move(transport).value()), communicator_options);
   if (!communicator.ok()) {
     return communicator.status().WithContext("setting up collectives");
   }

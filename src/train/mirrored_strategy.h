@@ -30,6 +30,10 @@ struct WorkerConnectionOptions {
   // How long a silent worker is given before it is declared dead and every pending collective
   // fails naming it (net::TransportOptions::peer_timeout; at least 3 heartbeat intervals).
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(30)};
+  // Whether the collectives may take the same-host path (process_vm_readv between workers on
+  // this host, collective/same_host_algorithms.h). Off, every byte goes over TCP, as between
+  // hosts, so that TCP training can be measured on one machine.
+  bool same_host_path = true;
   // Told the peer report (cluster/peer_report.h) when a collective fails because a peer died or
   // hung (net::TransportOptions::on_peer_failure); a program passes it to job control with
   // program::WriteTerminationMessage. Unset: nothing is told.
@@ -52,6 +56,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   Status SumAcrossWorkers(std::vector<double>* values) override;
   StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) override;
   Status Barrier() override;
+  bool uses_same_host_memory() const override { return communicator_->uses_same_host_memory(); }
 
  private:
   MultiWorkerMirroredStrategy(std::unique_ptr<collective::Communicator> communicator,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/file.h"
 #include "train/checkpoint_state.h"
 #include "train/worker_dirs.h"
 
@@ -29,6 +30,12 @@ std::vector<std::string> ExistingCheckpoints(const std::string& dir) {
 
 }  // namespace
 
+Status ModelCheckpoint::RestoreState(const FitPlan& plan, TrainingState&) {
+  if (!plan.is_chief) return Status::OK();
+  StatusOr<int> stale = RemoveStaleTemporaryFiles(options_.dir);
+  return stale.ok() ? Status::OK() : stale.status().WithContext("ModelCheckpoint");
+}
+
 Status ModelCheckpoint::OnEpochEnd(const FitPlan& plan, TrainingState& state,
                                    const EpochLogs& logs) {
   // Higher is better: val_accuracy when the model reports accuracy, else the negated val_loss.
@@ -37,11 +44,11 @@ Status ModelCheckpoint::OnEpochEnd(const FitPlan& plan, TrainingState& state,
   if (options_.save_best_only && best_score_ && score <= *best_score_) return Status::OK();
   best_score_ = best_score_ ? std::max(*best_score_, score) : score;
 
-  const std::string dir = WriteDirPath(options_.dir, plan);
+  if (!plan.is_chief) return Status::OK();  // another worker's copy would only cost disk space
+  const std::string& dir = options_.dir;
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::string name = "ckpt-" + std::to_string(logs.epoch + 1);
   COHORT_RETURN_IF_ERROR(state.SaveWeights((std::filesystem::path(dir) / (name + ".pt")).string()));
-  if (!plan.is_chief) return RemoveTempWriteDir(options_.dir, plan);
   if (kept_.empty()) kept_ = ExistingCheckpoints(dir);
   // A resumed run may save an epoch again; list it once.
   std::erase(kept_, name);

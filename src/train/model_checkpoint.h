@@ -5,8 +5,10 @@
 // `checkpoint` file lists every kept file, newest last. With save_best_only, an epoch is saved only
 // when val_accuracy beats every earlier epoch's (for a model without an "accuracy" metric, when
 // val_loss is below every earlier epoch's). Unlike BackupAndRestore this is for people (pick
-// an epoch's weights later), not for fault tolerance, and it is never deleted. Non-chief workers
-// write into <dir>/workertemp_<index> and remove it, as in Keras.
+// an epoch's weights later), not for fault tolerance, and it is never deleted. Only the chief
+// writes: Keras has the other workers write a copy into <dir>/workertemp_<index> and remove it,
+// which costs a full copy of the weights per worker for nothing (worker_dirs.h). On start the
+// chief removes the temporary files a killed writer left in <dir>.
 #pragma once
 
 #include <optional>
@@ -26,6 +28,7 @@ class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {}
 
+  Status RestoreState(const FitPlan& plan, TrainingState& state) override;
   Status OnEpochEnd(const FitPlan& plan, TrainingState& state, const EpochLogs& logs) override;
 
  private:

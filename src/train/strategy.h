@@ -60,6 +60,10 @@ class Strategy {
 
   // Waits until every worker has called Barrier.
   virtual Status Barrier() = 0;
+
+  // Whether large collectives read the other workers' memory directly (every worker on this
+  // host; see collective/same_host_algorithms.h) instead of going over TCP.
+  virtual bool uses_same_host_memory() const { return false; }
 };
 
 // The strategy of a process training alone: every collective is the identity.

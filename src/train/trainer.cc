@@ -119,17 +119,32 @@ struct Trainer::Impl : public TrainingState {
     return Status::OK();
   }
 
-  Status Save(const std::string& path) override {
-    return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
-      try {
-        torch::serialize::OutputArchive archive;
+  // The archive in memory, then one WriteFileAtomically: a full disk or a failing device comes
+  // back as a Status naming the file and the system's words, nothing partial is left, and the
+  // previous file stays (libtorch's own file writer reports a short write from a destructor).
+  StatusOr<std::string> Serialize(bool whole_state, const std::string& path) {
+    try {
+      std::ostringstream out;
+      torch::serialize::OutputArchive archive;
+      if (whole_state) {
         WriteArchive(archive);
-        archive.save_to(temp.string());
-      } catch (const c10::Error& error) {
-        return TorchError("cannot save the training state to " + path, error);
+      } else {
+        model->module().save(archive);
       }
-      return Status::OK();
-    });
+      archive.save_to(out);
+      return out.str();
+    } catch (const c10::Error& error) {
+      return TorchError("cannot serialize " +
+                            std::string(whole_state ? "the training state" : "the weights") +
+                            " for " + path,
+                        error);
+    }
+  }
+
+  Status Save(const std::string& path) override {
+    StatusOr<std::string> bytes = Serialize(/*whole_state=*/true, path);
+    if (!bytes.ok()) return bytes.status();
+    return WriteFileAtomically(path, *bytes);
   }
 
   Status Load(const std::string& path) override {
@@ -143,16 +158,9 @@ struct Trainer::Impl : public TrainingState {
   }
 
   Status SaveWeights(const std::string& path) override {
-    return ReplaceFileAtomically(path, [&](const std::filesystem::path& temp) {
-      try {
-        torch::serialize::OutputArchive archive;
-        model->module().save(archive);
-        archive.save_to(temp.string());
-      } catch (const c10::Error& error) {
-        return TorchError("cannot save weights to " + path, error);
-      }
-      return Status::OK();
-    });
+    StatusOr<std::string> bytes = Serialize(/*whole_state=*/false, path);
+    if (!bytes.ok()) return bytes.status();
+    return WriteFileAtomically(path, *bytes);
   }
 
   // Every worker ends up with the chief's model, optimizer, RNG and position. With one worker
@@ -393,7 +401,9 @@ StatusOr<EvaluationResult> Trainer::Evaluate() { return impl_->Evaluate(); }
 Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, double>& metrics,
                           const std::string& data_dir) {
   const FitPlan& plan = impl_->plan;
-  const std::string write_dir = WriteDirPath(dir, plan);
+  // Only the chief's model is kept; another worker's copy would only cost disk space.
+  if (!plan.is_chief) return Status::OK();
+  const std::string& write_dir = dir;
   COHORT_RETURN_IF_ERROR(MakeDirectories(write_dir));
   ModelManifest manifest;
   manifest.model = plan.model_name;
@@ -414,8 +424,7 @@ Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, do
   // Weights first: a manifest is only ever next to complete weights.
   COHORT_RETURN_IF_ERROR(
       impl_->SaveWeights((std::filesystem::path(write_dir) / manifest.weights).string()));
-  COHORT_RETURN_IF_ERROR(WriteManifest(write_dir, manifest));
-  return RemoveTempWriteDir(dir, plan);
+  return WriteManifest(write_dir, manifest);
 }
 
 std::vector<float> Trainer::ParameterVector() const {

@@ -16,7 +16,7 @@
 //   Trainer::Create(options, model_factory, &train, &test, &strategy) -> trainer
 //   trainer->Fit({&backup, &tensorboard, &progress})
 //   trainer->Evaluate()                     // test source, sharded over the workers
-//   trainer->SaveModel(dir, metrics)        // every worker calls it; only the chief's copy stays
+//   trainer->SaveModel(dir, metrics)        // every worker calls it; only the chief writes
 #pragma once
 
 #include <chrono>
@@ -76,8 +76,8 @@ class Trainer {
 
   // Writes the model to `dir` (weights.pt + manifest.json with the model's inputs
   // (TrainableModel::DescribeInputs), `metrics` and the training configuration, `data_dir` among
-  // it). Call on every worker; non-chief workers write to a temporary directory and
-  // remove it.
+  // it). Call on every worker; only the chief writes. The manifest is written last, so a directory
+  // with a manifest holds a complete model.
   Status SaveModel(const std::string& dir, const std::map<std::string, double>& metrics,
                    const std::string& data_dir);
 

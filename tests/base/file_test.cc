@@ -12,6 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/host.h"
+#include "testing/small_file_system.h"
+
 namespace cohort {
 namespace {
 
@@ -92,6 +95,44 @@ TEST(WriteFileAtomicallyTest, AMissingDirectoryIsNamed) {
   EXPECT_EQ(status.code(), Status::Code::kIOError);
   EXPECT_THAT(status.message(), HasSubstr("absent"));
   EXPECT_THAT(status.message(), HasSubstr("No such file or directory"));
+}
+
+// A full file system is an ordinary error: it names the file and says what the kernel said, the
+// old file stays whole, and nothing partial is left beside it.
+TEST(WriteFileAtomicallyTest, AFullDiskIsAnErrorNamingTheFileAndLeavesTheOldOne) {
+  cohort::testing::SmallFileSystem disk(64 * 1024);
+  if (!disk.mounted()) {
+    if (cohort::testing::RunningInCi()) FAIL() << disk.why_not();
+    GTEST_SKIP() << disk.why_not();
+  }
+  const fs::path path = disk.path() / "ckpt-1.pt";
+  ASSERT_TRUE(WriteFileAtomically(path, std::string(16 * 1024, 'a')).ok());
+  Status status = WriteFileAtomically(path, std::string(128 * 1024, 'b'));
+  EXPECT_EQ(status.code(), Status::Code::kIOError);
+  EXPECT_THAT(status.message(), HasSubstr(TemporaryPathFor(path).string()));
+  EXPECT_THAT(status.message(), HasSubstr("No space left on device"));
+  EXPECT_EQ(*ReadWholeFile(path), std::string(16 * 1024, 'a'));
+  EXPECT_EQ(FilesIn(disk.path()), 1);
+}
+
+TEST(RemoveStaleTemporaryFilesTest, RemovesDeadWritersFilesAndKeepsLiveOnes) {
+  ScratchDirectory directory;
+  // A pid no process has: above the kernel's pid_max limit (4194304).
+  const fs::path dead = directory.path() / ".weights.pt.tmp9999999";
+  const fs::path own = TemporaryPathFor(directory.path() / "checkpoint");
+  const fs::path live = directory.path() / (".manifest.json.tmp" + std::to_string(getppid()));
+  for (const fs::path& file : {dead, own, live}) std::ofstream(file) << "partial";
+  for (const char* name : {"weights.pt", ".hidden", ".x.tmp", "notes.tmp12"}) {
+    std::ofstream(directory.path() / name) << "kept";
+  }
+  StatusOr<int> removed = RemoveStaleTemporaryFiles(directory.path());
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, 2);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(own));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_EQ(FilesIn(directory.path()), 5);
+  EXPECT_EQ(*RemoveStaleTemporaryFiles(directory.path() / "absent"), 0);
 }
 
 TEST(WriteFileInPlaceTest, KeepsTheSameFileAndTruncatesIt) {

@@ -98,13 +98,14 @@ TEST_F(KillWorkerTest, JobSurvivesAKilledWorkerAndMatchesAnUninterruptedRun) {
   EXPECT_NEAR(TestAccuracy("killed"), reference, 0.01);
 
   // Only the chief's files are left: the other workers' temporary directories are gone, and so is
-  // the backup, as Keras removes it once training completes.
+  // the backup, as Keras removes it once training completes; the run's completion marker stays.
   const fs::path out = sandbox_.root() / "killed";
   for (const auto& entry : fs::recursive_directory_iterator(out)) {
     EXPECT_EQ(entry.path().filename().string().rfind("workertemp_", 0), std::string::npos)
         << entry.path();
   }
-  EXPECT_FALSE(fs::exists(out / "backup"));
+  EXPECT_FALSE(fs::exists(out / "backup" / "chief"));
+  EXPECT_TRUE(fs::exists(out / "backup" / "training_complete"));
   // TensorBoard: an event file for the training run and one after the restart, and the
   // validation scalars.
   int train_event_files = 0;

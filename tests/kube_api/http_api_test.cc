@@ -143,6 +143,11 @@ TEST_F(HttpApiTest, DeleteSendsPropagationPolicyAndUidPrecondition) {
   ASSERT_TRUE(api().Delete(PodResource(), "default", "w-1").ok());
   EXPECT_FALSE(json::parse(server_.last_request().body).contains("propagationPolicy"));
   EXPECT_FALSE(json::parse(server_.last_request().body).contains("preconditions"));
+  EXPECT_FALSE(json::parse(server_.last_request().body).contains("gracePeriodSeconds"));
+  DeleteOptions now;
+  now.grace_period_seconds = 0;
+  ASSERT_TRUE(api().Delete(PodResource(), "default", "w-2", now).ok());
+  EXPECT_EQ(json::parse(server_.last_request().body)["gracePeriodSeconds"], 0);
 }
 
 TEST_F(HttpApiTest, PodLogAsksForContainerPreviousTailAndSince) {

@@ -64,6 +64,20 @@ TEST(OperatorCommandTest, RefusesBadFlagsNamingThem) {
   flags.leader_elect = true;
   flags.lease_name = "Lease!";
   EXPECT_NE(message(flags).find("--lease-name"), std::string::npos);
+  flags = {};
+  flags.resync_period_seconds = -1;
+  EXPECT_EQ(message(flags), "--resync-period -1: must be from 0 (off) to 604800 seconds");
+}
+
+TEST(OperatorCommandTest, TheResyncPeriodIsOffUnlessGiven) {
+  OperatorFlags flags;
+  StatusOr<OperatorOptions> options = MakeOperatorOptions(flags, Environment({}));
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->resync_period.count(), 0);
+  flags.resync_period_seconds = 30;
+  options = MakeOperatorOptions(flags, Environment({}));
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->resync_period, std::chrono::milliseconds(30000));
 }
 
 TEST(OperatorCommandTest, AStopRequestStopsTheOperatorAndReleasesTheLease) {

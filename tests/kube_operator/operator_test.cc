@@ -158,6 +158,28 @@ TEST_F(OperatorTest, CreatesAPodAndServicePerReplicaAndRunsTheJobToSuccess) {
   EXPECT_TRUE(Pod("mnist-ps-0"));
 }
 
+TEST_F(OperatorTest, TheResyncPeriodSyncsEveryJobAgainFromTheCache) {
+  OperatorOptions options = Options();
+  options.resync_period = 50ms;
+  auto op = StartOperator(options);
+  CreateJob(TFJobObject("first", {{"Worker", 1}}));
+  CreateJob(TFJobObject("second", {{"Worker", 1}}));
+  ASSERT_TRUE(WaitUntil([&] { return Condition("first", "Created") == "True"; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return Condition("second", "Created") == "True"; }, kWait));
+  auto logged = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    return std::any_of(log_.begin(), log_.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
+  };
+  const int syncs = op->Syncs();
+  // Nothing changes on the server, yet both jobs are synced again, and the resync says so.
+  ASSERT_TRUE(WaitUntil([&] { return op->Syncs() >= syncs + 2; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return logged("resync: 2 jobs synced in "); }, kWait));
+  EXPECT_TRUE(logged("resync: 2 jobs queued"));
+  EXPECT_TRUE(PodsAre({"first-worker-0", "second-worker-0"}));
+}
+
 TEST_F(OperatorTest, NeverFailsTheJobOnAFailedPod) {
   auto op = StartOperator();
   CreateJob(TFJobObject("never", {{"Worker", 2}}));

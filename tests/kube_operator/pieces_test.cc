@@ -280,5 +280,40 @@ TEST(InformerTest, AnOlderVersionNeverReplacesANewerOne) {
   EXPECT_EQ((*informer.Get("ns/p"))["status"]["phase"], "Running");
 }
 
+TEST(InformerTest, ListsWhatAControllerOwnsFollowingEveryChange) {
+  FakeApi api;
+  Informer informer(api, PodResource(), "", {}, {}, [](const nlohmann::json&, bool) {});
+  auto pod = [](const std::string& name, const std::string& version, const std::string& owner) {
+    nlohmann::json object = {
+        {"metadata", {{"name", name}, {"namespace", "ns"}, {"resourceVersion", version}}}};
+    if (!owner.empty()) {
+      object["metadata"]["ownerReferences"] = {
+          {{"kind", "TFJob"}, {"name", owner}, {"uid", owner + "-uid"}, {"controller", true}}};
+    }
+    return object;
+  };
+  auto names = [&](const std::string& uid) {
+    std::vector<std::string> listed;
+    for (const nlohmann::json& object : informer.ListControlledBy(uid)) {
+      listed.push_back(object["metadata"]["name"]);
+    }
+    return listed;
+  };
+  ASSERT_TRUE(api.Create(PodResource(), "ns", pod("a-0", "", "a")).ok());
+  ASSERT_TRUE(api.Create(PodResource(), "ns", pod("b-0", "", "b")).ok());
+  ASSERT_TRUE(api.Create(PodResource(), "ns", pod("loose", "", "")).ok());
+  ASSERT_TRUE(informer.ListOnce().ok());
+  EXPECT_EQ(names("a-uid"), std::vector<std::string>{"a-0"});
+  EXPECT_TRUE(names("").empty());
+  informer.Upsert(pod("a-1", "100", "a"));
+  EXPECT_EQ(names("a-uid"), (std::vector<std::string>{"a-0", "a-1"}));
+  // A pod whose controller changes moves with it; a removed one leaves the index.
+  informer.Upsert(pod("b-0", "101", "a"));
+  EXPECT_EQ(names("a-uid"), (std::vector<std::string>{"a-0", "a-1", "b-0"}));
+  EXPECT_TRUE(names("b-uid").empty());
+  informer.Remove("ns/a-0");
+  EXPECT_EQ(names("a-uid"), (std::vector<std::string>{"a-1", "b-0"}));
+}
+
 }  // namespace
 }  // namespace cohort::kube::testing

@@ -74,6 +74,20 @@ TEST(TaxiTrainCli, BadFlagsExitWithTwoAndSayWhy) {
 
 // A generated taxi data set whose eval.csv has one bad fare on its third line, as the chief of a
 // parameter-server job reads it before it connects anywhere (the ps it names never answers).
+// A storage URL is refused naming the flag, instead of becoming a directory named "gs:".
+TEST(TaxiTrainCli, StorageUrlsAreRefusedNamingTheFlag) {
+  for (const std::string& flag :
+       {"--saved_model_path", "--checkpoint_path", "--tensorboard_dir", "--data_dir"}) {
+    const CommandResult result = RunTaxiTrain(flag + "=s3://bucket/taxi");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(flag + ": \"s3://bucket/taxi\" is a URL (s3://), and taxi-train "
+                                        "reads and writes only file system paths"),
+              std::string::npos)
+        << result.output;
+    EXPECT_NE(result.output.find("give the mounted path"), std::string::npos) << result.output;
+  }
+}
+
 TEST(TaxiTrainCli, BadRowsOfTheTaxiDataFailOrAreSkippedByFlag) {
   const cohort::testing::ScratchDirectory scratch("cohort-bad-rows");
   const fs::path data = scratch.path();

@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
+#include "base/file.h"
 #include "test_support.h"
+#include "testing/host.h"
 #include "testing/scratch_directory.h"
+#include "testing/small_file_system.h"
 #include "train/checkpoint_state.h"
 #include "train/progress_callback.h"
 #include "train/summary/event.pb.h"
@@ -51,7 +56,7 @@ class BackupAndRestoreTest : public ::testing::Test {
 // the backup holds weights, optimizer and RNG state, and the data order is a function of the step.
 TEST_F(BackupAndRestoreTest, ResumedRunMatchesUninterruptedRun) {
   const std::vector<float> expected = Uninterrupted();
-  const BackupOptions backup{dir_ + "/backup", /*save_every_steps=*/4, true};
+  const BackupOptions backup{dir_ + "/backup", /*save_every_steps=*/4, true, ""};
   {
     auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
     BackupAndRestore callback(backup);
@@ -78,12 +83,15 @@ TEST_F(BackupAndRestoreTest, ResumedRunMatchesUninterruptedRun) {
       << output;
   EXPECT_EQ(trainer->global_step(), 18);
   EXPECT_EQ(trainer->ParameterVector(), expected);
-  // Deleted once training completed, as Keras does.
+  // Kept past the fit (the program still has its model to save), deleted when the program says
+  // the job has finished.
+  EXPECT_TRUE(fs::exists(dir_ + "/backup/chief/checkpoint"));
+  ASSERT_TRUE(callback.DeleteBackup(trainer->plan()).ok());
   EXPECT_FALSE(fs::exists(dir_ + "/backup"));
 }
 
 TEST_F(BackupAndRestoreTest, EpochBackupsResumeAtTheNextEpoch) {
-  const BackupOptions backup{dir_ + "/backup", 0, true};
+  const BackupOptions backup{dir_ + "/backup", 0, true, ""};
   {
     auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
     BackupAndRestore callback(backup);
@@ -101,7 +109,7 @@ TEST_F(BackupAndRestoreTest, EpochBackupsResumeAtTheNextEpoch) {
 
 TEST_F(BackupAndRestoreTest, KeepsTheBackupWhenAskedTo) {
   auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
-  BackupAndRestore callback(BackupOptions{dir_ + "/backup", 0, /*delete_on_success=*/false});
+  BackupAndRestore callback(BackupOptions{dir_ + "/backup", 0, /*delete_on_success=*/false, ""});
   ASSERT_TRUE(trainer->Fit({&callback}).ok());
   auto latest = ReadLatestCheckpoint(dir_ + "/backup/chief");
   ASSERT_TRUE(latest.ok());
@@ -112,7 +120,7 @@ TEST_F(BackupAndRestoreTest, KeepsTheBackupWhenAskedTo) {
 // run trains no step of it, evaluates, and logs no made-up training figures for it.
 TEST_F(BackupAndRestoreTest, ResumeAfterAnEpochsLastStepReportsNoTrainingFigures) {
   const std::vector<float> expected = Uninterrupted();
-  const BackupOptions backup{dir_ + "/backup", /*save_every_steps=*/3, true};
+  const BackupOptions backup{dir_ + "/backup", /*save_every_steps=*/3, true, ""};
   const TensorBoardOptions tensorboard{dir_ + "/logs", 0};
   {
     auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
@@ -154,7 +162,7 @@ TEST_F(BackupAndRestoreTest, ResumeAfterAnEpochsLastStepReportsNoTrainingFigures
 // After a restart TensorBoard must drop what the interrupted run logged after its backup: the new
 // event file starts with SessionLog START at the first step the resumed run logs again.
 TEST_F(BackupAndRestoreTest, ResumeWritesSessionStartForTensorBoard) {
-  const BackupOptions backup{dir_ + "/backup", 4, true};
+  const BackupOptions backup{dir_ + "/backup", 4, true, ""};
   const TensorBoardOptions tensorboard{dir_ + "/logs", 1};
   {
     auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
@@ -188,21 +196,25 @@ TEST_F(BackupAndRestoreTest, ResumeWritesSessionStartForTensorBoard) {
   EXPECT_EQ(first_scalar.summary().value(0).tag(), "batch_loss");
 }
 
-// A minimal TrainingState for checking where files go.
+// A minimal TrainingState for checking where files go; Save writes `bytes` bytes through the
+// file layer, as the trainer does.
 class FakeState : public TrainingState {
  public:
   Status Save(const std::string& path) override {
-    testing::WriteFile(path, "state");
     saved.push_back(path);
-    return Status::OK();
+    return WriteFileAtomically(path, std::string(bytes, 's'));
   }
   Status Load(const std::string&) override { return Status::OK(); }
   Status SaveWeights(const std::string& path) override { return Save(path); }
-  TrainingPosition position() const override { return {1, 0}; }
+  TrainingPosition position() const override { return {epoch, 0}; }
   std::vector<std::string> saved;
+  size_t bytes = 5;
+  int epoch = 1;
 };
 
-TEST_F(BackupAndRestoreTest, NonChiefWorkersWriteToATemporaryDirectoryAndRemoveIt) {
+// Only the chief's backup is ever read, so the other workers write none (Keras has them write a
+// full copy into workertemp_<index> and delete it).
+TEST_F(BackupAndRestoreTest, NonChiefWorkersWriteNothing) {
   FitPlan plan;
   plan.num_workers = 3;
   plan.rank = 2;
@@ -210,14 +222,92 @@ TEST_F(BackupAndRestoreTest, NonChiefWorkersWriteToATemporaryDirectoryAndRemoveI
   plan.task_index = 2;
   plan.steps_per_epoch = 6;
   FakeState state;
-  BackupAndRestore callback(BackupOptions{dir_ + "/backup", 0, true});
+  BackupAndRestore callback(BackupOptions{dir_ + "/backup", 0, true, "run-a"});
   ASSERT_TRUE(callback.OnEpochEnd(plan, state, EpochLogs{}).ok());
-  ASSERT_EQ(state.saved.size(), 1u);
-  EXPECT_EQ(state.saved[0], dir_ + "/backup/workertemp_2/ckpt-1.pt");
-  EXPECT_FALSE(fs::exists(dir_ + "/backup/workertemp_2"));
-  EXPECT_FALSE(fs::exists(dir_ + "/backup/chief"));
+  EXPECT_TRUE(state.saved.empty());
+  ASSERT_TRUE(callback.MarkComplete(plan, "done\n").ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/backup"));
   // Nothing to restore from on a non-chief: the chief's state is broadcast.
   EXPECT_TRUE(callback.RestoreState(plan, state).ok());
+}
+
+// The marker says that run "run-a" completed; it counts for that run only, survives the backup's
+// deletion, and a later run's chief removes it when it starts training.
+TEST_F(BackupAndRestoreTest, TheCompletionMarkerBelongsToItsRun) {
+  const std::string backup_dir = dir_ + "/backup";
+  FitPlan plan;
+  plan.steps_per_epoch = 6;
+  FakeState state;
+  BackupAndRestore run_a(BackupOptions{backup_dir, 0, true, "run-a"});
+  ASSERT_TRUE(run_a.OnEpochEnd(plan, state, EpochLogs{}).ok());
+  EXPECT_EQ(*BackupAndRestore::CompletedRun(backup_dir, "run-a"), std::nullopt);
+  ASSERT_TRUE(run_a.MarkComplete(plan, "test accuracy 0.9\n").ok());
+  ASSERT_TRUE(run_a.DeleteBackup(plan).ok());
+  EXPECT_FALSE(fs::exists(backup_dir + "/chief"));
+  EXPECT_EQ(*BackupAndRestore::CompletedRun(backup_dir, "run-a"),
+            std::optional<std::string>("test accuracy 0.9\n"));
+  EXPECT_EQ(*BackupAndRestore::CompletedRun(backup_dir, "run-b"), std::nullopt);
+  // Open mode: runs cannot be told apart, so no marker counts.
+  EXPECT_EQ(*BackupAndRestore::CompletedRun(backup_dir, ""), std::nullopt);
+
+  BackupAndRestore run_b(BackupOptions{backup_dir, 0, true, "run-b"});
+  ASSERT_TRUE(run_b.RestoreState(plan, state).ok());
+  EXPECT_FALSE(fs::exists(backup_dir + "/" + kTrainingCompleteFile));
+
+  // Open mode writes no marker, and the deletion takes the whole directory.
+  BackupAndRestore open(BackupOptions{backup_dir, 0, true, ""});
+  ASSERT_TRUE(open.OnEpochEnd(plan, state, EpochLogs{}).ok());
+  ASSERT_TRUE(open.MarkComplete(plan, "done\n").ok());
+  ASSERT_TRUE(open.DeleteBackup(plan).ok());
+  EXPECT_FALSE(fs::exists(backup_dir));
+}
+
+// A chief killed mid-write left temporary files; the next chief removes them before restoring.
+TEST_F(BackupAndRestoreTest, RestoringRemovesADeadWritersTemporaryFiles) {
+  const std::string chief = dir_ + "/backup/chief";
+  fs::create_directories(chief);
+  testing::WriteFile(chief + "/.ckpt-2.pt.tmp9999999", "partial");
+  FitPlan plan;
+  FakeState state;
+  BackupAndRestore callback(BackupOptions{dir_ + "/backup", 0, true, "run-a"});
+  ASSERT_TRUE(callback.RestoreState(plan, state).ok());
+  EXPECT_FALSE(fs::exists(chief + "/.ckpt-2.pt.tmp9999999"));
+}
+
+// A backup that cannot be written (a full disk) is an error naming the file and the system's
+// words; the state file still names the last good backup, which stays whole, and nothing partial
+// is left.
+TEST_F(BackupAndRestoreTest, AFailedBackupKeepsTheLastGoodOne) {
+  cohort::testing::SmallFileSystem disk(64 * 1024);
+  if (!disk.mounted()) {
+    if (cohort::testing::RunningInCi()) FAIL() << disk.why_not();
+    GTEST_SKIP() << disk.why_not();
+  }
+  const std::string backup_dir = (disk.path() / "backup").string();
+  FitPlan plan;
+  plan.steps_per_epoch = 6;
+  FakeState state;
+  state.bytes = 16 * 1024;
+  BackupAndRestore callback(BackupOptions{backup_dir, 0, true, "run-a"});
+  ASSERT_TRUE(callback.OnEpochEnd(plan, state, EpochLogs{}).ok());
+  state.bytes = 128 * 1024;
+  state.epoch = 2;
+  Status status = callback.OnEpochEnd(plan, state, EpochLogs{});
+  EXPECT_EQ(status.code(), Status::Code::kIOError);
+  EXPECT_NE(status.message().find("BackupAndRestore: ckpt-2 not written, ckpt-1 stays the backup: "
+                                  "cannot write " +
+                                  backup_dir + "/chief/.ckpt-2.pt.tmp"),
+            std::string::npos)
+      << status.ToString();
+  EXPECT_NE(status.message().find("No space left on device"), std::string::npos);
+  EXPECT_EQ(ReadLatestCheckpoint(backup_dir + "/chief")->value_or(""), "ckpt-1");
+  EXPECT_EQ(ReadWholeFile(backup_dir + "/chief/ckpt-1.pt")->size(), 16u * 1024);
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(backup_dir + "/chief")) {
+    files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"checkpoint", "ckpt-1.pt"}));
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ float SubnormalTimesOne() {
 }
 
 TEST(SetComputeThreads, FlushesSubnormalsInThisThreadAndThoseItStarts) {
-  ASSERT_TRUE(SetComputeThreads(1).ok());
+  // An earlier test in this process may have fixed libtorch's thread counts already, which
+  // SetComputeThreads then reports; the flush setting is made first either way.
+  (void)SetComputeThreads(1);
   EXPECT_EQ(SubnormalTimesOne(), 0.0f);
   float in_new_thread = -1;
   std::thread([&] { in_new_thread = SubnormalTimesOne(); }).join();

@@ -35,6 +35,24 @@ TEST_F(IdxFileTest, ReadsPlainAndGzipFilesAlike) {
   }
 }
 
+// A small .gz that expands far beyond the bound (a "gzip bomb") is refused, naming the file,
+// before it is inflated whole.
+TEST_F(IdxFileTest, AGzipThatExpandsBeyondTheBoundIsRefused) {
+  const std::vector<uint8_t> zeros(4 << 20, 0);
+  const std::string compressed = Gzip(IdxBytes({4, 1024, 1024}, zeros));
+  ASSERT_LT(compressed.size(), 64u * 1024);
+  WriteFile(Path("bomb-images-idx3-ubyte.gz"), compressed);
+  auto array = ReadIdxFile(Path("bomb-images-idx3-ubyte.gz"), 1 << 20);
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(array.status().message().find(Path("bomb-images-idx3-ubyte.gz") +
+                                          ": expands to more than 1048576 bytes"),
+            std::string::npos)
+      << array.status().ToString();
+  // Within the bound the same file reads.
+  EXPECT_TRUE(ReadIdxFile(Path("bomb-images-idx3-ubyte.gz"), 8 << 20).ok());
+}
+
 TEST_F(IdxFileTest, MissingFileIsNamed) {
   auto array = ReadIdxFile(Path("absent"));
   ASSERT_FALSE(array.ok());

@@ -73,6 +73,9 @@ struct DeleteOptions {
   // Delete only if the object still has this uid (a precondition): never a newer object of the
   // same name.
   std::string uid;
+  // How long the pod's processes get to stop; unset: the object's own default. 0 removes a pod at
+  // once, as the kubelet's final delete does once its containers have stopped.
+  std::optional<int64_t> grace_period_seconds;
 };
 
 struct LogOptions {

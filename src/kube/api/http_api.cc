@@ -485,6 +485,7 @@ Status HttpApi::Delete(const Resource& resource, const std::string& namespace_na
   nlohmann::json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
   if (!options.uid.empty()) body["preconditions"] = {{"uid", options.uid}};
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
   request.body = body.dump();
   StatusOr<Answer> answer = Call(request);
   return answer.status();

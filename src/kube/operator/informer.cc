@@ -22,6 +22,24 @@ std::string VersionText(const nlohmann::json& object) {
   return found != metadata.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
+// The uid of the object's controlling ownerReference, of whatever kind; "" when none.
+std::string ControllingUid(const nlohmann::json& object) {
+  if (!object.is_object() || !object.contains("metadata")) return "";
+  const nlohmann::json& metadata = object["metadata"];
+  auto owners = metadata.find("ownerReferences");
+  if (owners == metadata.end() || !owners->is_array()) return "";
+  for (const nlohmann::json& owner : *owners) {
+    if (!owner.is_object()) continue;
+    auto controller = owner.find("controller");
+    auto uid = owner.find("uid");
+    if (controller != owner.end() && controller->is_boolean() && controller->get<bool>() &&
+        uid != owner.end() && uid->is_string()) {
+      return uid->get<std::string>();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<uint64_t> NumericResourceVersion(const nlohmann::json& object) {
@@ -93,6 +111,8 @@ Status Informer::ListOnce() {
       if (listed.count(key) == 0) vanished.push_back(object);
     }
     objects_ = listed;
+    by_controller_.clear();
+    for (const auto& [key, object] : objects_) IndexLocked(key, object);
     resource_version_ = list->resource_version;
     synced_ = true;
     ++lists_;
@@ -139,17 +159,42 @@ bool Informer::Apply(const nlohmann::json& object, bool deleted) {
         found->second["metadata"].value("uid", "") != object["metadata"].value("uid", "")) {
       return false;
     }
-    return objects_.erase(key) > 0;
+    if (found == objects_.end()) return false;
+    UnindexLocked(key, found->second);
+    objects_.erase(found);
+    return true;
   }
-  objects_[key] = object;
+  if (found != objects_.end()) {
+    UnindexLocked(key, found->second);
+    found->second = object;
+  } else {
+    objects_.emplace(key, object);
+  }
+  IndexLocked(key, object);
   return true;
+}
+
+void Informer::IndexLocked(const std::string& key, const nlohmann::json& object) {
+  const std::string uid = ControllingUid(object);
+  if (!uid.empty()) by_controller_[uid].insert(key);
+}
+
+void Informer::UnindexLocked(const std::string& key, const nlohmann::json& object) {
+  const std::string uid = ControllingUid(object);
+  auto found = by_controller_.find(uid);
+  if (found == by_controller_.end()) return;
+  found->second.erase(key);
+  if (found->second.empty()) by_controller_.erase(found);
 }
 
 void Informer::Upsert(const nlohmann::json& object) { Apply(object, false); }
 
 void Informer::Remove(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  objects_.erase(key);
+  auto found = objects_.find(key);
+  if (found == objects_.end()) return;
+  UnindexLocked(key, found->second);
+  objects_.erase(found);
 }
 
 bool Informer::HasSynced() const {
@@ -169,6 +214,16 @@ std::vector<nlohmann::json> Informer::List() const {
   std::vector<nlohmann::json> objects;
   objects.reserve(objects_.size());
   for (const auto& [key, object] : objects_) objects.push_back(object);
+  return objects;
+}
+
+std::vector<nlohmann::json> Informer::ListControlledBy(const std::string& uid) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<nlohmann::json> objects;
+  auto found = by_controller_.find(uid);
+  if (uid.empty() || found == by_controller_.end()) return objects;
+  objects.reserve(found->second.size());
+  for (const std::string& key : found->second) objects.push_back(objects_.at(key));
   return objects;
 }
 

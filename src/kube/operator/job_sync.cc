@@ -270,7 +270,7 @@ Status JobSync::Pass::MarkInvalid(const std::string& problem) {
 void JobSync::Pass::CollectObjects() {
   auto collect = [&](Informer* cache, std::map<ReplicaRef, nlohmann::json>& into) {
     if (cache == nullptr) return;
-    for (nlohmann::json& object : cache->List()) {
+    for (nlohmann::json& object : cache->ListControlledBy(uid_)) {
       if (object["metadata"].value("namespace", "") != namespace_) continue;
       if (ControllerUid(object, kJobKind) != uid_) continue;
       std::optional<ReplicaRef> replica = ReplicaOf(job_, object);

@@ -81,6 +81,47 @@ void Operator::Start() {
   }
   const int workers = std::clamp(options_.workers, 1, 64);
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+  if (options_.resync_period.count() > 0) threads_.emplace_back([this] { ResyncEveryPeriod(); });
+}
+
+void Operator::ResyncEveryPeriod() {
+  std::unique_lock<std::mutex> lock(resync_mutex_);
+  while (!stopping_.load()) {
+    resync_stop_.wait_for(lock, options_.resync_period, [this] { return stopping_.load(); });
+    if (stopping_.load()) return;
+    // Before the caches are synced there is nothing to look at again: the first list queues all.
+    if (!CachesSynced()) continue;
+    lock.unlock();
+    Resync();
+    lock.lock();
+  }
+}
+
+void Operator::Resync() {
+  const std::vector<nlohmann::json> jobs = jobs_->List();
+  {
+    std::lock_guard<std::mutex> lock(resync_mutex_);
+    resync_unsynced_.clear();
+    for (const nlohmann::json& job : jobs) resync_unsynced_.insert(ObjectKey(job));
+    resync_size_ = resync_unsynced_.size();
+    resync_start_ = std::chrono::steady_clock::now();
+  }
+  Log("resync: " + std::to_string(resync_size_) + " jobs queued");
+  for (const nlohmann::json& job : jobs) queue_.Add(ObjectKey(job));
+}
+
+// Called after each pass (done or failed): the last key of a resync to be synced ends it.
+void Operator::NoteSynced(const std::string& key) {
+  size_t size = 0;
+  std::chrono::steady_clock::duration took{};
+  {
+    std::lock_guard<std::mutex> lock(resync_mutex_);
+    if (resync_unsynced_.erase(key) == 0 || !resync_unsynced_.empty()) return;
+    size = resync_size_;
+    took = std::chrono::steady_clock::now() - resync_start_;
+  }
+  Log("resync: " + std::to_string(size) + " jobs synced in " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) + " ms");
 }
 
 void Operator::Work() {
@@ -100,6 +141,7 @@ void Operator::Work() {
     StatusOr<SyncResult> result = sync_->Sync(*key);
     syncs_.fetch_add(1);
     queue_.Done(*key);
+    NoteSynced(*key);
     if (!result.ok()) {
       Log(*key + ": sync failed, again after back-off: " + result.status().message());
       queue_.AddRateLimited(*key);
@@ -115,6 +157,10 @@ void Operator::Stop() {
   if (!started_ || stopping_.exchange(true)) return;
   Log("operator " + options_.identity + " stopping");
   queue_.ShutDown();
+  {
+    std::lock_guard<std::mutex> lock(resync_mutex_);
+    resync_stop_.notify_all();
+  }
   if (elector_) elector_->Stop();
   for (Informer* informer : {jobs_.get(), pods_.get(), services_.get()}) informer->Stop();
   for (std::thread& thread : threads_) thread.join();

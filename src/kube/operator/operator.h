@@ -8,6 +8,11 @@
 //     -> workers, each running one JobSync pass (job_sync.h) per key, one worker per key at once
 //   and, with leader election, a Lease (leader_election.h): only the leader's workers act; the
 //   others keep their caches warm and take over when the Lease expires or is released.
+//   With a resync period, every cached job is queued again each period (Resync()), as client-go's
+//   informer resync does for Kubeflow's operator: a safety net that syncs each job from the warm
+//   caches, without listing, even when nothing about it changed. It logs
+//   "resync: N jobs queued" and, once each of them has been synced, "resync: N jobs synced in T
+//   ms".
 //
 //   Operator op(api, builders, options);
 //   op.Start();                 // threads: informers, elector, workers
@@ -20,10 +25,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +56,8 @@ struct OperatorOptions {
   // How often an idle worker looks at the clock again (bounds requeue lateness under a fake clock).
   std::chrono::milliseconds queue_poll{1000};
   std::optional<LeaderElectionOptions> leader_election;  // nullopt: always act
+  // Every cached job is queued again this often (Resync()); zero: never.
+  std::chrono::milliseconds resync_period{0};
   std::function<void(const std::string&)> log;
 };
 
@@ -65,6 +74,8 @@ class Operator {
 
   // Whether this operator acts now: it leads, or runs without leader election.
   bool Acting() const;
+  // Queues every job in the cache once, what the resync period does; logged as above.
+  void Resync();
   int Syncs() const { return syncs_.load(); }
   const Informer& jobs() const { return *jobs_; }
 
@@ -72,6 +83,8 @@ class Operator {
   void Enqueue(const nlohmann::json& object, bool is_job);
   void Work();
   bool CachesSynced() const;
+  void ResyncEveryPeriod();
+  void NoteSynced(const std::string& key);
   void Log(const std::string& line) const;
 
   Api& api_;
@@ -89,6 +102,12 @@ class Operator {
   std::atomic<int> syncs_{0};
   bool started_ = false;
   std::mutex stop_mutex_;
+
+  std::mutex resync_mutex_;
+  std::condition_variable resync_stop_;
+  std::set<std::string> resync_unsynced_;  // keys of the last Resync() not synced since
+  size_t resync_size_ = 0;
+  std::chrono::steady_clock::time_point resync_start_;
 };
 
 }  // namespace cohort::kube

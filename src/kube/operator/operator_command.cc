@@ -8,6 +8,8 @@
 namespace cohort::kube {
 namespace {
 
+constexpr int kMaxResyncPeriodSeconds = 7 * 24 * 3600;
+
 // A DNS-1123 label ("cohort-operator") or, with dots, subdomain ("cluster.local").
 bool IsDnsName(const std::string& text, bool dots_allowed) {
   if (text.empty() || text.size() > 253) return false;
@@ -46,6 +48,11 @@ StatusOr<OperatorOptions> MakeOperatorOptions(
     return Status::InvalidArgument("--workers " + std::to_string(flags.workers) +
                                    ": must be from 1 to 64");
   }
+  if (flags.resync_period_seconds < 0 || flags.resync_period_seconds > kMaxResyncPeriodSeconds) {
+    return Status::InvalidArgument(
+        "--resync-period " + std::to_string(flags.resync_period_seconds) +
+        ": must be from 0 (off) to " + std::to_string(kMaxResyncPeriodSeconds) + " seconds");
+  }
   if (!flags.namespace_name.empty() && !IsDnsName(flags.namespace_name, false)) {
     return Status::InvalidArgument("--namespace \"" + flags.namespace_name +
                                    "\": not a valid namespace name (a DNS-1123 label)");
@@ -61,6 +68,7 @@ StatusOr<OperatorOptions> MakeOperatorOptions(
   OperatorOptions options;
   options.namespace_name = flags.namespace_name;
   options.workers = flags.workers;
+  options.resync_period = std::chrono::seconds(flags.resync_period_seconds);
   options.objects.cluster_domain = flags.cluster_domain;
   options.objects.gang_scheduler = flags.gang_scheduler;
   const std::string pod_name = environment("POD_NAME");

@@ -30,6 +30,7 @@ struct OperatorFlags {
   std::string cluster_domain;                  // --cluster-domain
   std::string gang_scheduler;                  // --gang-scheduler: "", volcano, or a name
   int workers = 1;                             // --workers: 1 to 64
+  int resync_period_seconds = 0;               // --resync-period: 0 (off) to 604800 (a week)
 };
 
 // InvalidArgument naming the flag when a value is out of range or not a valid name.

@@ -21,7 +21,8 @@ bool IsGzip(const std::string& bytes) {
          static_cast<uint8_t>(bytes[1]) == 0x8b;
 }
 
-StatusOr<std::string> Gunzip(const std::string& path, const std::string& compressed) {
+StatusOr<std::string> Gunzip(const std::string& path, const std::string& compressed,
+                             size_t max_bytes) {
   z_stream stream{};
   // 16 + MAX_WBITS: expect a gzip header and trailer rather than a raw zlib stream.
   if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) {
@@ -37,6 +38,11 @@ StatusOr<std::string> Gunzip(const std::string& path, const std::string& compres
     stream.avail_out = sizeof(chunk);
     result = inflate(&stream, Z_NO_FLUSH);
     out.append(chunk, sizeof(chunk) - stream.avail_out);
+    if (out.size() > max_bytes) {
+      inflateEnd(&stream);
+      return Status::InvalidArgument(path + ": expands to more than " + std::to_string(max_bytes) +
+                                     " bytes when decompressed, beyond any IDX data set read here");
+    }
     if (result == Z_STREAM_END) break;
     if (result == Z_BUF_ERROR ||
         (result == Z_OK && stream.avail_in == 0 && stream.avail_out != 0)) {
@@ -67,15 +73,15 @@ uint32_t ReadBigEndian32(const std::string& bytes, size_t offset) {
 
 }  // namespace
 
-StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
-  auto raw = ReadWholeFile(path);
+StatusOr<IdxArray> ReadIdxFile(const std::string& path, size_t max_bytes) {
+  auto raw = ReadWholeFile(path, max_bytes);
   if (raw.status().code() == Status::Code::kNotFound) {
     return Status::NotFound(path + ": no such file");
   }
   if (!raw.ok()) return raw.status();
   std::string bytes;
   if (IsGzip(*raw)) {
-    auto inflated = Gunzip(path, *raw);
+    auto inflated = Gunzip(path, *raw, max_bytes);
     if (!inflated.ok()) return inflated.status();
     bytes = std::move(inflated).value();
   } else {

@@ -7,6 +7,7 @@
 // not by name.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,9 +21,15 @@ struct IdxArray {
   std::vector<uint8_t> data;  // product(dims) bytes
 };
 
+// The most bytes an IDX file may hold, on disk or once decompressed: far above MNIST-style data
+// sets (Fashion-MNIST's training images are 47 MB), far below what would exhaust memory, so a
+// small .gz that expands without end (a "gzip bomb") is refused rather than read.
+inline constexpr size_t kMaxIdxBytes = size_t{1} << 30;
+
 // Reads and checks one IDX file. Every error names the file and says what is wrong with it:
 // missing, not gzip or IDX (bad magic), an unsupported element type, a corrupt or truncated gzip
-// stream, fewer bytes than the header announces, or trailing bytes after the array.
-StatusOr<IdxArray> ReadIdxFile(const std::string& path);
+// stream, more than `max_bytes` (compressed or not), fewer bytes than the header announces, or
+// trailing bytes after the array.
+StatusOr<IdxArray> ReadIdxFile(const std::string& path, size_t max_bytes = kMaxIdxBytes);
 
 }  // namespace cohort::train

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "base/file.h"
-#include "base/hex.h"
 #include "base/time.h"
 #include "ps/checkpoint.h"
 #include "ps/parameter_server_client.h"
@@ -62,12 +61,6 @@ Status CopyCheckpoint(const std::string& source, const std::string& manifest_fil
 }
 
 }  // namespace
-
-std::string RunIdentity(const net::JobSecret& secret) {
-  if (!secret.authenticated()) return "";
-  const std::string digest = net::HmacSha256(secret.key(), "cohort final checkpoint run");
-  return HexEncode(std::string_view(digest).substr(0, 8));
-}
 
 int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity) {
   StatusOr<std::string> text = ReadWholeFile(checkpoint_dir + "/" + kFinalCheckpointFile);

@@ -40,6 +40,7 @@
 #include "net/auth.h"
 #include "train/parameter_server/model_evaluation.h"
 #include "train/parameter_server/parameter_server_model.h"
+#include "train/run_identity.h"
 
 namespace cohort::train {
 
@@ -48,12 +49,8 @@ namespace cohort::train {
 // once it has evaluated that step.
 inline constexpr char kFinalCheckpointFile[] = "final_checkpoint";
 
-// Names one run of a job in kFinalCheckpointFile, so that an evaluator never takes the marker an
-// earlier run left in the same directory for the end of its own run. Derived from the job secret,
-// which every run gets anew, without revealing it; "" in open mode, where any marker counts.
-std::string RunIdentity(const net::JobSecret& secret);
-
-// The step in `checkpoint_dir`'s kFinalCheckpointFile if run `run_identity` wrote it, else -1.
+// The step in `checkpoint_dir`'s kFinalCheckpointFile if run `run_identity` (run_identity.h: "" in
+// open mode, where any marker counts) wrote it, else -1.
 int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity);
 
 struct ParameterServerTrainingOptions {

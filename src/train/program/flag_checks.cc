@@ -1,5 +1,6 @@
 #include "train/program/flag_checks.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -52,6 +53,29 @@ CLI::Validator PositiveReal() {
 
 CLI::Validator AtLeastThreeSeconds() {
   return Real([](double value) { return value >= 3; }, "a number of seconds >= 3", "SECONDS>=3");
+}
+
+CLI::Validator FileSystemPath() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const size_t separator = text.find("://");
+        if (separator == std::string::npos || separator == 0) return "";
+        const std::string scheme = text.substr(0, separator);
+        if (!std::isalpha(static_cast<unsigned char>(scheme[0]))) return "";
+        for (char c : scheme) {
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
+            return "";
+          }
+        }
+        return "\"" + text + "\" is a URL (" + scheme + "://), and " + CurrentProgram().name +
+               " reads and writes only file system paths (it would take the URL for a directory "
+               "named \"" +
+               scheme +
+               ":\"); mount the storage on this machine (a volume, or a FUSE "
+               "mount of the bucket) and give the mounted path, e.g. /mnt/" +
+               scheme + "/" + text.substr(separator + 3);
+      },
+      "PATH");
 }
 
 std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {

@@ -5,6 +5,7 @@
 //
 //   app.add_option("--epochs", flags.epochs, "number of epochs")->check(IntegerAtLeast(1));
 //   app.add_option("--learning_rate", flags.learning_rate, "learning rate")->check(PositiveReal());
+//   app.add_option("--saved_model_path", flags.saved_model_path, "...")->check(FileSystemPath());
 //   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
 //   if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {
 //     return *exit_code;
@@ -32,6 +33,11 @@ CLI::Validator PositiveReal();
 // A number of seconds of at least 3: a peer timeout must leave room for 3 heartbeats
 // (net::TransportOptions, 1 s apart).
 CLI::Validator AtLeastThreeSeconds();
+
+// A path on a file system this process can open: a storage URL ("gs://bucket/model",
+// "s3://b/c", "hdfs://nn/x", any scheme://) is refused, saying to mount the storage and give the
+// mounted path, instead of being taken for a relative directory named "gs:".
+CLI::Validator FileSystemPath();
 
 // Parses the command line into `app`'s options. Returns an exit code when the program should stop
 // here: kExitOk after printing the help on stdout, kExitUsage after a bad flag, named on stderr

@@ -40,6 +40,11 @@ void PrintError(const std::string& message) {
 }
 
 [[noreturn]] void Fail(const Status& status) {
+  if (status.code() == Status::Code::kIOError) {
+    PrintError(status.ToString() + " (exit " + std::to_string(kExitIOError) +
+               ": an I/O error, which a restart does not cure)");
+    std::_Exit(kExitIOError);
+  }
   PrintError(status.ToString());
   const int code = IsRetryable(status) ? kExitRetryable : kExitFailed;
   if (code == kExitRetryable) {

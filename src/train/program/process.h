@@ -8,8 +8,11 @@
 //     if (!config.ok()) Fail(config.status());   // "taxi-train: error: ..." and exit 1
 //
 // Exit status: 0 trained (or evaluated); 1 a permanent failure (bad data, TF_CONFIG, files);
-// 2 bad flags; 138 a failure a restart can cure (a peer died or stopped answering), so that a
-// restartPolicy of OnFailure or ExitCode restarts the task, which then resumes.
+// 2 bad flags; 3 an I/O error (a full disk, a failing device, no permission), also permanent:
+// the file and the system's words are on the error line, the last good backup is intact, and a
+// restart would only train up to the same write again, so under ExitCode (1-127: no retry) the
+// job fails at once; 138 a failure a restart can cure (a peer died or stopped answering), so that
+// a restartPolicy of OnFailure or ExitCode restarts the task, which then resumes.
 #pragma once
 
 #include <chrono>
@@ -24,6 +27,8 @@ namespace cohort::train::program {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+// Status::kIOError: below 128, so ExitCode does not retry it.
+constexpr int kExitIOError = 3;
 // 128 + SIGUSR1: the code TensorFlow's docs reserve for "restart me"; any non-zero code restarts
 // under OnFailure, and ExitCode restarts exactly the codes of 128 and above.
 constexpr int kExitRetryable = 138;
@@ -51,7 +56,8 @@ void PrintError(const std::string& message);
 // Ends the process at once on a failure: collective operations, the prefetch thread or a
 // background pull may still hold buffers that orderly destruction would free under them, and a
 // restart is coming anyway. Unavailable and DeadlineExceeded exit with kExitRetryable (saying
-// what the restarted task resumes from), everything else with kExitFailed.
+// what the restarted task resumes from), IOError with kExitIOError (the error line says that a
+// restart does not cure it), everything else with kExitFailed.
 [[noreturn]] void Fail(const Status& status);
 
 // Leaves `message` as this task's last words for job control, in the file that the environment
