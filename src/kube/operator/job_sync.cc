@@ -580,7 +580,7 @@ Status JobSync::Pass::StopReplica(const ReplicaRef& replica) {
 Status JobSync::Pass::DeletePod(const nlohmann::json& pod) {
   COHORT_RETURN_IF_ERROR(MayAct());
   const std::string name = Name(pod);
-  Status deleted = sync_.api_.Delete(PodResource(), namespace_, name, {"", Uid(pod)});
+  Status deleted = sync_.api_.Delete(PodResource(), namespace_, name, {"", Uid(pod), std::nullopt});
   if (!deleted.ok() && deleted.code() != Status::Code::kNotFound) {
     AddEvent("Warning", "FailedDeletePod", "Error deleting: " + deleted.message());
     return deleted;
@@ -593,7 +593,8 @@ Status JobSync::Pass::DeletePod(const nlohmann::json& pod) {
 Status JobSync::Pass::DeleteService(const nlohmann::json& service) {
   COHORT_RETURN_IF_ERROR(MayAct());
   const std::string name = Name(service);
-  Status deleted = sync_.api_.Delete(ServiceResource(), namespace_, name, {"", Uid(service)});
+  Status deleted =
+      sync_.api_.Delete(ServiceResource(), namespace_, name, {"", Uid(service), std::nullopt});
   if (!deleted.ok() && deleted.code() != Status::Code::kNotFound) {
     AddEvent("Warning", "FailedDeleteService", "Error deleting: " + deleted.message());
     return deleted;
@@ -623,8 +624,8 @@ Status JobSync::Pass::ClearPendingRestart(const ReplicaRef& replica) {
 // TTL: the job goes with its dependents first (foreground), never a newer job of the same name.
 Status JobSync::Pass::DeleteJob() {
   COHORT_RETURN_IF_ERROR(MayAct());
-  Status deleted =
-      sync_.api_.Delete(TFJobResource(), namespace_, Name(tfjob_), {"Foreground", uid_});
+  Status deleted = sync_.api_.Delete(TFJobResource(), namespace_, Name(tfjob_),
+                                     {"Foreground", uid_, std::nullopt});
   if (!deleted.ok() && deleted.code() != Status::Code::kNotFound) {
     AddEvent("Warning", "FailedDeleteJob", "Error deleting: " + deleted.message());
     return deleted;
