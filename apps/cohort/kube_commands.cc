@@ -118,13 +118,10 @@ std::string NamespaceOf(const nlohmann::json& object) {
 }
 
 // The TFJob body a loaded job amounts to: the normalised spec as a local run reads it, without
-// its creation time (the server's to set) and without an empty successPolicy, which the
-// normalised spec writes as "" where Kubeflow's API omits it (the CRD's enum has no "").
+// its creation time (the server's to set).
 nlohmann::json TFJobBody(const job::Job& job) {
   nlohmann::json body = job::ToJson(job);
   body["metadata"].erase("creationTimestamp");
-  nlohmann::json& spec = body["spec"];
-  if (spec.contains("successPolicy") && spec["successPolicy"] == "") spec.erase("successPolicy");
   return body;
 }
 

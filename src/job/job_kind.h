@@ -40,10 +40,7 @@ struct SpecField {
   enum class Type { kString, kBool };
   std::string name;  // its JSON name under spec
   Type type = Type::kString;
-  nlohmann::json default_value;  // what an absent field means
-  // Whether ToJson writes the field when it holds its default (successPolicy: ""), as the
-  // operator's JSON does for a field without omitempty.
-  bool written_when_default = false;
+  nlohmann::json default_value;  // what an absent field means; ToJson leaves a default out
 };
 
 // A problem that a kind's hook finds in a job: the field path and what is wrong. The validator

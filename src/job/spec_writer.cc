@@ -202,7 +202,7 @@ json ToJson(const Job& job) {
   spec["runPolicy"] = RunPolicyToJson(job.run_policy);
   for (const SpecField& field : facts.spec_fields) {
     json value = job.job_kind->SpecFieldValue(job, field.name);
-    if (field.written_when_default || value != field.default_value) spec[field.name] = value;
+    if (value != field.default_value) spec[field.name] = value;
   }
   spec[facts.replica_specs_field] = std::move(replica_specs);
 

@@ -10,7 +10,7 @@
 //   spec:
 //     runPolicy: {cleanPodPolicy, ttlSecondsAfterFinished, activeDeadlineSeconds, backoffLimit,
 //                 suspend, managedBy, schedulingPolicy}    # the unset optional ones left out
-//     successPolicy: ""                                   # the kind's own spec fields
+//     successPolicy: AllWorkers                           # the kind's own spec fields
 //     enableDynamicWorker: true                            # (only when not the default)
 //     tfReplicaSpecs:                                      # the kind's replica-spec field
 //       Worker: {replicas, restartPolicy, template}

@@ -26,8 +26,8 @@ KindFacts TFJobFacts() {
   facts.cluster_variable = "TF_CONFIG";
   facts.older_versions = "v1alpha2, v1beta1 or v1beta2";
   facts.spec_fields = {
-      SpecField{kSuccessPolicyField, SpecField::Type::kString, "", true},
-      SpecField{kEnableDynamicWorkerField, SpecField::Type::kBool, false, false},
+      SpecField{kSuccessPolicyField, SpecField::Type::kString, ""},
+      SpecField{kEnableDynamicWorkerField, SpecField::Type::kBool, false},
   };
   return facts;
 }

@@ -34,7 +34,6 @@ TEST(ToJson, WritesTheKubernetesShape) {
     "metadata": {"name": "tfjob-simple", "namespace": "kubeflow"},
     "spec": {
       "runPolicy": {"cleanPodPolicy": "None"},
-      "successPolicy": "",
       "tfReplicaSpecs": {
         "Worker": {
           "replicas": 2,

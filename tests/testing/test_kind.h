@@ -73,8 +73,8 @@ class ShellJobKind : public JobKind {
     facts.controller_name = "shell-controller";
     facts.cluster_variable = "SHELL_PEERS";
     facts.spec_fields = {
-        SpecField{kModeField, SpecField::Type::kString, "parallel", true},
-        SpecField{kTolerateNodeFailuresField, SpecField::Type::kBool, false, false},
+        SpecField{kModeField, SpecField::Type::kString, "parallel"},
+        SpecField{kTolerateNodeFailuresField, SpecField::Type::kBool, false},
     };
     return facts;
   }
