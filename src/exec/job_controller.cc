@@ -67,6 +67,9 @@ void JobController::ExplainExit(Replica& replica, const ReplicaState& state) con
     if (!replica.details.log_policy) {
       replica.details.log_policy = job::MatchLogPolicies(extra_log_policies_, lines);
     }
+    if (!replica.details.log_policy) {
+      replica.details.log_policy = job::MatchLogPolicies(job::BuiltInLogPolicies(), lines);
+    }
   }
   const size_t first = lines.size() > kKeptLogLines ? lines.size() - kKeptLogLines : 0;
   replica.last_log_lines.clear();

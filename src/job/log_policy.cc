@@ -76,6 +76,17 @@ StatusOr<std::vector<LogPolicy>> JobLogPolicies(const Job& job) {
   return ParseLogPolicies(rules, where);
 }
 
+const std::vector<LogPolicy>& BuiltInLogPolicies() {
+  static const std::vector<LogPolicy> policies = [] {
+    StatusOr<std::vector<LogPolicy>> parsed = ParseLogPolicies(
+        nlohmann::json::parse(
+            R"([{"name": "disk-full", "pattern": "No space left on device", "action": "permanent"}])"),
+        "Cohort's built-in log policies");
+    return parsed.ok() ? *parsed : std::vector<LogPolicy>{};
+  }();
+  return policies;
+}
+
 std::optional<LogPolicyMatch> MatchLogPolicies(const std::vector<LogPolicy>& policies,
                                                const std::vector<std::string>& lines) {
   for (const LogPolicy& policy : policies) {

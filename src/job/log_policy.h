@@ -16,6 +16,7 @@
 //         [{"name": "cuda-oom", "pattern": "CUDA out of memory", "action": "permanent"}]
 // and from $COHORT_HOME/config (exec/local_jobs.h), a YAML or JSON file whose `logPolicies` holds
 // the same list; the job's rules come first. `name` is optional (the pattern names the rule).
+// Cohort's own rules (BuiltInLogPolicies) come last, so either place can override them.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +69,11 @@ StatusOr<std::vector<LogPolicy>> ParseLogPolicies(const nlohmann::json& rules,
 // The rules of the job's cohort.dev/log-policies annotation (none without it); errors name the
 // annotation.
 StatusOr<std::vector<LogPolicy>> JobLogPolicies(const Job& job);
+
+// Cohort's own rules, matched after the job's and the config file's: "disk-full", a full file
+// system ("No space left on device", as cohort-train and most programs report ENOSPC), is
+// permanent, since a restart would fill the same disk again after redoing the work before it.
+const std::vector<LogPolicy>& BuiltInLogPolicies();
 
 // The first rule of `policies` that matches one of `lines` (the failed run's output, oldest
 // first), with its first matching line; nullopt when none does.

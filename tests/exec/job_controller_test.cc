@@ -409,6 +409,23 @@ TEST_F(JobControllerTest, APermanentLogPolicyStopsTheRestartsAndTheMessageQuotes
                                      "Traceback follows"));
 }
 
+// A full disk is permanent by Cohort's own rule: a restart would redo the work only to fill the
+// same disk again.
+TEST_F(JobControllerTest, AFullDiskIsNotRestarted) {
+  CreateJob(1, "OnFailure");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) -> std::optional<Exit> {
+    return Writing(Exit{seconds(2), 3}, {"epoch 1/3: 312 steps",
+                                         "cohort-train: error: I/O error: cannot write "
+                                         "/ckpt/.ckpt-1.pt.tmp7: No space left on device"});
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_EQ(backend.starts().size(), 1u);
+  EXPECT_THAT(status->conditions.back().message,
+              ::testing::HasSubstr("No space left on device\" (log policy disk-full: permanent)"));
+}
+
 TEST_F(JobControllerTest, PoliciesFromTheConfigApplyAfterTheJobsOwn) {
   CreateJob(1, "OnFailure", "{backoffLimit: 1}",
             R"([{"pattern": "transient", "action": "retryable"}])");
