@@ -292,7 +292,9 @@ class CleanPodPolicyTest
 
 // Worker 0 succeeds while the PS still runs and worker 1 is still pending.
 TEST_P(CleanPodPolicyTest, DeletesWhatThePolicySaysOnceTheJobSucceeded) {
-  const auto& [policy, left] = GetParam();
+  // Named copies: a lambda cannot capture a structured binding before C++20 as clang 14 reads it.
+  const auto& [policy, pods_left] = GetParam();
+  const auto left = pods_left;
   auto op = StartOperator();
   CreateJob(
       TFJobObject("clean", {{"PS", 1}, {"Worker", 2}}, "Never", {{"cleanPodPolicy", policy}}));
