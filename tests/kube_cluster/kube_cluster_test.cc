@@ -249,5 +249,22 @@ TEST_F(KubeClusterSmokeTest, UserWithoutRolesIsForbidden) {
   EXPECT_EQ(readyz.body, "ok");
 }
 
+// `kubectl apply -k deploy/kubernetes` as the README says: the server accepts the shipped CRD,
+// namespace, ServiceAccount, RBAC and the operator's Deployment (--validate=false: this 1.20
+// server does not know the CRD's CEL rule). Last in this file: it replaces the minimal CRD.
+TEST_F(KubeClusterSmokeTest, DeployKustomizationIsAcceptedByTheServer) {
+  const std::string deploy = std::string(COHORT_TEST_DATA_DIR) + "/../../deploy/kubernetes";
+  KubectlResult applied = cluster().Kubectl("apply --validate=false -k " + deploy);
+  ASSERT_TRUE(applied.ok()) << applied.Describe();
+  for (const std::string& object : {std::string("-n cohort-system deployment/cohort-operator"),
+                                    std::string("-n cohort-system serviceaccount/cohort-operator"),
+                                    std::string("clusterrole/cohort-operator"),
+                                    std::string("clusterrolebinding/cohort-operator"),
+                                    std::string("crd/tfjobs.kubeflow.org")}) {
+    KubectlResult got = cluster().Kubectl("get " + object + " -o name");
+    EXPECT_TRUE(got.ok()) << got.Describe();
+  }
+}
+
 }  // namespace
 }  // namespace cohort::testing
