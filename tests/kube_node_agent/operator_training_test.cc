@@ -28,6 +28,65 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
+// The operator and a node agent for namespace `ns`, on the shared API server with the TFJob CRD.
+struct Cluster {
+  explicit Cluster(const kube::ConnectionConfig& config) : api(config, kube::HttpApiOptions{}) {}
+  kube::HttpApi api;
+  std::unique_ptr<NodeAgent> agent;
+  std::unique_ptr<kube::Operator> op;
+};
+
+StatusOr<std::unique_ptr<Cluster>> StartOperatorAndAgent(const std::string& ns,
+                                                         const std::filesystem::path& work_dir) {
+  StatusOr<KubeTestCluster*> shared = SharedKubeTestCluster();
+  if (!shared.ok()) return shared.status();
+  KubeTestCluster& server = **shared;
+  COHORT_RETURN_IF_ERROR(server.CreateNamespace(ns));
+  StatusOr<std::string> crd =
+      ReadWholeFile(std::string(COHORT_TEST_DATA_DIR) + "/kube/tfjob-crd-minimal.yaml");
+  if (!crd.ok()) return crd.status();
+  KubectlResult applied = server.Kubectl("apply -f -", *crd);
+  if (!applied.ok()) return Status::Internal(applied.Describe());
+  KubectlResult established =
+      server.Kubectl("wait --for=condition=Established --timeout=60s crd/tfjobs.kubeflow.org");
+  if (!established.ok()) return Status::Internal(established.Describe());
+  StatusOr<kube::ConnectionConfig> config = kube::LoadKubeconfig({server.admin_kubeconfig()}, "");
+  if (!config.ok()) return config.status();
+  auto cluster = std::make_unique<Cluster>(*config);
+
+  NodeAgentOptions agent_options;
+  agent_options.node_name = ns + "-node";
+  COHORT_RETURN_IF_ERROR(agent_options.images.AddFlag(
+      "cohort/mnist-train=" + std::string(COHORT_BINARY_DIR) + "/apps/cohort-train/cohort-train"));
+  agent_options.work_dir = work_dir / "node";
+  agent_options.schedule_namespace = ns;
+  StatusOr<std::unique_ptr<NodeAgent>> agent =
+      NodeAgent::Start(cluster->api, std::move(agent_options));
+  if (!agent.ok()) return agent.status();
+  cluster->agent = std::move(*agent);
+
+  kube::OperatorOptions options;
+  options.namespace_name = ns;
+  options.identity = "operator-under-test";
+  options.informer.watch_timeout = 2s;
+  options.informer.retry_delay = 200ms;
+  options.queue_poll = 50ms;
+  cluster->op = std::make_unique<kube::Operator>(cluster->api, kube::KubeObjectBuilders(), options);
+  cluster->op->Start();
+  return cluster;
+}
+
+bool JobSucceeded(kube::Api& api, const std::string& ns, const std::string& name) {
+  StatusOr<json> job = api.Get(kube::TFJobResource(), ns, name);
+  if (!job.ok() || !(*job)["status"].is_object()) return false;
+  for (const json& condition : (*job)["status"].value("conditions", json::array())) {
+    if (condition.value("type", "") == "Succeeded" && condition.value("status", "") == "True") {
+      return true;
+    }
+  }
+  return false;
+}
+
 class OperatorTrainingTest : public KubeClusterTest {};
 
 TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperator) {
@@ -39,40 +98,12 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
     GTEST_SKIP() << supported.ToString();
   }
   const std::string ns = "operator-mnist";
-  ASSERT_TRUE(cluster().CreateNamespace(ns).ok());
-  StatusOr<std::string> crd =
-      ReadWholeFile(std::string(COHORT_TEST_DATA_DIR) + "/kube/tfjob-crd-minimal.yaml");
-  ASSERT_TRUE(crd.ok()) << crd.status().ToString();
-  KubectlResult applied = cluster().Kubectl("apply -f -", *crd);
-  ASSERT_TRUE(applied.ok()) << applied.Describe();
-  KubectlResult established =
-      cluster().Kubectl("wait --for=condition=Established --timeout=60s crd/tfjobs.kubeflow.org");
-  ASSERT_TRUE(established.ok()) << established.Describe();
-  StatusOr<kube::ConnectionConfig> config =
-      kube::LoadKubeconfig({cluster().admin_kubeconfig()}, "");
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  kube::HttpApi api(*config, kube::HttpApiOptions{});
-
   ScratchDirectory scratch;
-  NodeAgentOptions agent_options;
-  agent_options.node_name = "operator-node";
-  ASSERT_TRUE(agent_options.images
-                  .AddFlag("cohort/mnist-train=" + std::string(COHORT_BINARY_DIR) +
-                           "/apps/cohort-train/cohort-train")
-                  .ok());
-  agent_options.work_dir = scratch.path() / "node";
-  agent_options.schedule_namespace = ns;
-  StatusOr<std::unique_ptr<NodeAgent> > agent = NodeAgent::Start(api, std::move(agent_options));
-  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
-
-  kube::OperatorOptions options;
-  options.namespace_name = ns;
-  options.identity = "operator-under-test";
-  options.informer.watch_timeout = 2s;
-  options.informer.retry_delay = 200ms;
-  options.queue_poll = 50ms;
-  kube::Operator op(api, kube::KubeObjectBuilders(), options);
-  op.Start();
+  StatusOr<std::unique_ptr<Cluster>> started = StartOperatorAndAgent(ns, scratch.path());
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  kube::HttpApi& api = (*started)->api;
+  NodeAgent& agent = *(*started)->agent;
+  kube::Operator& op = *(*started)->op;
 
   // The example's manifest with 2 workers, few steps, files in the scratch directory and
   // restartPolicy ExitCode, so that a killed worker's pod is recreated by the operator.
@@ -97,7 +128,7 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
   ASSERT_TRUE(created.ok()) << created.Describe();
 
   auto log = [&](const std::string& pod) {
-    return ReadText((*agent)->LogPath(ns, pod, "tensorflow", 0));
+    return ReadText(agent.LogPath(ns, pod, "tensorflow", 0));
   };
   const std::filesystem::path state = out / "backup" / "chief" / "checkpoint";
   ASSERT_TRUE(
@@ -107,7 +138,7 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
   StatusOr<json> victim = api.Get(kube::PodResource(), ns, "mnist-worker-1");
   ASSERT_TRUE(victim.ok()) << victim.status().ToString();
   const std::string victim_uid = (*victim)["metadata"].value("uid", "");
-  ASSERT_TRUE((*agent)->Kill(ns, "mnist-worker-1").ok());
+  ASSERT_TRUE(agent.Kill(ns, "mnist-worker-1").ok());
 
   // The operator replaces the failed pod with a new one (a new uid) that runs again.
   EXPECT_TRUE(WaitUntil(
@@ -117,16 +148,7 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
       },
       120s, 200ms))
       << "mnist-worker-1 was never recreated";
-  auto succeeded = [&] {
-    StatusOr<json> job = api.Get(kube::TFJobResource(), ns, "mnist");
-    if (!job.ok() || !(*job)["status"].is_object()) return false;
-    for (const json& condition : (*job)["status"].value("conditions", json::array())) {
-      if (condition.value("type", "") == "Succeeded" && condition.value("status", "") == "True") {
-        return true;
-      }
-    }
-    return false;
-  };
+  auto succeeded = [&] { return JobSucceeded(api, ns, "mnist"); };
   EXPECT_TRUE(WaitUntil(succeeded, 300s, 200ms)) << "the job never succeeded; worker 0's log:\n"
                                                  << log("mnist-worker-0") << "\nworker 1's log:\n"
                                                  << log("mnist-worker-1");
@@ -135,6 +157,45 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
   // The recreated worker resumed from the backup.
   std::string resumed = log("mnist-worker-1");
   EXPECT_NE(resumed.find("resuming from epoch 1"), std::string::npos) << resumed;
+#endif
+}
+
+// As a new user would: the flagship's manifest exactly as written (3 workers, 3 epochs, files in
+// /tmp/cohort-mnist), applied with kubectl; kubectl shows the operator's status and events.
+TEST_F(OperatorTrainingTest, TheFlagshipManifestTrainsAsWritten) {
+#ifndef COHORT_NODE_AGENT_TRAINS
+  GTEST_SKIP() << "this build has no cohort-train (COHORT_WITH_TORCH is off)";
+#else
+  if (Status supported = CheckNodeAgentSupported(); !supported.ok()) {
+    if (RunningInCi()) FAIL() << supported.ToString();
+    GTEST_SKIP() << supported.ToString();
+  }
+  const std::string ns = "flagship";
+  ScratchDirectory scratch;
+  StatusOr<std::unique_ptr<Cluster>> started = StartOperatorAndAgent(ns, scratch.path());
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  const std::filesystem::path out = "/tmp/cohort-mnist";  // where the manifest writes
+  std::filesystem::remove_all(out);
+  // The CRD Cohort ships, for kubectl's STATE column (--validate=false: this 1.20 server does
+  // not know its CEL rule).
+  const std::string source = std::string(COHORT_TEST_DATA_DIR) + "/../..";
+  KubectlResult crd =
+      cluster().Kubectl("apply --validate=false -f " + source + "/deploy/kubernetes/crd.yaml");
+  ASSERT_TRUE(crd.ok()) << crd.Describe();
+  const std::string manifest = source + "/examples/mnist/tfjob.yaml";
+  KubectlResult created = cluster().Kubectl("apply -n " + ns + " -f " + manifest);
+  ASSERT_TRUE(created.ok()) << created.Describe();
+  EXPECT_TRUE(WaitUntil([&] { return JobSucceeded((*started)->api, ns, "mnist"); }, 900s, 500ms))
+      << "the flagship never succeeded; worker 0's log:\n"
+      << ReadText((*started)->agent->LogPath(ns, "mnist-worker-0", "tensorflow", 0));
+  (*started)->op->Stop();
+  EXPECT_TRUE(std::filesystem::exists(out / "saved_model" / "manifest.json"));
+  KubectlResult listed = cluster().Kubectl("get tfjobs -n " + ns);
+  EXPECT_NE(listed.out.find("Succeeded"), std::string::npos) << listed.Describe() << listed.out;
+  KubectlResult described = cluster().Kubectl("describe tfjob mnist -n " + ns);
+  EXPECT_NE(described.out.find("TFJobSucceeded"), std::string::npos) << described.out;
+  EXPECT_NE(described.out.find("SuccessfulCreatePod"), std::string::npos) << described.out;
+  std::filesystem::remove_all(out);
 #endif
 }
 
