@@ -89,14 +89,9 @@ int FailCall(Cluster& cluster, const Status& status) {
 }
 
 int PrintObject(const view::OutputFormat& format, const nlohmann::json& object) {
-  if (format.kind == view::OutputFormat::Kind::kJsonPath) {
-    StatusOr<std::string> text = view::EvaluateJsonPath(format.jsonpath, object);
-    if (!text.ok()) return Fail(kExitInvalidInput, text.status().message());
-    std::cout << *text;
-    return kExitSucceeded;
-  }
-  bool json = format.kind == view::OutputFormat::Kind::kJson;
-  std::cout << (json ? object.dump(4) : job::ToYaml(object)) << "\n";
+  StatusOr<std::string> text = view::RenderObject(format, object);
+  if (!text.ok()) return Fail(kExitInvalidInput, text.status().message());
+  std::cout << *text;
   return kExitSucceeded;
 }
 

@@ -228,14 +228,9 @@ struct GetFlags {
 
 // Prints `object` (a job or pod, or a List) as -o json, yaml or jsonpath asks.
 int PrintObject(const view::OutputFormat& format, const nlohmann::json& object) {
-  if (format.kind == view::OutputFormat::Kind::kJsonPath) {
-    StatusOr<std::string> text = view::EvaluateJsonPath(format.jsonpath, object);
-    if (!text.ok()) return Fail(kExitInvalidInput, text.status().message());
-    std::cout << *text;
-    return kExitSucceeded;
-  }
-  bool json = format.kind == view::OutputFormat::Kind::kJson;
-  std::cout << (json ? object.dump(4) : job::ToYaml(object)) << "\n";
+  StatusOr<std::string> text = view::RenderObject(format, object);
+  if (!text.ok()) return Fail(kExitInvalidInput, text.status().message());
+  std::cout << *text;
   return kExitSucceeded;
 }
 

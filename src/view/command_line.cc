@@ -5,6 +5,8 @@
 #include <map>
 
 #include "job/ai_platform_job.h"
+#include "job/spec_writer.h"
+#include "view/jsonpath.h"
 
 namespace cohort::view {
 namespace {
@@ -161,6 +163,14 @@ StatusOr<std::string> JobNameFromFileName(const std::string& path) {
                                    "): give the name on the command line");
   }
   return name;
+}
+
+StatusOr<std::string> RenderObject(const OutputFormat& format, const nlohmann::json& object) {
+  if (format.kind == OutputFormat::Kind::kJsonPath) {
+    return EvaluateJsonPath(format.jsonpath, object);
+  }
+  const bool json = format.kind == OutputFormat::Kind::kJson;
+  return (json ? object.dump(4) : job::ToYaml(object)) + "\n";
 }
 
 }  // namespace cohort::view

@@ -7,6 +7,7 @@
 //   JobNameFromFileName("taxi_config.yaml")  -> "taxi-config"              (gcloud's submit)
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct OutputFormat {
 
 // "" is the table. InvalidArgument naming the formats there are otherwise.
 StatusOr<OutputFormat> ParseOutputFormat(const std::string& text);
+
+// `object` (a job or pod, or a List of them) as -o json, yaml or jsonpath=TEMPLATE prints it, the
+// JSON and YAML with a final newline. InvalidArgument for a template that does not evaluate.
+StatusOr<std::string> RenderObject(const OutputFormat& format, const nlohmann::json& object);
 
 // The known command closest to `word` by edit distance, or "" when none is close. Verbs of
 // gcloud and kubectl that cohort spells differently map to their counterpart.
