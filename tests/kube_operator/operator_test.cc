@@ -145,10 +145,14 @@ TEST_F(OperatorTest, CreatesAPodAndServicePerReplicaAndRunsTheJobToSuccess) {
   nlohmann::json status = Job("mnist")["status"];
   EXPECT_EQ(status["replicaStatuses"]["Worker"].value("succeeded", 0), 2);
   EXPECT_TRUE(status.contains("completionTime"));
-  EXPECT_EQ(Events("SuccessfulCreatePod"), 3);
-  EXPECT_EQ(Events("SuccessfulCreateService"), 3);
+  EXPECT_TRUE(WaitUntil([&] { return Events("SuccessfulCreatePod") == 3; }, kWait))
+      << Events("SuccessfulCreatePod");
+  EXPECT_TRUE(WaitUntil([&] { return Events("SuccessfulCreateService") == 3; }, kWait))
+      << Events("SuccessfulCreateService");
   EXPECT_TRUE(WaitUntil([&] { return Events("TFJobSucceeded") == 1; }, kWait));
-  EXPECT_EQ(Events("ExitedWithCode", "mnist-worker-0 exited with code 0"), 1);
+  EXPECT_TRUE(WaitUntil(
+      [&] { return Events("ExitedWithCode", "mnist-worker-0 exited with code 0") == 1; }, kWait))
+      << Events("ExitedWithCode", "mnist-worker-0 exited with code 0");
   for (const nlohmann::json& event : api_.Objects("events")) {
     EXPECT_EQ(event["source"].value("component", ""), "tfjob-controller");
     EXPECT_EQ(event["involvedObject"].value("name", ""), "mnist");
@@ -205,7 +209,8 @@ TEST_F(OperatorTest, ExitCodeRecreatesARetryableExitAfterTheBackoffAndKeepsTheCo
   ASSERT_TRUE(WaitUntil([&] { return !Pod("retry-worker-0").has_value(); }, kWait));
   ASSERT_TRUE(WaitUntil([&] { return Condition("retry", "Restarting") == "True"; }, kWait));
   EXPECT_EQ(Annotation(*Service("retry-worker-0"), kRestartsAnnotation), "1");
-  EXPECT_EQ(Events("TFJobRestarting"), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Events("TFJobRestarting") == 1; }, kWait))
+      << Events("TFJobRestarting");
   clock_.Advance(1500ms);  // RestartBackoff(0) is 1 s
   ASSERT_TRUE(WaitUntil([&] { return Pod("retry-worker-0").has_value(); }, kWait));
   nlohmann::json pod = *Pod("retry-worker-0");
@@ -345,8 +350,10 @@ TEST_F(OperatorTest, SuspendDeletesEveryPodAndResumeCreatesThemAgain) {
   EditJob("pause", [](nlohmann::json& job) { job["spec"]["runPolicy"]["suspend"] = false; });
   ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
   ASSERT_TRUE(WaitUntil([&] { return Condition("pause", "Suspended") == "False"; }, kWait));
-  EXPECT_EQ(Events("TFJobSuspended"), 1);
-  EXPECT_EQ(Events("TFJobResumed"), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Events("TFJobSuspended") == 1; }, kWait))
+      << Events("TFJobSuspended");
+  EXPECT_TRUE(WaitUntil([&] { return Events("TFJobResumed") == 1; }, kWait))
+      << Events("TFJobResumed");
 }
 
 TEST_F(OperatorTest, SuccessPolicyAllWorkersWaitsForEveryWorker) {
@@ -472,7 +479,8 @@ TEST_F(OperatorTest, ANewOperatorCarriesOnWithoutDuplicatingOrLosingAnything) {
       kWait));
   EXPECT_EQ(api_.Calls("create", "pods"), creates_before + 2);
   EXPECT_EQ(PodNames().size(), 3u);
-  EXPECT_EQ(Events("TFJobRestarting"), 2);
+  EXPECT_TRUE(WaitUntil([&] { return Events("TFJobRestarting") == 2; }, kWait))
+      << Events("TFJobRestarting");
 }
 
 // ---- Peer reports: a hung replica is terminated and restarted; a group restart counts once ----
@@ -613,7 +621,8 @@ TEST_F(OperatorTest, ATerminatedReplicaUnderNeverFailsTheJob) {
             std::string::npos)
       << ConditionMessage("strict", "Failed");
   EXPECT_FALSE(Pod("strict-worker-0"));
-  EXPECT_EQ(Events("Unhealthy", "strict-worker-0"), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Events("Unhealthy", "strict-worker-0") == 1; }, kWait))
+      << Events("Unhealthy", "strict-worker-0");
   EXPECT_EQ(api_.Calls("create", "pods"), 2) << "nothing restarted once the job failed";
 }
 
