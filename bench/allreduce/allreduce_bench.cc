@@ -31,6 +31,7 @@
 //                   [--max-bytes=67108864] [--factor=4] [--min-time=0.05] [--rounds=10]
 //                   [--segment-bytes=N] [--receive-slots=N] [--same-host-min-bytes=N]
 //                   [--rank=R --endpoints=HOST:PORT,... --gloo-store=DIR --label=TEXT]
+//                   [--link-bits-per-second=N]
 //                   [--mpirun=PATH --mpi-bench=PATH]
 //
 // With --rank, rank R listens on its endpoint's port (Cohort) and the next port (the ring
@@ -129,6 +130,9 @@ struct Options {
   std::vector<std::string> endpoints;
   std::string gloo_store;
   std::string label;
+  // The rate of each host's link, each way (--link-bits-per-second; 0: unknown, e.g. loopback):
+  // busbw is also shown as a fraction of it, since each rank's sends cross at most one link.
+  double link_bits_per_second = 0;
 #ifdef COHORT_MPIRUN
   std::string mpirun = COHORT_MPIRUN;
   std::string mpi_bench = COHORT_MPI_BENCH;
@@ -205,6 +209,8 @@ Options ParseOptions(int argc, char** argv) {
       options.gloo_store = v;
     } else if (const char* v = value("--label=")) {
       options.label = v;
+    } else if (const char* v = value("--link-bits-per-second=")) {
+      options.link_bits_per_second = std::atof(v);
     } else if (const char* v = value("--mpirun=")) {
       options.mpirun = v;
     } else if (const char* v = value("--mpi-bench=")) {
@@ -491,8 +497,13 @@ TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& sam
       "# %s, %d ranks: per-operation time in us, min / median / max of %d rounds; "
       "busbw GB/s of the median\n",
       label.c_str(), ranks, options.rounds);
-  std::printf("%9s | %27s %7s | %7s %6s | %7s %-24s %6s | %s\n", "size", "cohort us (min/med/max)",
-              "busbw", "ceiling", "of it", "gloo", "best gloo", "ratio",
+  if (options.link_bits_per_second > 0) {
+    std::printf("# links of %.3f GB/s each way: \"link\" is cohort's busbw as a fraction of it\n",
+                options.link_bits_per_second / 8 / 1e9);
+  }
+  std::printf("%9s | %27s %7s%s | %7s %6s | %7s %-24s %6s | %s\n", "size",
+              "cohort us (min/med/max)", "busbw", options.link_bits_per_second > 0 ? "   link" : "",
+              "ceiling", "of it", "gloo", "best gloo", "ratio",
               "busbw: gloo::allreduce ring, bcube; AllreduceRing, RingChunked, HalvingDoubling");
   for (size_t bytes : Sizes(options)) {
     auto spread_of = [&](Library library) {
@@ -518,9 +529,14 @@ TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& sam
     }
     const double fraction = ceiling_busbw > 0 ? cohort_busbw / ceiling_busbw : 0;
     const double ratio = best_busbw > 0 ? cohort_busbw / best_busbw : 0;
-    std::printf("%9s | %8.1f %8.1f %9.1f %7.3f | %7.3f %5.0f%% | %7.3f %-24s %5.2fx |%s\n",
+    char of_link[32] = "";
+    if (options.link_bits_per_second > 0) {
+      std::snprintf(of_link, sizeof(of_link), " %5.0f%%",
+                    100 * cohort_busbw / (options.link_bits_per_second / 8 / 1e9));
+    }
+    std::printf("%9s | %8.1f %8.1f %9.1f %7.3f%s | %7.3f %5.0f%% | %7.3f %-24s %5.2fx |%s\n",
                 FormatBytes(bytes).c_str(), cohort.min * 1e6, cohort.median * 1e6, cohort.max * 1e6,
-                cohort_busbw, ceiling_busbw, 100 * fraction, best_busbw,
+                cohort_busbw, of_link, ceiling_busbw, 100 * fraction, best_busbw,
                 best_busbw > 0 ? kLibraryNames[best] : "(no gloo)", ratio, variants.c_str());
     if (bytes >= kMiB && best_busbw > 0) {
       figures.gloo_ratio.Offer(ratio, bytes, ranks, kLibraryNames[best]);

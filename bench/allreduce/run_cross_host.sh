@@ -88,7 +88,8 @@ for hosts in $hosts_list; do
       for ((local_rank = 0; local_rank < per_host; local_rank++)); do
         rank=$((host * per_host + local_rank))
         command="$command $(printf '%q' "$bench") --rank=$rank --endpoints=$endpoints"
-        command="$command --gloo-store=$(printf '%q' "$store") --label=$label$quoted_args & pids=\"\$pids \$!\";"
+        command="$command --gloo-store=$(printf '%q' "$store") --label=$label"
+        command="$command --link-bits-per-second=$rate$quoted_args & pids=\"\$pids \$!\";"
       done
       command="$command for pid in \$pids; do wait \$pid || status=1; done; exit \$status"
       commands+=("$command")
