@@ -31,7 +31,7 @@
 //                   [--max-bytes=67108864] [--factor=4] [--min-time=0.05] [--rounds=10]
 //                   [--segment-bytes=N] [--receive-slots=N] [--same-host-min-bytes=N]
 //                   [--rank=R --endpoints=HOST:PORT,... --gloo-store=DIR --label=TEXT]
-//                   [--link-bits-per-second=N]
+//                   [--link-bits-per-second=N] [--skip=NAME,...]
 //                   [--mpirun=PATH --mpi-bench=PATH]
 //
 // With --rank, rank R listens on its endpoint's port (Cohort) and the next port (the ring
@@ -133,6 +133,8 @@ struct Options {
   // The rate of each host's link, each way (--link-bits-per-second; 0: unknown, e.g. loopback):
   // busbw is also shown as a fraction of it, since each rank's sends cross at most one link.
   double link_bits_per_second = 0;
+  // Libraries left out of --mode=tcp, by their names in the output (--skip=a,b), to look at a few.
+  std::vector<std::string> skip;
 #ifdef COHORT_MPIRUN
   std::string mpirun = COHORT_MPIRUN;
   std::string mpi_bench = COHORT_MPI_BENCH;
@@ -209,6 +211,15 @@ Options ParseOptions(int argc, char** argv) {
       options.gloo_store = v;
     } else if (const char* v = value("--label=")) {
       options.label = v;
+    } else if (const char* v = value("--skip=")) {
+      options.skip = list(v);
+      for (const std::string& name : options.skip) {
+        if (std::find(std::begin(kLibraryNames), std::end(kLibraryNames), name) ==
+                std::end(kLibraryNames) ||
+            name == "cohort") {
+          Usage("--skip: " + name + " is not a library --mode=tcp can leave out");
+        }
+      }
     } else if (const char* v = value("--link-bits-per-second=")) {
       options.link_bits_per_second = std::atof(v);
     } else if (const char* v = value("--mpirun=")) {
@@ -684,12 +695,20 @@ Samples RunForked(int ranks, const Options& options, bool same_host,
   return samples;
 }
 
-std::vector<Library> TcpLibraries() {
+// What --mode=tcp measures: Cohort, every Gloo all-reduce and the ring ceiling, less those that
+// --skip names.
+std::vector<Library> TcpLibraries(const Options& options) {
   std::vector<Library> libraries = {kCohort};
 #ifdef COHORT_HAVE_GLOO
   libraries.insert(libraries.end(), std::begin(kGlooLibraries), std::end(kGlooLibraries));
 #endif
   libraries.push_back(kRingCeiling);
+  libraries.erase(std::remove_if(libraries.begin(), libraries.end(),
+                                 [&](Library library) {
+                                   return std::count(options.skip.begin(), options.skip.end(),
+                                                     kLibraryNames[library]) > 0;
+                                 }),
+                  libraries.end());
   return libraries;
 }
 
@@ -721,7 +740,7 @@ int RunTcpForked(const Options& options) {
       "loopback\n");
   std::vector<TcpFigures> all;
   for (int ranks : options.ranks) {
-    Samples samples = RunForked(ranks, options, /*same_host=*/false, TcpLibraries());
+    Samples samples = RunForked(ranks, options, /*same_host=*/false, TcpLibraries(options));
     all.push_back(PrintTcpTable("loopback", ranks, samples, options));
   }
   PrintTcpSummary(all);
@@ -746,7 +765,7 @@ int RunTcpRank(const Options& options) {
   plan.ceiling_listener = std::move(*ceiling_listener);
   plan.gloo_host = self.host;
   plan.gloo_store = options.gloo_store;
-  plan.libraries = TcpLibraries();
+  plan.libraries = TcpLibraries(options);
   const std::string label = options.label.empty() ? "hosts" : options.label;
   if (options.rank == 0) {
     PrintPreamble(options);

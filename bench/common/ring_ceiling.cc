@@ -32,15 +32,20 @@ StatusOr<std::unique_ptr<RingExchange>> RingExchange::Connect(
   const net::Endpoint& next = endpoints[(rank + 1) % ranks];
   const int previous = (rank - 1 + ranks) % ranks;
   net::Socket to_next, from_previous;
+  // Two ranks share one connection, used both ways, as a ring's two ranks do: rank 0 connects and
+  // rank 1 accepts. (Two connections, one per direction, would cost each direction its own
+  // acknowledgements, which data going the other way otherwise carries.)
+  const bool connects = ranks > 2 || rank == 0;
+  const bool accepts = ranks > 2 || rank == 1;
   Status last_error = Status::OK();
-  while (!to_next.valid() || !from_previous.valid()) {
+  while ((connects && !to_next.valid()) || (accepts && !from_previous.valid())) {
     if (deadline.Expired()) {
       return Status::DeadlineExceeded(
           "ring exchange: rank " + std::to_string(rank) + " could not " +
           (to_next.valid() ? "accept rank " + std::to_string(previous)
                            : "connect to " + next.ToString() + " (" + last_error.ToString() + ")"));
     }
-    if (!to_next.valid()) {
+    if (connects && !to_next.valid()) {
       auto connected = net::ConnectTcp(next, net::Deadline::After(std::chrono::seconds(1)));
       if (connected.ok()) {
         const int32_t self = rank;
@@ -54,7 +59,7 @@ StatusOr<std::unique_ptr<RingExchange>> RingExchange::Connect(
         last_error = connected.status();
       }
     }
-    if (!from_previous.valid()) {
+    if (accepts && !from_previous.valid()) {
       auto accepted = net::AcceptPending(listener);
       if (!accepted.ok()) return accepted.status();
       if (accepted->valid()) {
@@ -73,9 +78,16 @@ StatusOr<std::unique_ptr<RingExchange>> RingExchange::Connect(
         from_previous = std::move(*accepted);
       }
     }
-    if (!to_next.valid() || !from_previous.valid()) {
+    if ((connects && !to_next.valid()) || (accepts && !from_previous.valid())) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+  }
+  if (!connects || !accepts) {
+    net::Socket& shared = connects ? to_next : from_previous;
+    const int copy = dup(shared.fd());
+    if (copy < 0)
+      return Status::Internal(std::string("ring exchange: dup: ") + std::strerror(errno));
+    (connects ? from_previous : to_next) = net::Socket(copy);
   }
   return std::unique_ptr<RingExchange>(
       new RingExchange(std::move(to_next), std::move(from_previous)));

@@ -35,9 +35,9 @@ size_t RingAllReduceBytesPerRank(size_t size, int ranks);
 class RingExchange {
  public:
   // Connects rank `rank` to endpoints[(rank + 1) % n] and accepts one connection from
-  // endpoints[(rank - 1 + n) % n] on `listener` (bound to endpoints[rank]). With two ranks the
-  // two connections join the same pair, one for each direction. Fails naming the peer it could
-  // not reach by `deadline`.
+  // endpoints[(rank - 1 + n) % n] on `listener` (bound to endpoints[rank]). Two ranks share one
+  // connection, both ways (rank 0 connects, rank 1 accepts), as a ring of two does. Fails naming
+  // the peer it could not reach by `deadline`.
   static StatusOr<std::unique_ptr<RingExchange>> Connect(
       int rank, const std::vector<net::Endpoint>& endpoints, net::Socket listener,
       net::Deadline deadline);
