@@ -25,7 +25,8 @@
 // give min / median / max. The libraries take turns within each round, in rotating order, on the
 // same float32 buffer (sum, in place); each result is checked first. Bandwidths as NCCL-tests
 // define them: algbw = size / time, busbw = algbw * 2(n-1)/n; the ring ceiling's busbw is the
-// bytes each rank sent / time. Ratios and fractions are of median busbw.
+// bytes each rank sent / time. Ratios and fractions ("of it", "ratio") are medians over rounds of
+// the ratio within each round (the libraries of one round run one right after the other).
 //
 //   allreduce_bench [--mode=tcp|same-host] [--ranks=2,4] [--min-bytes=1024]
 //                   [--max-bytes=67108864] [--factor=4] [--min-time=0.05] [--rounds=10]
@@ -495,6 +496,25 @@ struct Worst {
   }
 };
 
+// The median over rounds of `library`'s busbw / `reference`'s busbw measured in the same round,
+// i.e. of time(reference) / time(library), both moving the same bytes. Pairing each round's two
+// measurements, taken one right after the other, keeps the load of that moment out of the
+// ratio, where a ratio of two medians would mix rounds taken under different load. 0 without
+// samples.
+double PairedMedianRatio(const Samples& samples, Library reference, Library library, size_t bytes) {
+  auto reference_times = samples.find({reference, bytes});
+  auto library_times = samples.find({library, bytes});
+  if (reference_times == samples.end() || library_times == samples.end()) return 0;
+  std::vector<double> ratios;
+  const size_t rounds = std::min(reference_times->second.size(), library_times->second.size());
+  for (size_t round = 0; round < rounds; ++round) {
+    if (library_times->second[round] > 0) {
+      ratios.push_back(reference_times->second[round] / library_times->second[round]);
+    }
+  }
+  return SpreadOf(ratios).median;
+}
+
 struct TcpFigures {
   Worst gloo_ratio;        // cohort / best gloo, sizes >= 1 MiB
   Worst ceiling_fraction;  // cohort / ring ceiling, sizes >= 16 MiB
@@ -538,8 +558,8 @@ TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& sam
         best = library;
       }
     }
-    const double fraction = ceiling_busbw > 0 ? cohort_busbw / ceiling_busbw : 0;
-    const double ratio = best_busbw > 0 ? cohort_busbw / best_busbw : 0;
+    const double fraction = PairedMedianRatio(samples, kRingCeiling, kCohort, bytes);
+    const double ratio = best_busbw > 0 ? PairedMedianRatio(samples, best, kCohort, bytes) : 0;
     char of_link[32] = "";
     if (options.link_bits_per_second > 0) {
       std::snprintf(of_link, sizeof(of_link), " %5.0f%%",

@@ -43,7 +43,8 @@ class RingExchange {
       net::Deadline deadline);
 
   // Sends `bytes` to the next rank, cycling through send[0, send_size), while receiving `bytes`
-  // from the previous rank, cycling through receive[0, receive_size); returns when both are done.
+  // from the previous rank, cycling through receive[0, receive_size), at most 256 KiB a call (as
+  // Cohort's ring segments do); returns when both are done.
   Status Exchange(const void* send, size_t send_size, void* receive, size_t receive_size,
                   size_t bytes, net::Deadline deadline);
 
