@@ -21,7 +21,8 @@
 // both directions are busy: a worker and a server each send --dense-bytes to the other at once,
 // over TCP on loopback; its figure is the bytes each side sent per second. The summary measures
 // 1 ps x 1 worker dense push and pull and that ceiling in turn, --rounds times (10 by default),
-// and prints min / median / max of each and the fractions of the medians.
+// and prints min / median / max of each and the fractions: the medians over rounds of each
+// round's figure over that round's ceiling.
 //
 //   ps_bench [--ps=1,2,4] [--workers=1,2,4] [--dense-bytes=16777216] [--rows=4096]
 //            [--row-width=32] [--seconds=1] [--chunk-bytes=4194304] [--rounds=10]
@@ -331,8 +332,17 @@ int Main(int argc, char** argv) {
   if (!same_host_push.empty()) {
     line("dense push, same-host path (not tcp; no peer)", SpreadOf(same_host_push));
   }
-  const double push_fraction = push_spread.median / ceiling_spread.median;
-  const double pull_fraction = pull_spread.median / ceiling_spread.median;
+  // Each round's figure over the same round's ceiling, then the median: load that comes and goes
+  // between rounds stays out of the fraction.
+  auto paired_fraction = [&](const std::vector<double>& figures) {
+    std::vector<double> fractions;
+    for (size_t round = 0; round < figures.size() && round < ceiling.size(); ++round) {
+      fractions.push_back(figures[round] / ceiling[round]);
+    }
+    return SpreadOf(fractions).median;
+  };
+  const double push_fraction = paired_fraction(push);
+  const double pull_fraction = paired_fraction(pull);
   std::printf("# tcp dense pull fraction of ring ceiling = %.2f\n", pull_fraction);
   std::printf("ps: tcp dense push fraction of ring ceiling = %.2f\n", push_fraction);
   return 0;
