@@ -960,7 +960,7 @@ int RunSameHost(const Options& options) {
       const Spread cohort = spread_of(kCohort), mpi = spread_of(kOpenMpi);
       const double cohort_busbw = BusBandwidth(kCohort, bytes, ranks, cohort.median);
       const double mpi_busbw = BusBandwidth(kOpenMpi, bytes, ranks, mpi.median);
-      const double ratio = mpi_busbw > 0 ? cohort_busbw / mpi_busbw : 0;
+      const double ratio = mpi_busbw > 0 ? PairedMedianRatio(samples, kOpenMpi, kCohort, bytes) : 0;
       std::printf("%9s | %8.1f %8.1f %9.1f %7.3f | %8.1f %8.1f %9.1f %7.3f | %5.2fx\n",
                   FormatBytes(bytes).c_str(), cohort.min * 1e6, cohort.median * 1e6,
                   cohort.max * 1e6, cohort_busbw, mpi.min * 1e6, mpi.median * 1e6, mpi.max * 1e6,
