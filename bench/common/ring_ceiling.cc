@@ -109,7 +109,37 @@ Status RingExchange::Exchange(const void* send, size_t send_size, void* receive,
   const char* out = static_cast<const char*>(send);
   char* in = static_cast<char*>(receive);
   size_t sent = 0, received = 0;
+  // Both directions are tried at once, without asking poll first; poll waits only when neither
+  // moved, as a ring's data path does.
   while (sent < bytes || received < bytes) {
+    bool moved = false;
+    if (sent < bytes) {
+      const size_t offset = sent % send_size;
+      const size_t length = std::min({bytes - sent, send_size - offset, kMaxBytesPerCall});
+      ssize_t n = ::send(to_next_.fd(), out + offset, length, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+        moved = true;
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return Status::Unavailable(std::string("ring exchange: send to the next rank: ") +
+                                   std::strerror(errno));
+      }
+    }
+    if (received < bytes) {
+      const size_t offset = received % receive_size;
+      const size_t length = std::min({bytes - received, receive_size - offset, kMaxBytesPerCall});
+      ssize_t n = ::recv(from_previous_.fd(), in + offset, length, 0);
+      if (n > 0) {
+        received += static_cast<size_t>(n);
+        moved = true;
+      } else if (n == 0) {
+        return Status::Unavailable("ring exchange: the previous rank closed the connection");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return Status::Unavailable(std::string("ring exchange: receive from the previous rank: ") +
+                                   std::strerror(errno));
+      }
+    }
+    if (moved || (sent >= bytes && received >= bytes)) continue;
     if (deadline.Expired()) {
       return Status::DeadlineExceeded("ring exchange: sent " + std::to_string(sent) +
                                       " and received " + std::to_string(received) + " of " +
@@ -119,30 +149,6 @@ Status RingExchange::Exchange(const void* send, size_t send_size, void* receive,
                      {from_previous_.fd(), static_cast<short>(received < bytes ? POLLIN : 0), 0}};
     if (poll(fds, 2, 100) < 0 && errno != EINTR) {
       return Status::Internal(std::string("ring exchange: poll: ") + std::strerror(errno));
-    }
-    if (sent < bytes && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const size_t offset = sent % send_size;
-      const size_t length = std::min({bytes - sent, send_size - offset, kMaxBytesPerCall});
-      ssize_t n = ::send(to_next_.fd(), out + offset, length, MSG_NOSIGNAL);
-      if (n > 0) {
-        sent += static_cast<size_t>(n);
-      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return Status::Unavailable(std::string("ring exchange: send to the next rank: ") +
-                                   std::strerror(errno));
-      }
-    }
-    if (received < bytes && (fds[1].revents & (POLLIN | POLLERR | POLLHUP))) {
-      const size_t offset = received % receive_size;
-      const size_t length = std::min({bytes - received, receive_size - offset, kMaxBytesPerCall});
-      ssize_t n = ::recv(from_previous_.fd(), in + offset, length, 0);
-      if (n > 0) {
-        received += static_cast<size_t>(n);
-      } else if (n == 0) {
-        return Status::Unavailable("ring exchange: the previous rank closed the connection");
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return Status::Unavailable(std::string("ring exchange: receive from the previous rank: ") +
-                                   std::strerror(errno));
-      }
     }
   }
   return Status::OK();
