@@ -153,6 +153,10 @@ class NetworkFaultTest : public ::testing::Test {
     const int code = WaitForChildOrStop(cohort_, timeout);
     cohort_ = -1;
     finished_ = Clock::now();
+    if (code == -1) {
+      ADD_FAILURE() << "`cohort run` of job " << job_name_ << " did not end within "
+                    << timeout.count() << " s; it was stopped";
+    }
     return code;
   }
 
