@@ -1,0 +1,52 @@
+// HierarchicalAllReduce: all-reduce across hosts that each run several ranks, sending each byte
+// across the network as few times as a ring can.
+//
+// A flat ring over 2 hosts x 2 ranks makes every byte cross each host's link 2(n-1)/n = 1.5
+// times; the network only has to carry what the hosts, not the ranks, exchange: 2(h-1)/h = 1
+// time for 2 hosts. With L ranks per host and the buffer cut into L blocks:
+//   1. reduce-scatter within each host (a ring over the host's ranks): local rank p ends with
+//      block OwnedBlockAfterReduceScatter(p, L) reduced over its host;
+//   2. an all-reduce of that block across hosts, among the ranks with the same local position
+//      (one ring per position, all L rings at once, each carrying 1/L of the buffer);
+//   3. all-gather within each host.
+// Each host's link then carries 2(h-1)/h of the buffer each way, spread over L connections, and the
+// local phases never touch the network. Results are bit-identical on every rank: each element is
+// reduced in one fixed order (within its host, then across hosts by the ring) and then copied.
+//
+// Used by the Communicator when the topology has several hosts with the same number (at least 2)
+// of ranks each (Topology::IsUniformWithSeveralRanksPerHost).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "collective/data_type.h"
+#include "collective/operation.h"
+#include "collective/ring_all_reduce.h"
+#include "collective/topology.h"
+
+namespace cohort::collective {
+
+class HierarchicalAllReduce {
+ public:
+  // `topology` must be uniform with several ranks per host, and the same on every rank.
+  HierarchicalAllReduce(const OperationContext& context, void* data, size_t count, DataType type,
+                        ReduceOp op, RingTuning tuning, std::vector<uint8_t>* scratch,
+                        const Topology& topology);
+
+  Status Run();
+
+ private:
+  const OperationContext& context_;
+  uint8_t* const data_;
+  const size_t count_;
+  const DataType type_;
+  const ReduceOp op_;
+  const RingTuning tuning_;
+  std::vector<uint8_t>* const scratch_;
+  const Topology& topology_;
+};
+
+}  // namespace cohort::collective
