@@ -112,23 +112,30 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
     }
     topology = Topology::FromHostIdentities(identities);
   }
-  std::vector<int32_t> agreement(1 + 2 * static_cast<size_t>(size));
+  std::vector<int32_t> agreement(2 + 2 * static_cast<size_t>(size));
   agreement[0] =
       self.options_.same_host_memory && self.transport_->CanReadMemoryOfAllPeers() ? 1 : 0;
+  bool reads_own_host = self.options_.same_host_memory;
+  for (int rank : topology.RanksOn(topology.HostOf(self.rank()))) {
+    reads_own_host =
+        reads_own_host && (rank == self.rank() || self.transport_->CanReadMemoryOf(rank));
+  }
+  agreement[1] = reads_own_host ? 1 : 0;
   for (int rank = 0; rank < size; ++rank) {
-    agreement[1 + rank] = topology.HostOf(rank);
-    agreement[1 + size + rank] = -topology.HostOf(rank);
+    agreement[2 + rank] = topology.HostOf(rank);
+    agreement[2 + size + rank] = -topology.HostOf(rank);
   }
   COHORT_RETURN_IF_ERROR(
       self.AllReduce(agreement.data(), agreement.size(), DataType::kInt32, ReduceOp::kMin));
   bool agreed = true;
   for (int rank = 0; rank < size; ++rank) {
-    agreed = agreed && agreement[1 + rank] == -agreement[1 + size + rank];
+    agreed = agreed && agreement[2 + rank] == -agreement[2 + size + rank];
   }
   self.topology_ = agreed ? topology : Topology::Flat(size);
   self.same_host_ = agreement[0] == 1 && self.topology_.hosts() == 1;
   self.hierarchical_ =
       self.options_.hierarchical_all_reduce && self.topology_.IsUniformWithSeveralRanksPerHost();
+  self.same_host_within_hosts_ = self.hierarchical_ && agreement[1] == 1;
   self.ring_plan_.members = self.topology_.RingOrder();
   return communicator;
 }
@@ -243,8 +250,10 @@ Status Communicator::AllReduceBody(const OperationContext& context, void* data, 
         .Run();
   }
   if (hierarchical_) {
+    const bool within_hosts =
+        same_host_within_hosts_ && count * SizeOf(type) >= options_.same_host_min_bytes;
     return HierarchicalAllReduce(context, data, count, type, op, options_.ring, &scratch_,
-                                 topology_)
+                                 topology_, within_hosts)
         .Run();
   }
   return RingAllReduce(context, data, count, type, op, options_.ring, &scratch_, ring_plan_).Run();

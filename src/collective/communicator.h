@@ -63,7 +63,8 @@ struct CommunicatorOptions {
   std::chrono::milliseconds operation_timeout = std::chrono::minutes(30);
   RingTuning ring;
   // Use process_vm_readv between ranks on this host (when every rank can) for buffers of at
-  // least same_host_min_bytes.
+  // least same_host_min_bytes; and within each host in the hierarchical all-reduce (when every
+  // rank can read the other ranks of its host).
   bool same_host_memory = true;
   size_t same_host_min_bytes = 256 * 1024;
   // The host of each rank, by rank (equal labels: the same host), in place of what the handshakes
@@ -120,6 +121,9 @@ class Communicator {
   const Topology& topology() const { return topology_; }
   // Whether all-reduce uses HierarchicalAllReduce (the same answer on every rank).
   bool uses_hierarchical_all_reduce() const { return hierarchical_; }
+  // Whether its steps within a host read the host's other ranks' memory (for buffers of at least
+  // same_host_min_bytes) rather than use loopback TCP (the same answer on every rank).
+  bool uses_same_host_memory_within_hosts() const { return same_host_within_hosts_; }
 
   // data[0, count) becomes op(data of every rank), on every rank.
   Status AllReduce(void* data, size_t count, DataType type, ReduceOp op);
@@ -172,6 +176,7 @@ class Communicator {
   bool same_host_ = false;
   Topology topology_;
   bool hierarchical_ = false;
+  bool same_host_within_hosts_ = false;
   RingPlan ring_plan_;  // every rank, host by host
 
   // submit_mutex_ orders operations: numbering and queueing happen under it. run_mutex_ is held

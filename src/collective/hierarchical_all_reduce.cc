@@ -2,12 +2,15 @@
 
 #include <algorithm>
 
+#include "collective/same_host_algorithms.h"
+
 namespace cohort::collective {
 
 HierarchicalAllReduce::HierarchicalAllReduce(const OperationContext& context, void* data,
                                              size_t count, DataType type, ReduceOp op,
                                              RingTuning tuning, std::vector<uint8_t>* scratch,
-                                             const Topology& topology)
+                                             const Topology& topology,
+                                             bool same_host_memory_within_hosts)
     : context_(context),
       data_(static_cast<uint8_t*>(data)),
       count_(count),
@@ -15,7 +18,8 @@ HierarchicalAllReduce::HierarchicalAllReduce(const OperationContext& context, vo
       op_(op),
       tuning_(tuning),
       scratch_(scratch),
-      topology_(topology) {}
+      topology_(topology),
+      same_host_memory_within_hosts_(same_host_memory_within_hosts) {}
 
 Status HierarchicalAllReduce::Run() {
   const int rank = context_.transport->rank();
@@ -33,12 +37,18 @@ Status HierarchicalAllReduce::Run() {
       static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
 
   // 1. Reduce-scatter on this host; an average is divided once, across hosts.
-  RingPlan within_host;
-  within_host.members = local;
-  within_host.all_gather = false;
-  within_host.average_over = 1;
-  COHORT_RETURN_IF_ERROR(
-      RingAllReduce(context_, data_, count_, type_, op_, tuning_, scratch_, within_host).Run());
+  if (same_host_memory_within_hosts_) {
+    COHORT_RETURN_IF_ERROR(SameHostReduceScatter(context_, data_, count_, type_, op_,
+                                                 tuning_.segment_bytes, scratch_, local)
+                               .Run());
+  } else {
+    RingPlan within_host;
+    within_host.members = local;
+    within_host.all_gather = false;
+    within_host.average_over = 1;
+    COHORT_RETURN_IF_ERROR(
+        RingAllReduce(context_, data_, count_, type_, op_, tuning_, scratch_, within_host).Run());
+  }
 
   // 2. The block this rank holds, all-reduced with the ranks at the same position on every host.
   BlockPartition blocks(count_, local_size);
@@ -54,6 +64,9 @@ Status HierarchicalAllReduce::Run() {
                              .Run());
 
   // 3. All-gather on this host.
+  if (same_host_memory_within_hosts_) {
+    return SameHostBlockGather(context_, data_, count_, type_, local).Run();
+  }
   RingPlan gather;
   gather.members = local;
   gather.reduce_scatter = false;

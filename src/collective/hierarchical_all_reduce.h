@@ -10,8 +10,11 @@
 //      (one ring per position, all L rings at once, each carrying 1/L of the buffer);
 //   3. all-gather within each host.
 // Each host's link then carries 2(h-1)/h of the buffer each way, spread over L connections, and the
-// local phases never touch the network. Results are bit-identical on every rank: each element is
-// reduced in one fixed order (within its host, then across hosts by the ring) and then copied.
+// local phases never touch the network. The local phases run as rings over loopback TCP, or, when
+// the ranks of a host may read each other's memory, as SameHostReduceScatter and
+// SameHostBlockGather (same_host_algorithms.h): one copy per byte instead of TCP's two. Results are
+// bit-identical on every rank: each element is reduced in one fixed order (within its host, then
+// across hosts by the ring) and then copied.
 //
 // Used by the Communicator when the topology has several hosts with the same number (at least 2)
 // of ranks each (Topology::IsUniformWithSeveralRanksPerHost).
@@ -34,7 +37,7 @@ class HierarchicalAllReduce {
   // `topology` must be uniform with several ranks per host, and the same on every rank.
   HierarchicalAllReduce(const OperationContext& context, void* data, size_t count, DataType type,
                         ReduceOp op, RingTuning tuning, std::vector<uint8_t>* scratch,
-                        const Topology& topology);
+                        const Topology& topology, bool same_host_memory_within_hosts);
 
   Status Run();
 
@@ -47,6 +50,7 @@ class HierarchicalAllReduce {
   const RingTuning tuning_;
   std::vector<uint8_t>* const scratch_;
   const Topology& topology_;
+  const bool same_host_memory_within_hosts_;
 };
 
 }  // namespace cohort::collective

@@ -17,6 +17,12 @@
 // SameHostBroadcast: every rank copies the root's buffer. SameHostAllGather: every rank copies
 // every peer's contribution.
 //
+// SameHostReduceScatter and SameHostBlockGather: the two halves of an all-reduce among some of
+// the ranks, all on this host, for the hierarchical all-reduce (hierarchical_all_reduce.h). After
+// the reduce-scatter, the member at ring position p holds block OwnedBlockAfterReduceScatter(p, m)
+// (of m, BlockPartition) reduced over the members, never divided; in between, each member changes
+// only that block; the gather then copies every block from its owner.
+//
 // They pay off for large buffers; for small ones the fixed round trips cost more than the copies
 // save, and the Communicator uses the TCP algorithms instead.
 #pragma once
@@ -45,6 +51,39 @@ class SameHostAllReduce {
   const ReduceOp op_;
   const size_t segment_bytes_;
   std::vector<uint8_t>* const scratch_;
+};
+
+class SameHostReduceScatter {
+ public:
+  // `members`: the ranks taking part, in ring order, this rank among them.
+  SameHostReduceScatter(const OperationContext& context, void* data, size_t count, DataType type,
+                        ReduceOp op, size_t segment_bytes, std::vector<uint8_t>* scratch,
+                        std::vector<int> members);
+  Status Run();
+
+ private:
+  const OperationContext& context_;
+  uint8_t* const data_;
+  const size_t count_;
+  const DataType type_;
+  const ReduceOp op_;
+  const size_t segment_bytes_;
+  std::vector<uint8_t>* const scratch_;
+  const std::vector<int> members_;
+};
+
+class SameHostBlockGather {
+ public:
+  SameHostBlockGather(const OperationContext& context, void* data, size_t count, DataType type,
+                      std::vector<int> members);
+  Status Run();
+
+ private:
+  const OperationContext& context_;
+  uint8_t* const data_;
+  const size_t count_;
+  const DataType type_;
+  const std::vector<int> members_;
 };
 
 class SameHostBroadcast {

@@ -181,6 +181,10 @@ const std::string& Transport::HostIdentity(int rank) const {
   return connections_[rank]->peer_process().host_identity;
 }
 
+bool Transport::CanReadMemoryOf(int rank) const {
+  return rank != rank_ && connections_[rank]->can_read_peer_memory();
+}
+
 Status Transport::health() const {
   if (!failed()) return Status::OK();
   std::lock_guard<std::mutex> lock(failure_mutex_);

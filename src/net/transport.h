@@ -128,6 +128,9 @@ class Transport {
   // The host `rank` runs on, as its handshake described it (boot id and namespaces, see
   // same_host.h); equal strings mean the same host, and an empty one means unknown.
   const std::string& HostIdentity(int rank) const;
+  // True when this process can read `rank`'s memory directly (another participant; see
+  // same_host.h). Decided by each task on its own, like CanReadMemoryOfAllPeers.
+  bool CanReadMemoryOf(int rank) const;
 
   // Records a failure (the first one wins) and wakes every waiting Exchange. With `tell_peers`
   // the monitor also sends it to every peer; a failure that arrived as a notice was already sent

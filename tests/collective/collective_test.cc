@@ -89,8 +89,12 @@ std::vector<ChildOutcome> RunGroup(
           Report(communicator.status().ToString());
           return 11;
         }
-        if (setup.path == Path::kSameHost && setup.ranks > 1 &&
-            !(*communicator)->uses_same_host_memory()) {
+        // Over emulated hosts, only the hierarchical all-reduce reads memory (within hosts).
+        const bool expects_same_host =
+            setup.path == Path::kSameHost && setup.ranks > 1 &&
+            (!setup.host_labels || (*communicator)->uses_hierarchical_all_reduce());
+        if (expects_same_host && !(*communicator)->uses_same_host_memory() &&
+            !(*communicator)->uses_same_host_memory_within_hosts()) {
           Report("same-host memory is not available here");
           return 12;
         }
@@ -337,21 +341,28 @@ struct HostLayout {
   int hosts;
 };
 
-class HostLayoutTest : public ::testing::TestWithParam<HostLayout> {};
+class HostLayoutTest : public ::testing::TestWithParam<std::tuple<HostLayout, Path>> {};
 
 TEST_P(HostLayoutTest, MatchesTheSerialReference) {
-  const HostLayout& layout = GetParam();
+  const HostLayout& layout = std::get<0>(GetParam());
+  const Path path = std::get<1>(GetParam());
   GroupSetup setup;
   setup.ranks = static_cast<int>(layout.labels.size());
+  setup.path = path;
   setup.ring.segment_bytes = 4000;
   setup.ring.receive_slots = 2;
   setup.host_labels = [&](int) { return layout.labels; };
   auto outcomes = RunGroup(setup, [&](Communicator& communicator, int) -> Status {
+    const bool same_host = path == Path::kSameHost;
     if (communicator.uses_hierarchical_all_reduce() != layout.hierarchical ||
-        communicator.topology().hosts() != layout.hosts || communicator.uses_same_host_memory()) {
+        communicator.topology().hosts() != layout.hosts ||
+        communicator.uses_same_host_memory() != (same_host && layout.hosts == 1) ||
+        communicator.uses_same_host_memory_within_hosts() != (same_host && layout.hierarchical)) {
       return Status::Internal(
           "topology " + communicator.topology().Describe() +
-          (communicator.uses_hierarchical_all_reduce() ? ", hierarchical" : ", ring"));
+          (communicator.uses_hierarchical_all_reduce() ? ", hierarchical" : ", ring") +
+          (communicator.uses_same_host_memory() ? ", same-host memory" : "") +
+          (communicator.uses_same_host_memory_within_hosts() ? ", memory within hosts" : ""));
     }
     return AllReduceSweep(communicator, kCounts, false);
   });
@@ -361,14 +372,19 @@ TEST_P(HostLayoutTest, MatchesTheSerialReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, HostLayoutTest,
-    ::testing::Values(HostLayout{"TwoHostsOfTwo", {0, 0, 1, 1}, true, 2},
-                      HostLayout{"TwoHostsOfTwoInterleaved", {5, 9, 5, 9}, true, 2},
-                      HostLayout{"ThreeHostsOfTwo", {0, 1, 2, 0, 1, 2}, true, 3},
-                      HostLayout{"TwoHostsOfThree", {0, 0, 0, 1, 1, 1}, true, 2},
-                      HostLayout{"TwoHostsOfOne", {0, 1}, false, 2},
-                      HostLayout{"UnevenHosts", {0, 1, 0}, false, 2},
-                      HostLayout{"OneHostOfFour", {3, 3, 3, 3}, false, 1}),
-    [](const auto& info) { return info.param.name; });
+    ::testing::Combine(::testing::Values(HostLayout{"TwoHostsOfTwo", {0, 0, 1, 1}, true, 2},
+                                         HostLayout{
+                                             "TwoHostsOfTwoInterleaved", {5, 9, 5, 9}, true, 2},
+                                         HostLayout{"ThreeHostsOfTwo", {0, 1, 2, 0, 1, 2}, true, 3},
+                                         HostLayout{"TwoHostsOfThree", {0, 0, 0, 1, 1, 1}, true, 2},
+                                         HostLayout{"TwoHostsOfOne", {0, 1}, false, 2},
+                                         HostLayout{"UnevenHosts", {0, 1, 0}, false, 2},
+                                         HostLayout{"OneHostOfFour", {3, 3, 3, 3}, false, 1}),
+                       ::testing::Values(Path::kTcp, Path::kSameHost)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name +
+             (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
+    });
 
 // Ranks that disagree about the topology (here: rank 0 alone believes in two hosts) all fall
 // back to the flat ring instead of running different algorithms.
@@ -682,13 +698,17 @@ auto KillOnceReady(int victim, double* killed_at) {
 }
 
 // A rank killed in the middle of an all-reduce: every other rank fails within the detection
-// bound, naming the dead task, and none hangs.
-class KilledRankTest : public ::testing::TestWithParam<Path> {};
+// bound, naming the dead task, and none hangs; on one host, and on 2 emulated hosts of 2 ranks
+// (the hierarchical all-reduce).
+class KilledRankTest : public ::testing::TestWithParam<std::tuple<Path, bool>> {};
 
 TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
   GroupSetup setup;
   setup.ranks = 4;
-  setup.path = GetParam();
+  setup.path = std::get<0>(GetParam());
+  if (std::get<1>(GetParam())) {
+    setup.host_labels = [](int) { return std::vector<int>{0, 0, 1, 1}; };
+  }
   setup.peer_timeout = 5s;
   setup.heartbeat_interval = 500ms;
   double killed_at = 0;
@@ -724,9 +744,13 @@ TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest, ::testing::Values(Path::kTcp, Path::kSameHost),
+INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest,
+                         ::testing::Combine(::testing::Values(Path::kTcp, Path::kSameHost),
+                                            ::testing::Bool()),
                          [](const auto& info) {
-                           return std::string(info.param == Path::kTcp ? "Tcp" : "SameHost");
+                           return std::string(std::get<0>(info.param) == Path::kTcp ? "Tcp"
+                                                                                    : "SameHost") +
+                                  (std::get<1>(info.param) ? "TwoHostsOfTwo" : "");
                          });
 
 // The asynchronous form fails the same way: of several all-reduces queued when a rank is killed,

@@ -3,11 +3,12 @@
 //   emulated_all_reduce_worker RANK HOST:PORT,HOST:PORT,...
 //
 // Connects to the group the endpoints name (rank r listens on the r-th), prints the topology the
-// communicator agreed on and its all-reduce algorithm, runs an all-reduce of every data type and
-// operator over several counts (0, odd, larger than one segment) and checks every element
-// against the exact result. Inputs are small integers, so that every sum and average is exact in
-// every type. Prints "topology: ..." and "all-reduce: checked N operations"; exit status 0 on
-// success, 1 with a message naming the first wrong element or the failure, 2 for bad arguments.
+// communicator agreed on and its all-reduce algorithm (and whether it reads memory within hosts),
+// runs an all-reduce of every data type and operator over several counts (0, odd, larger than one
+// segment) and checks every element against the exact result. Inputs are small integers, so that
+// every sum and average is exact in every type. Prints "topology: ..." and "all-reduce: checked N
+// operations"; exit status 0 on success, 1 with a message naming the first wrong element or the
+// failure, 2 for bad arguments.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -141,8 +142,10 @@ int Run(int rank, const std::vector<std::string>& endpoints) {
     return 1;
   }
   Communicator& communicator = **created;
-  std::printf("topology: %s; all-reduce: %s\n", communicator.topology().Describe().c_str(),
-              communicator.uses_hierarchical_all_reduce() ? "hierarchical" : "ring");
+  std::printf(
+      "topology: %s; all-reduce: %s%s\n", communicator.topology().Describe().c_str(),
+      communicator.uses_hierarchical_all_reduce() ? "hierarchical" : "ring",
+      communicator.uses_same_host_memory_within_hosts() ? " (memory reads within hosts)" : "");
   const DataType types[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,
                             DataType::kFloat16, DataType::kInt32,   DataType::kInt64};
   const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax};
