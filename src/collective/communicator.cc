@@ -253,7 +253,7 @@ Status Communicator::AllReduceBody(const OperationContext& context, void* data, 
     const bool within_hosts =
         same_host_within_hosts_ && count * SizeOf(type) >= options_.same_host_min_bytes;
     return HierarchicalAllReduce(context, data, count, type, op, options_.ring, &scratch_,
-                                 topology_, within_hosts)
+                                 &peer_scratch_, topology_, within_hosts)
         .Run();
   }
   return RingAllReduce(context, data, count, type, op, options_.ring, &scratch_, ring_plan_).Run();

@@ -188,7 +188,8 @@ class Communicator {
   bool stopping_ = false;
   std::thread worker_;
   std::mutex run_mutex_;
-  std::vector<uint8_t> scratch_;  // used under run_mutex_
+  std::vector<uint8_t> scratch_;       // used under run_mutex_
+  std::vector<uint8_t> peer_scratch_;  // used under run_mutex_
 };
 
 }  // namespace cohort::collective

@@ -53,25 +53,42 @@ std::vector<RingAllReduce::Segment> RingAllReduce::ReceiveSchedule(size_t segmen
   return schedule;
 }
 
+int RingAllReduce::left() const { return members_[(position_ - 1 + ring_size()) % ring_size()]; }
+
+int RingAllReduce::right() const { return members_[(position_ + 1) % ring_size()]; }
+
 Status RingAllReduce::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = ring_size();
+  if (position_ < 0 || count_ == 0 || ring_size() == 1) return RunAlone();
+  net::Exchange exchange(*context_.transport, {left(), right()}, context_.tag, context_.description,
+                         context_.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+  COHORT_RETURN_IF_ERROR(RunWith(exchange));
+  return exchange.Finish();
+}
+
+Status RingAllReduce::RunAlone() {
   if (position_ < 0) {
     return Status::Internal(context_.description + ": this rank is not a member of its ring");
   }
+  const int average_over = plan_.average_over == 0 ? ring_size() : plan_.average_over;
+  if (count_ > 0 && ring_size() == 1 && op_ == ReduceOp::kAverage && plan_.reduce_scatter &&
+      average_over > 1) {
+    DivideInPlace(type_, data_, count_, average_over);
+  }
+  return Status::OK();
+}
+
+Status RingAllReduce::RunWith(net::Exchange& exchange) {
+  const int size = ring_size();
+  if (position_ < 0 || count_ == 0 || size == 1) return RunAlone();
   const int average_over = plan_.average_over == 0 ? size : plan_.average_over;
   const bool divide = op_ == ReduceOp::kAverage && plan_.reduce_scatter && average_over > 1;
-  if (count_ == 0) return Status::OK();
-  if (size == 1) {
-    if (divide) DivideInPlace(type_, data_, count_, average_over);
-    return Status::OK();
-  }
 
   const size_t element_size = SizeOf(type_);
   const size_t segment_elements =
       SegmentElements(std::min<size_t>(tuning_.segment_bytes, net::kMaxDataPayload), element_size);
-  const int left = members_[(position_ - 1 + size) % size];
-  const int right = members_[(position_ + 1) % size];
+  const int left = this->left();
+  const int right = this->right();
   const std::vector<Segment> schedule = ReceiveSchedule(segment_elements);
 
   size_t reduce_scatter_segments = 0;
@@ -88,9 +105,8 @@ Status RingAllReduce::Run() {
   }
   uint8_t* const scratch = scratch_->data();
 
-  net::Exchange exchange(transport, {left, right}, context_.tag, context_.description,
-                         context_.deadline);
-  COHORT_RETURN_IF_ERROR(exchange.status());
+  size_t sends = 0;
+  const bool prepare = plan_.reduce_scatter && plan_.prepare;
 
   // Reduce-scatter starts by sending this rank's own block (block `position`), untouched; an
   // all-gather alone starts by sending the block this rank holds reduced.
@@ -99,8 +115,14 @@ Status RingAllReduce::Run() {
       plan_.reduce_scatter ? position_ : OwnedBlockAfterReduceScatter(position_, size);
   for (size_t done = 0; done < blocks.size(first_block); done += segment_elements) {
     size_t elements = std::min(segment_elements, blocks.size(first_block) - done);
+    if (prepare) {
+      COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, blocks.offset(first_block) + done, elements));
+    }
     exchange.Send(right, data_ + (blocks.offset(first_block) + done) * element_size,
                   elements * element_size);
+    ++sends;
+    // Moves what is ready while the next segment is prepared.
+    if (prepare) COHORT_RETURN_IF_ERROR(exchange.Service());
   }
 
   std::deque<size_t> free_slots;
@@ -133,18 +155,24 @@ Status RingAllReduce::Run() {
     uint8_t* block_data = data_ + segment.offset * element_size;
     const size_t bytes = segment.elements * element_size;
     if (segment.reduce_scatter) {
+      if (prepare)
+        COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, segment.offset, segment.elements));
       ReduceInto(type_, op_, block_data, scratch + slot_of[index] * slot_bytes, segment.elements);
       free_slots.push_back(slot_of[index]);
       const bool last_step = segment.step == size - 2;
       if (last_step && divide) DivideInPlace(type_, block_data, segment.elements, average_over);
       // The next reduce-scatter step, or, after the last, the first all-gather step.
-      if (!last_step || plan_.all_gather) exchange.Send(right, block_data, bytes);
+      if (!last_step || plan_.all_gather) {
+        exchange.Send(right, block_data, bytes);
+        ++sends;
+      }
     } else if (segment.step < size - 2) {
       exchange.Send(right, block_data, bytes);
+      ++sends;
     }
     post_receives();
   }
-  return exchange.Finish();
+  return exchange.WaitForSends(right, sends);
 }
 
 }  // namespace cohort::collective

@@ -25,11 +25,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/operation.h"
+#include "net/exchange.h"
 
 namespace cohort::collective {
 
@@ -51,6 +53,11 @@ struct RingPlan {
   // With ReduceOp::kAverage, the reduced values are divided by this many ranks at the end of
   // reduce-scatter; 0 means the size of the ring, 1 leaves the sum undivided.
   int average_over = 0;
+  // With reduce-scatter: called once for every segment of this rank's data (offset and count in
+  // elements) just before the ring first uses it (sends it, or adds what arrived to it), with the
+  // ring's Exchange. The hierarchical all-reduce reduces the segment over its host there, so that
+  // this overlaps the network.
+  std::function<Status(net::Exchange& exchange, size_t offset, size_t elements)> prepare;
 };
 
 // The block (of `ring_size`, BlockPartition) that ring position `position` holds fully reduced
@@ -67,6 +74,14 @@ class RingAllReduce {
                 ReduceOp op, RingTuning tuning, std::vector<uint8_t>* scratch, RingPlan plan = {});
 
   Status Run();
+  // The same over an Exchange the caller opened, which must claim both neighbours and carry no
+  // other transfers with them; it may claim more peers. Returns once the ring's own transfers are
+  // complete.
+  Status RunWith(net::Exchange& exchange);
+
+  // This rank's neighbours in the ring (the same rank when the ring has two members).
+  int left() const;
+  int right() const;
 
  private:
   // One message from the left neighbour, in the order it arrives.
@@ -78,6 +93,8 @@ class RingAllReduce {
   };
 
   std::vector<Segment> ReceiveSchedule(size_t segment_elements) const;
+  // A ring of one, or nothing to reduce: no transfers.
+  Status RunAlone();
   int ring_size() const { return static_cast<int>(members_.size()); }
 
   const OperationContext& context_;

@@ -5,7 +5,6 @@
 #include <string_view>
 
 #include "collective/reduction.h"
-#include "collective/ring_all_reduce.h"
 #include "net/exchange.h"
 #include "net/frame.h"
 
@@ -60,21 +59,6 @@ std::vector<int> AllPeers(const net::Transport& transport) {
     if (rank != transport.rank()) peers.push_back(rank);
   }
   return peers;
-}
-
-// Reads `bytes` of a peer's memory in pieces, pumping the exchange between pieces so that
-// heartbeats keep flowing during long copies.
-constexpr size_t kCopyPiece = 16u << 20;
-
-Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
-                    size_t bytes) {
-  for (size_t done = 0; done < bytes; done += kCopyPiece) {
-    size_t piece = std::min(kCopyPiece, bytes - done);
-    COHORT_RETURN_IF_ERROR(
-        exchange.ReadPeerMemory(peer, address + done, destination + done, piece));
-    COHORT_RETURN_IF_ERROR(exchange.Service());
-  }
-  return Status::OK();
 }
 
 // A peer that gave up on the operation (because something failed) may have reused its buffer
@@ -193,19 +177,6 @@ Status SameHostAllReduce::Run() {
 
 namespace {
 
-// This rank's ring position among `members`, and the other members.
-int PositionIn(const std::vector<int>& members, int rank) {
-  return static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
-}
-
-std::vector<int> OtherMembers(const std::vector<int>& members, int rank) {
-  std::vector<int> others;
-  for (int member : members) {
-    if (member != rank) others.push_back(member);
-  }
-  return others;
-}
-
 // Sends this rank's announcement to every peer and waits for theirs, checking that each names a
 // buffer of `bytes`. The receives for the announcements must be posted first.
 Status ExchangeAnnouncements(net::Exchange& exchange, const OperationContext& context,
@@ -224,98 +195,57 @@ Status ExchangeAnnouncements(net::Exchange& exchange, const OperationContext& co
 
 }  // namespace
 
-SameHostReduceScatter::SameHostReduceScatter(const OperationContext& context, void* data,
-                                             size_t count, DataType type, ReduceOp op,
-                                             size_t segment_bytes, std::vector<uint8_t>* scratch,
-                                             std::vector<int> members)
-    : context_(context),
-      data_(static_cast<uint8_t*>(data)),
-      count_(count),
-      type_(type),
-      op_(op),
-      segment_bytes_(segment_bytes),
-      scratch_(scratch),
-      members_(std::move(members)) {}
-
-Status SameHostReduceScatter::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = static_cast<int>(members_.size());
-  if (count_ == 0 || size == 1) return Status::OK();
-  const size_t element_size = SizeOf(type_);
-  const size_t bytes = count_ * element_size;
-  const std::vector<int> peers = OtherMembers(members_, transport.rank());
-  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+StatusOr<std::vector<uint64_t>> ExchangeBufferAddresses(const OperationContext& context,
+                                                        const std::vector<int>& peers,
+                                                        const void* data, size_t bytes) {
+  net::Transport& transport = *context.transport;
+  net::Exchange exchange(transport, peers, context.tag, context.description, context.deadline);
   COHORT_RETURN_IF_ERROR(exchange.status());
-  // From every peer: its announcement, then "I am done reading your buffer".
   std::vector<AnnouncementWire> wires(transport.size());
-  for (int peer : peers) {
-    exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
-    exchange.Receive(peer, nullptr, 0);
-  }
+  for (int peer : peers) exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
   std::vector<BufferAnnouncement> announced(transport.size());
   COHORT_RETURN_IF_ERROR(
-      ExchangeAnnouncements(exchange, context_, peers, data_, bytes, wires, &announced));
-
-  // This rank's block, a cache-sized segment at a time, read from every peer into scratch and
-  // reduced into this rank's buffer. Peers read other blocks of this buffer meanwhile, which
-  // this rank leaves alone.
-  const BlockPartition blocks(count_, size);
-  const int block = OwnedBlockAfterReduceScatter(PositionIn(members_, transport.rank()), size);
-  const size_t segment_elements = SegmentElements(segment_bytes_, element_size);
-  if (scratch_->size() < segment_elements * element_size) {
-    scratch_->resize(segment_elements * element_size);
-  }
-  for (size_t done = 0; done < blocks.size(block); done += segment_elements) {
-    const size_t elements = std::min(segment_elements, blocks.size(block) - done);
-    const size_t offset_bytes = (blocks.offset(block) + done) * element_size;
-    for (int peer : peers) {
-      COHORT_RETURN_IF_ERROR(exchange.ReadPeerMemory(peer, announced[peer].address + offset_bytes,
-                                                     scratch_->data(), elements * element_size));
-      ReduceInto(type_, op_, data_ + offset_bytes, scratch_->data(), elements);
-    }
-    COHORT_RETURN_IF_ERROR(exchange.Service());
-  }
-  for (int peer : peers) exchange.Send(peer, nullptr, 0);  // done reading your buffer
-  // Once every peer is done reading this buffer, this rank may change its block.
+      ExchangeAnnouncements(exchange, context, peers, data, bytes, wires, &announced));
   COHORT_RETURN_IF_ERROR(exchange.Finish());
-  return ConfirmNoPeerGaveUp(exchange);
+  std::vector<uint64_t> addresses(transport.size(), 0);
+  for (int peer : peers) addresses[peer] = announced[peer].address;
+  return addresses;
 }
 
-SameHostBlockGather::SameHostBlockGather(const OperationContext& context, void* data, size_t count,
-                                         DataType type, std::vector<int> members)
-    : context_(context),
-      data_(static_cast<uint8_t*>(data)),
-      count_(count),
-      type_(type),
-      members_(std::move(members)) {}
+// Pieces of long copies, between which heartbeats keep flowing.
+constexpr size_t kCopyPiece = 16u << 20;
 
-Status SameHostBlockGather::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = static_cast<int>(members_.size());
-  if (count_ == 0 || size == 1) return Status::OK();
-  const size_t element_size = SizeOf(type_);
-  const std::vector<int> peers = OtherMembers(members_, transport.rank());
-  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
-  COHORT_RETURN_IF_ERROR(exchange.status());
-  std::vector<AnnouncementWire> wires(transport.size());
-  for (int peer : peers) {
-    exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
-    exchange.Receive(peer, nullptr, 0);
+Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
+                    size_t bytes) {
+  for (size_t done = 0; done < bytes; done += kCopyPiece) {
+    size_t piece = std::min(kCopyPiece, bytes - done);
+    COHORT_RETURN_IF_ERROR(
+        exchange.ReadPeerMemory(peer, address + done, destination + done, piece));
+    COHORT_RETURN_IF_ERROR(exchange.Service());
   }
-  // Announcing the buffer says that this rank's block is final; peers read only that block.
-  std::vector<BufferAnnouncement> announced(transport.size());
-  COHORT_RETURN_IF_ERROR(ExchangeAnnouncements(exchange, context_, peers, data_,
-                                               count_ * element_size, wires, &announced));
-  const BlockPartition blocks(count_, size);
-  for (int peer : peers) {
-    const int block = OwnedBlockAfterReduceScatter(PositionIn(members_, peer), size);
-    const size_t offset_bytes = blocks.offset(block) * element_size;
-    COHORT_RETURN_IF_ERROR(CopyFromPeer(exchange, peer, announced[peer].address + offset_bytes,
-                                        data_ + offset_bytes, blocks.size(block) * element_size));
+  return Status::OK();
+}
+
+Status ReduceFromPeers(net::Exchange& exchange, const std::vector<int>& peers,
+                       const std::vector<uint64_t>& addresses, void* data, size_t offset,
+                       size_t count, DataType type, ReduceOp op, size_t segment_bytes,
+                       std::vector<uint8_t>* scratch) {
+  const size_t element_size = SizeOf(type);
+  const size_t piece_elements = SegmentElements(segment_bytes, element_size);
+  if (scratch->size() < piece_elements * element_size) {
+    scratch->resize(piece_elements * element_size);
   }
-  for (int peer : peers) exchange.Send(peer, nullptr, 0);  // done reading your buffer
-  COHORT_RETURN_IF_ERROR(exchange.Finish());
-  return ConfirmNoPeerGaveUp(exchange);
+  for (size_t done = 0; done < count; done += piece_elements) {
+    const size_t elements = std::min(piece_elements, count - done);
+    const size_t offset_bytes = (offset + done) * element_size;
+    uint8_t* own = static_cast<uint8_t*>(data) + offset_bytes;
+    for (int peer : peers) {
+      COHORT_RETURN_IF_ERROR(exchange.ReadPeerMemory(peer, addresses[peer] + offset_bytes,
+                                                     scratch->data(), elements * element_size));
+      ReduceInto(type, op, own, scratch->data(), elements);
+    }
+  }
+  return Status::OK();
 }
 
 SameHostBroadcast::SameHostBroadcast(const OperationContext& context, void* data, size_t bytes,

@@ -341,6 +341,8 @@ struct HostLayout {
   int hosts;
 };
 
+void PrintTo(const HostLayout& layout, std::ostream* out) { *out << layout.name; }
+
 class HostLayoutTest : public ::testing::TestWithParam<std::tuple<HostLayout, Path>> {};
 
 TEST_P(HostLayoutTest, MatchesTheSerialReference) {
