@@ -47,7 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     char pattern[] = "/tmp/event-file-fuzz-XXXXXX";
     const char* made = mkdtemp(pattern);
     if (made == nullptr) Fail("mkdtemp failed");
-    return std::string(made);
+    static std::string made_directory = made;
+    std::atexit([] { rmdir(made_directory.c_str()); });  // emptied after each input
+    return made_directory;
   }();
   const std::string path = directory + "/events.out.tfevents.1";
   const cohort::train::EventFileLimits limits{kMaxRecord, 1 << 20, 64};
