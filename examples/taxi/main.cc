@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/summary_location.h"
 #include "cluster/tf_config.h"
 #include "net/auth.h"
 #include "ps/parameter_server.h"
@@ -69,6 +70,13 @@ struct Flags {
   double evaluator_timeout_s = 1800;
   double wide_learning_rate = 0.2;
 };
+
+// --tensorboard_dir, else the directory job control names for this task
+// (cluster/summary_location.h), else none.
+std::string TensorBoardDirectory(const Flags& flags) {
+  return flags.tensorboard_dir.empty() ? cluster::SummaryDirectoryFromEnvironment()
+                                       : flags.tensorboard_dir;
+}
 
 // One of the taxi CSV files, read with --bad_rows: a malformed row fails the run, or is skipped,
 // counted, and (the first few) named in the log.
@@ -200,7 +208,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
           std::to_string(truth->ceiling_auc) + ")");
     train::CheckpointEvaluatorOptions options;
     options.checkpoint_dir = flags.checkpoint_path;
-    options.tensorboard_dir = flags.tensorboard_dir;
+    options.tensorboard_dir = TensorBoardDirectory(flags);
     options.idle_timeout = Milliseconds(flags.evaluator_timeout_s);
     options.run_identity = train::RunIdentity(net::JobSecret::FromEnvironment());
     options.stop_requested = [] { return evaluator_stop_requested.load(); };
@@ -226,7 +234,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
   options.checkpoint_every_steps = flags.checkpoint_every_steps;
   options.checkpoint_dir = flags.checkpoint_path;
   options.saved_model_dir = flags.saved_model_path;
-  options.tensorboard_dir = flags.tensorboard_dir;
+  options.tensorboard_dir = TensorBoardDirectory(flags);
   options.data_dir = flags.data_dir;
   options.retry_timeout = Milliseconds(flags.ps_retry_timeout_s);
   options.request_timeout = Milliseconds(flags.ps_request_timeout_s);
@@ -321,7 +329,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
-                 "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator)")
+                 "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator) "
+                 "(default: the directory job control names in $COHORT_SUMMARY_DIR, if any)")
       ->check(FileSystemPath());
   app.add_option("--seed", flags.seed, "seed of the initial weights")->capture_default_str();
   app.add_option("--threads", flags.threads,

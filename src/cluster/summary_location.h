@@ -15,8 +15,17 @@
 // their flags say.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+
 namespace cohort::cluster {
 
 inline constexpr char kSummaryDirectoryVariable[] = "COHORT_SUMMARY_DIR";
+
+// The directory job control named for this task, or "" when it named none.
+inline std::string SummaryDirectoryFromEnvironment() {
+  const char* value = std::getenv(kSummaryDirectoryVariable);
+  return value != nullptr ? value : "";
+}
 
 }  // namespace cohort::cluster

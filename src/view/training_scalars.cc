@@ -75,15 +75,101 @@ bool Matches(const std::string& wanted, const std::string& name) {
   return wanted.empty() || wanted == name;
 }
 
+// The points of one series as ranges of the files' own vectors, in order, so that a read of a
+// long series copies only what it returns.
+class PointRanges {
+ public:
+  explicit PointRanges(size_t files) { copies_.reserve(files); }  // pointers into copies_ stay
+
+  void AddRange(const ScalarPoint* begin, const ScalarPoint* end) {
+    if (begin == end) return;
+    ranges_.emplace_back(begin, end);
+    size_ += static_cast<size_t>(end - begin);
+  }
+  void AddCopy(std::vector<ScalarPoint> points) {
+    copies_.push_back(std::move(points));
+    AddRange(copies_.back().data(), copies_.back().data() + copies_.back().size());
+  }
+  size_t size() const { return size_; }
+  const ScalarPoint* last() const { return ranges_.empty() ? nullptr : ranges_.back().second - 1; }
+
+  template <typename Visit>
+  void ForEach(Visit visit) const {
+    for (const auto& [begin, end] : ranges_) {
+      for (const ScalarPoint* point = begin; point != end; ++point) visit(*point);
+    }
+  }
+
+ private:
+  std::vector<std::pair<const ScalarPoint*, const ScalarPoint*>> ranges_;
+  std::vector<std::vector<ScalarPoint>> copies_;
+  size_t size_ = 0;
+};
+
+// Downsample (see the header) in one pass over `points`.
+std::vector<ScalarPoint> DownsampleRanges(const PointRanges& points, size_t max_points) {
+  const size_t n = points.size();
+  std::vector<ScalarPoint> kept;
+  if (max_points == 0 || n <= max_points || max_points < 4) {
+    const size_t skip = max_points == 0 || n <= max_points ? 0 : n - max_points;
+    kept.reserve(n - skip);
+    size_t index = 0;
+    points.ForEach([&](const ScalarPoint& point) {
+      if (index++ >= skip) kept.push_back(point);
+    });
+    return kept;
+  }
+  kept.reserve(max_points);
+  const size_t buckets = (max_points - 2) / 2;
+  const size_t interior = n - 2;
+  size_t bucket = 0;
+  size_t bucket_end = 1 + interior / buckets;
+  bool open = false;
+  ScalarPoint low{}, high{};
+  size_t low_index = 0, high_index = 0;
+  auto close_bucket = [&] {
+    if (!open) return;
+    kept.push_back(low_index <= high_index ? low : high);
+    if (low_index != high_index) kept.push_back(low_index <= high_index ? high : low);
+    open = false;
+  };
+  size_t index = 0;
+  points.ForEach([&](const ScalarPoint& point) {
+    if (index == 0) {
+      kept.push_back(point);
+    } else if (index == n - 1) {
+      close_bucket();
+      kept.push_back(point);
+    } else {
+      while (index >= bucket_end) {
+        close_bucket();
+        ++bucket;
+        bucket_end = 1 + (bucket + 1) * interior / buckets;
+      }
+      if (!open) {
+        low = high = point;
+        low_index = high_index = index;
+        open = true;
+      } else {
+        if (point.value < low.value) low = point, low_index = index;
+        if (point.value > high.value) high = point, high_index = index;
+      }
+    }
+    ++index;
+  });
+  return kept;
+}
+
 // One run's series from its files (oldest first): a file's points count up to the earliest
 // SessionLog START of any later file.
 void MergeRun(const std::string& replica, const std::string& run,
               const std::vector<const train::EventFileScalars*>& files, const ScalarQuery& query,
               std::vector<ScalarSeries>* out) {
-  std::vector<int64_t> limit(files.size(), std::numeric_limits<int64_t>::max());
+  constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> limit(files.size(), kNoLimit);
   for (size_t i = files.size(); i-- > 1;) {
     const std::optional<int64_t> start = files[i]->earliest_session_start();
-    limit[i - 1] = std::min(limit[i], start ? *start : std::numeric_limits<int64_t>::max());
+    limit[i - 1] = std::min(limit[i], start ? *start : kNoLimit);
   }
   std::set<std::string> tags;
   for (const train::EventFileScalars* file : files) {
@@ -91,24 +177,36 @@ void MergeRun(const std::string& replica, const std::string& run,
       if (Matches(query.tag, tag)) tags.insert(tag);
     }
   }
+  const auto step_below = [](const ScalarPoint& point, int64_t step) { return point.step < step; };
+  const auto step_above = [](int64_t step, const ScalarPoint& point) { return step < point.step; };
   for (const std::string& tag : tags) {
     ScalarSeries series{replica, run, tag, {}, 0};
+    PointRanges selected(files.size());
     for (size_t i = 0; i < files.size(); ++i) {
       auto it = files[i]->series().find(tag);
       if (it == files[i]->series().end()) continue;
-      for (const ScalarPoint& point : it->second) {
+      const std::vector<ScalarPoint>& points = it->second;
+      if (files[i]->StepsAscending(tag)) {
+        // Both cuts by binary search: a read of a long series touches only what it returns.
+        const ScalarPoint* first = points.data();
+        const ScalarPoint* end =
+            std::lower_bound(first, first + points.size(), limit[i], step_below);
+        series.total_points += static_cast<size_t>(end - first);
+        selected.AddRange(std::upper_bound(first, end, query.after_step, step_above), end);
+        continue;
+      }
+      std::vector<ScalarPoint> copy;
+      for (const ScalarPoint& point : points) {
         if (point.step >= limit[i]) continue;
         ++series.total_points;
-        if (point.step <= query.after_step) continue;
-        if (query.latest_only) {
-          series.points.assign(1, point);
-        } else {
-          series.points.push_back(point);
-        }
+        if (point.step > query.after_step) copy.push_back(point);
       }
+      selected.AddCopy(std::move(copy));
     }
-    if (!query.latest_only && query.max_points > 0 && series.points.size() > query.max_points) {
-      series.points = Downsample(series.points, query.max_points);
+    if (query.latest_only) {
+      if (const ScalarPoint* last = selected.last()) series.points.push_back(*last);
+    } else {
+      series.points = DownsampleRanges(selected, query.max_points);
     }
     if (!series.points.empty() || query.after_step < 0) out->push_back(std::move(series));
   }
@@ -117,29 +215,9 @@ void MergeRun(const std::string& replica, const std::string& run,
 }  // namespace
 
 std::vector<ScalarPoint> Downsample(const std::vector<ScalarPoint>& points, size_t max_points) {
-  const size_t n = points.size();
-  if (max_points == 0 || n <= max_points) return points;
-  if (max_points < 3) return std::vector<ScalarPoint>(points.end() - max_points, points.end());
-  std::vector<ScalarPoint> kept;
-  kept.reserve(max_points);
-  kept.push_back(points.front());
-  const size_t buckets = (max_points - 2) / 2;
-  const size_t interior = n - 2;
-  for (size_t b = 0; b < buckets; ++b) {
-    const size_t begin = 1 + b * interior / buckets;
-    const size_t end = 1 + (b + 1) * interior / buckets;
-    if (begin >= end) continue;
-    size_t low = begin;
-    size_t high = begin;
-    for (size_t i = begin + 1; i < end; ++i) {
-      if (points[i].value < points[low].value) low = i;
-      if (points[i].value > points[high].value) high = i;
-    }
-    kept.push_back(points[std::min(low, high)]);
-    if (low != high) kept.push_back(points[std::max(low, high)]);
-  }
-  kept.push_back(points.back());
-  return kept;
+  PointRanges ranges(0);
+  ranges.AddRange(points.data(), points.data() + points.size());
+  return DownsampleRanges(ranges, max_points);
 }
 
 ScalarCache::ScalarCache(train::EventFileLimits file_limits, size_t max_points)

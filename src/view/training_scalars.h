@@ -83,9 +83,9 @@ StatusOr<std::vector<ScalarSeries>> ReadJobScalars(const exec::JobStore& store,
                                                    const ScalarQuery& query, ScalarCache* cache,
                                                    std::vector<std::string>* notes = nullptr);
 
-// Reduces `points` to at most `max_points` (>= 3 to keep both ends and one bucket's extremes;
-// fewer keeps the last ones): the first and last points, and the lowest and highest value of each
-// of (max_points - 2) / 2 equal buckets between them, in order.
+// Reduces `points` to at most `max_points`: the first and last points, and the lowest and highest
+// value of each of (max_points - 2) / 2 equal buckets between them, in order. Below 4 (too few
+// for one bucket's extremes besides the ends), the last `max_points` points.
 std::vector<ScalarPoint> Downsample(const std::vector<ScalarPoint>& points, size_t max_points);
 
 // Event files by path, each read only as far as it grew since its last read. Thread-safe: reads

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 
 #include "testing/files.h"
 #include "testing/scratch_directory.h"
 #include "train/summary/crc32c.h"
 #include "train/summary/event.pb.h"
+#include "train/summary/event_file_writer.h"
 #include "train/summary/tfrecord.h"
 
 namespace cohort::view {
@@ -59,6 +61,35 @@ void Append(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::app);
   out << bytes;
+}
+
+// A query; designated initializers would leave the other fields to -Wextra's complaint.
+ScalarQuery Query(std::string replica, std::string run = "", std::string tag = "") {
+  ScalarQuery query;
+  query.replica = std::move(replica);
+  query.run = std::move(run);
+  query.tag = std::move(tag);
+  return query;
+}
+
+ScalarQuery WithTag(std::string tag) { return Query("", "", std::move(tag)); }
+
+ScalarQuery AfterStep(int64_t step) {
+  ScalarQuery query;
+  query.after_step = step;
+  return query;
+}
+
+ScalarQuery AtMost(size_t max_points) {
+  ScalarQuery query;
+  query.max_points = max_points;
+  return query;
+}
+
+ScalarQuery LatestOnly() {
+  ScalarQuery query;
+  query.latest_only = true;
+  return query;
 }
 
 std::vector<int64_t> Steps(const ScalarSeries& series) {
@@ -108,10 +139,10 @@ TEST_F(TrainingScalarsTest, FindsEveryReplicaAndRunAndFilters) {
   EXPECT_EQ(all[2].run, "validation");
   EXPECT_THAT(notes_, IsEmpty());
 
-  EXPECT_EQ(Read({.tag = "epoch_loss"}).size(), 1u);
-  EXPECT_EQ(Read({.replica = "worker-0"}).size(), 2u);
-  EXPECT_EQ(Read({.replica = "worker-0", .run = "train"}).size(), 1u);
-  EXPECT_THAT(Read({.tag = "nothing"}), IsEmpty());
+  EXPECT_EQ(Read(WithTag("epoch_loss")).size(), 1u);
+  EXPECT_EQ(Read(Query("worker-0")).size(), 2u);
+  EXPECT_EQ(Read(Query("worker-0", "train")).size(), 1u);
+  EXPECT_THAT(Read(WithTag("nothing")), IsEmpty());
 }
 
 TEST_F(TrainingScalarsTest, ReadsWhatWasAppendedAndAfterAStep) {
@@ -124,13 +155,13 @@ TEST_F(TrainingScalarsTest, ReadsWhatWasAppendedAndAfterAStep) {
   EXPECT_THAT(Steps(all[0]), ElementsAre(1, 2, 3));
   EXPECT_EQ(cache_.cached_files(), 1u);
 
-  std::vector<ScalarSeries> newer = Read({.after_step = 1});
+  std::vector<ScalarSeries> newer = Read(AfterStep(1));
   ASSERT_EQ(newer.size(), 1u);
   EXPECT_THAT(Steps(newer[0]), ElementsAre(2, 3));
   EXPECT_EQ(newer[0].total_points, 3u);
-  EXPECT_THAT(Read({.after_step = 3}), IsEmpty());
+  EXPECT_THAT(Read(AfterStep(3)), IsEmpty());
 
-  std::vector<ScalarSeries> latest = Read({.latest_only = true});
+  std::vector<ScalarSeries> latest = Read(LatestOnly());
   ASSERT_EQ(latest.size(), 1u);
   EXPECT_THAT(Steps(latest[0]), ElementsAre(3));
 }
@@ -191,7 +222,9 @@ TEST_F(TrainingScalarsTest, AGarbageFileIsNotedAndTheOthersAreRead) {
 }
 
 TEST_F(TrainingScalarsTest, AFileOverTheSizeLimitIsSkippedWithANote) {
-  ScalarCache small({.max_file_bytes = 64});
+  train::EventFileLimits limits;
+  limits.max_file_bytes = 64;
+  ScalarCache small(limits);
   std::string records = VersionRecord();
   for (int step = 1; step <= 10; ++step) records += ScalarRecord(step, "batch_loss", 1);
   Append(EventFile("worker-0", "train"), records);
@@ -238,13 +271,38 @@ TEST_F(TrainingScalarsTest, ALinkedRunIsRead) {
   EXPECT_THAT(Steps(all[0]), ElementsAre(4));
 }
 
+// The contract of cluster/summary_location.h, writer to reader: a run written elsewhere is linked
+// into the task's COHORT_SUMMARY_DIR and found there; one written in it needs no link.
+TEST_F(TrainingScalarsTest, AWriterLinksARunWrittenElsewhere) {
+  const fs::path own = summaries_ / "chief-0";
+  ASSERT_EQ(setenv("COHORT_SUMMARY_DIR", own.c_str(), 1), 0);
+  auto elsewhere = train::EventFileWriter::Create((scratch_.path() / "user" / "train").string());
+  auto inside = train::EventFileWriter::Create((own / "eval").string());
+  unsetenv("COHORT_SUMMARY_DIR");
+  ASSERT_TRUE(elsewhere.ok() && inside.ok());
+  ASSERT_TRUE((*elsewhere)->WriteScalars(3, {{"batch_loss", 0.5f}}).ok());
+  ASSERT_TRUE((*elsewhere)->Flush().ok());
+  ASSERT_TRUE((*inside)->WriteScalars(3, {{"auc", 0.75f}}).ok());
+  ASSERT_TRUE((*inside)->Flush().ok());
+  EXPECT_TRUE(fs::is_symlink(own / "train"));
+  EXPECT_EQ(fs::read_symlink(own / "train"), scratch_.path() / "user" / "train");
+  EXPECT_FALSE(fs::is_symlink(own / "eval"));
+
+  std::vector<ScalarSeries> all = Read();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].run, "eval");
+  EXPECT_EQ(all[1].run, "train");
+  EXPECT_EQ(all[1].tag, "batch_loss");
+  EXPECT_THAT(Steps(all[1]), ElementsAre(3));
+}
+
 TEST_F(TrainingScalarsTest, LongSeriesAreDownsampledKeepingEndsAndExtremes) {
   std::string records = VersionRecord();
   for (int step = 1; step <= 10000; ++step) {
     records += ScalarRecord(step, "batch_loss", step == 5000 ? 100.0f : 1.0f);
   }
   Append(EventFile("worker-0", "train"), records);
-  std::vector<ScalarSeries> all = Read({.max_points = 100});
+  std::vector<ScalarSeries> all = Read(AtMost(100));
   ASSERT_EQ(all.size(), 1u);
   EXPECT_LE(all[0].points.size(), 100u);
   EXPECT_EQ(all[0].total_points, 10000u);
@@ -253,13 +311,13 @@ TEST_F(TrainingScalarsTest, LongSeriesAreDownsampledKeepingEndsAndExtremes) {
   bool spike = false;
   for (const ScalarPoint& point : all[0].points) spike = spike || point.value == 100.0;
   EXPECT_TRUE(spike);
-  EXPECT_EQ(Read({.max_points = 0})[0].points.size(), 10000u);
+  EXPECT_EQ(Read(AtMost(0))[0].points.size(), 10000u);
 }
 
 TEST_F(TrainingScalarsTest, DownsampleKeepsOrderAndBound) {
   std::vector<ScalarPoint> points;
   for (int i = 0; i < 1000; ++i) points.push_back({i, 0, static_cast<double>((i * 37) % 101)});
-  for (size_t bound : {1u, 2u, 3u, 10u, 999u}) {
+  for (size_t bound : {1u, 2u, 3u, 4u, 5u, 10u, 999u}) {
     std::vector<ScalarPoint> kept = Downsample(points, bound);
     EXPECT_LE(kept.size(), bound);
     EXPECT_EQ(kept.back().step, 999);

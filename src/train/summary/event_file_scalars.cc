@@ -27,6 +27,7 @@ void EventFileScalars::Reset() {
   size_seen_ = 0;
   stopped_ = Status::OK();
   series_.clear();
+  unordered_tags_.clear();
   earliest_start_.reset();
   point_count_ = 0;
   dropped_points_ = 0;
@@ -100,7 +101,9 @@ void EventFileScalars::AddRecord(std::string_view record) {
       ++dropped_points_;
       continue;
     }
-    series_[value.tag()].push_back(
+    std::vector<ScalarPoint>& points = series_[value.tag()];
+    if (!points.empty() && event.step() < points.back().step) unordered_tags_.insert(value.tag());
+    points.push_back(
         ScalarPoint{event.step(), event.wall_time(), static_cast<double>(value.simple_value())});
     ++point_count_;
   }

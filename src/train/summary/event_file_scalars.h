@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class EventFileScalars {
   const std::string& path() const { return path_; }
   // Every tag's points, in the file's order.
   const std::map<std::string, std::vector<ScalarPoint>>& series() const { return series_; }
+  // Whether the points of `tag` are in non-decreasing step order (as every writer writes them),
+  // so that a reader may search them by step.
+  bool StepsAscending(const std::string& tag) const { return !unordered_tags_.count(tag); }
   // The smallest step of a SessionLog START in this file, if it has one.
   std::optional<int64_t> earliest_session_start() const { return earliest_start_; }
   size_t point_count() const { return point_count_; }
@@ -75,6 +79,7 @@ class EventFileScalars {
   uint64_t inode_seen_ = 0;
   Status stopped_;  // set once the file cannot be read further
   std::map<std::string, std::vector<ScalarPoint>> series_;
+  std::set<std::string> unordered_tags_;
   std::optional<int64_t> earliest_start_;
   size_t point_count_ = 0;
   size_t dropped_points_ = 0;
