@@ -1,6 +1,8 @@
 #include "ui/api.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "view/command_line.h"
 #include "view/job_view.h"
 #include "view/pod_view.h"
+#include "view/prometheus_metrics.h"
 
 namespace cohort::ui {
 namespace {
@@ -24,6 +27,8 @@ constexpr size_t kMaxRunIndexes = 4096;
 // A followed log sends at most this much per read, and a line longer than this in pieces.
 constexpr size_t kMaxFollowBatchBytes = size_t{1} << 20;
 constexpr std::chrono::seconds kHeartbeatEvery{15};
+// Points of one scalar series in one answer (max_points), at most.
+constexpr uint64_t kMaxPointsPerSeries = 1000000;
 // Events of one request, the most recent kept.
 constexpr size_t kMaxEvents = 10000;
 
@@ -265,6 +270,7 @@ ApiResponse Api::Handle(const ApiRequest& request) {
     }
     return std::nullopt;
   };
+  if (request.path == "/metrics") return read ? Metrics() : method_not_allowed();
   if (request.path == "/healthz") {
     ApiResponse ok;
     ok.content_type = "text/plain; charset=utf-8";
@@ -292,6 +298,9 @@ ApiResponse Api::Handle(const ApiRequest& request) {
         const std::string& sub = parts[7];
         if (sub == "replicas")
           return read ? JobReplicas(namespace_name, name) : method_not_allowed();
+        if (sub == "scalars") {
+          return read ? JobScalars(request, namespace_name, name) : method_not_allowed();
+        }
         if (sub == "events") {
           return read ? EventsList(request, namespace_name, false, name) : method_not_allowed();
         }
@@ -610,6 +619,81 @@ ApiResponse Api::PodLog(const ApiRequest& request, const std::string& namespace_
     }
     return true;
   };
+  return response;
+}
+
+ApiResponse Api::JobScalars(const ApiRequest& request, const std::string& namespace_name,
+                            const std::string& name) {
+  exec::JobStore store(options_.home);
+  exec::JobKey key{namespace_name, name};
+  if (!store.Exists(key)) return JobNotFound(name);
+  view::ScalarQuery query;
+  query.replica = Param(request, "replica").value_or("");
+  query.run = Param(request, "run").value_or("");
+  // Several tags, comma-separated: read every tag and keep those.
+  std::vector<std::string> tags;
+  if (std::optional<std::string> tag = Param(request, "tag"); tag && !tag->empty()) {
+    size_t position = 0;
+    while (position <= tag->size()) {
+      size_t comma = tag->find(',', position);
+      if (comma == std::string::npos) comma = tag->size();
+      if (comma > position) tags.push_back(tag->substr(position, comma - position));
+      position = comma + 1;
+    }
+  }
+  if (tags.size() == 1) query.tag = tags[0];
+  StatusOr<std::optional<uint64_t>> after = CountParam(request, "after_step", uint64_t{1} << 62);
+  StatusOr<std::optional<uint64_t>> max_points =
+      CountParam(request, "max_points", kMaxPointsPerSeries);
+  if (!after.ok()) return FromStatus(after.status());
+  if (!max_points.ok()) return FromStatus(max_points.status());
+  if (*after) query.after_step = static_cast<int64_t>(**after);
+  if (*max_points) query.max_points = static_cast<size_t>(**max_points);
+  std::vector<std::string> notes;
+  StatusOr<std::vector<view::ScalarSeries>> series =
+      view::ReadJobScalars(store, key, query, &scalar_cache_, &notes);
+  if (!series.ok()) return FromStatus(series.status());
+  // Written by hand: a million points as nlohmann::json values would cost far more than the text.
+  std::string body = R"({"apiVersion":"v1","kind":"List","items":[)";
+  bool first_series = true;
+  char number[64];
+  for (const view::ScalarSeries& one : *series) {
+    if (tags.size() > 1 && std::find(tags.begin(), tags.end(), one.tag) == tags.end()) continue;
+    if (!first_series) body += ',';
+    first_series = false;
+    body += json({{"replica", one.replica},
+                  {"run", one.run},
+                  {"tag", one.tag},
+                  {"totalPoints", one.total_points}})
+                .dump();
+    body.pop_back();  // the closing brace: the points follow
+    body += R"(,"points":[)";
+    for (size_t i = 0; i < one.points.size(); ++i) {
+      const view::ScalarPoint& point = one.points[i];
+      // JSON has no NaN nor infinity: such a value is null, a gap in the curve.
+      int length =
+          std::isfinite(point.value)
+              ? std::snprintf(number, sizeof(number), "%s[%lld,%.3f,%.9g]", i ? "," : "",
+                              static_cast<long long>(point.step), point.wall_time, point.value)
+              : std::snprintf(number, sizeof(number), "%s[%lld,%.3f,null]", i ? "," : "",
+                              static_cast<long long>(point.step), point.wall_time);
+      body.append(number, static_cast<size_t>(length));
+    }
+    body += "]}";
+  }
+  body += R"(],"notes":)" + json(notes).dump() + "}";
+  ApiResponse response;
+  response.body = std::move(body);
+  return response;
+}
+
+ApiResponse Api::Metrics() {
+  exec::LocalJobs jobs(options_.home);
+  jobs.Tidy(jobs.store().ListJobs());
+  ApiResponse response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.body =
+      view::PrometheusMetrics(jobs.store(), view::LatestScalarsOf(jobs.store(), &scalar_cache_));
   return response;
 }
 

@@ -41,6 +41,7 @@
 
 #include "base/status.h"
 #include "ui/log_range.h"
+#include "view/training_scalars.h"
 
 namespace cohort::ui {
 
@@ -97,6 +98,9 @@ class Api {
   ApiResponse PodGet(const std::string& namespace_name, const std::string& pod);
   ApiResponse PodLog(const ApiRequest& request, const std::string& namespace_name,
                      const std::string& pod);
+  ApiResponse JobScalars(const ApiRequest& request, const std::string& namespace_name,
+                         const std::string& name);
+  ApiResponse Metrics();
   ApiResponse EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
                          const std::string& job_name);
 
@@ -104,6 +108,7 @@ class Api {
   StatusOr<RunIndex> UpdatedRunIndex(const FileReader& file);
 
   ApiOptions options_;
+  view::ScalarCache scalar_cache_;  // event files read so far, by path
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_streams_{0};
   std::mutex run_indexes_mutex_;
