@@ -26,10 +26,12 @@ COHORT_PACKAGES=(
 # that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
 # on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
+# chromium is the real browser of the dashboard's test (tests/ui_browser, headless).
 COHORT_TEST_PACKAGES=(
   golang-go etcd-server dpkg-dev rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
   curl iproute2
+  chromium
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
@@ -56,6 +58,23 @@ cohort_pin_blas() {
 cohort_install_packages() {
   cohort_install_missing_packages "${COHORT_PACKAGES[@]}"
   cohort_pin_blas
+  cohort_install_web_packages
+}
+
+# The npm packages the dashboard's pages are built from (src/ui/web: esbuild and uPlot, exactly
+# as package-lock.json pins them): the build bundles them into the `cohort` binary, so they are
+# needed to build it. Where no npm is on PATH, Debian's nodejs and npm are installed first.
+# Skipped when already installed from this lock.
+cohort_install_web_packages() {
+  local folder="$COHORT_ROOT/src/ui/web"
+  local stamp="$folder/node_modules/.cohort-installed-lock.json"
+  if [ -f "$stamp" ] && cmp -s "$folder/package-lock.json" "$stamp"; then
+    return 0
+  fi
+  command -v npm >/dev/null || cohort_install_missing_packages nodejs npm
+  echo "setup: npm ci in src/ui/web (the dashboard's pages)"
+  (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$folder/package-lock.json" "$stamp"
 }
 
 # The npm packages of tests/kube_schema (the kube_schema test validates Cohort's Kubernetes objects

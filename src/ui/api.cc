@@ -173,6 +173,8 @@ class LineSplitter {
       position = newline + 1;
     }
   }
+  // Bytes received but not passed on yet (a line not ended yet).
+  size_t pending_size() const { return pending_.size(); }
   template <typename OnLine>
   void Flush(OnLine&& on_line) {
     if (!pending_.empty()) on_line(pending_);
@@ -561,7 +563,8 @@ ApiResponse Api::PodLog(const ApiRequest& request, const std::string& namespace_
       if (!events) return write(bytes);
       lines.Add(bytes, [&](const std::string& line) { sse.Line(line); });
       if (flush) lines.Flush([&](const std::string& line) { sse.Line(line); });
-      return sse.Send(end_offset);
+      // The id is where a reconnecting stream resumes: after the last line sent.
+      return sse.Send(end_offset - lines.pending_size());
     };
     // What the query selected, then what is appended while the job lives.
     bool client_there = true;
