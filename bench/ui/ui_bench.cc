@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "exec/job_store.h"
+#include "exec/supervisor_lock.h"
 #include "job/job_file.h"
 #include "job/reconciler.h"
 #include "train/summary/event_file_writer.h"
@@ -87,7 +88,9 @@ Status BuildHome(const std::filesystem::path& home, const Flags& flags) {
     StatusOr<job::JobFile> loaded = job::LoadJobFromText(Manifest(name), name + ".yaml", {});
     if (!loaded.ok()) return loaded.status();
     exec::JobKey key{"default", name};
-    if (Status created = store.CreateJob(loaded->job, nullptr); !created.ok()) return created;
+    // Held while the job is written, as by its supervisor; free once it is (a finished job).
+    exec::SupervisorLock lock;
+    if (Status created = store.CreateJob(loaded->job, &lock); !created.ok()) return created;
     job::JobStatus status;
     status.start_time = now;
     status.completion_time = now;
