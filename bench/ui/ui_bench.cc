@@ -9,7 +9,7 @@
 // TensorBoard event files of one replica; then serves it with the real DashboardServer on
 // loopback and times, over `--rounds` rounds, what each page asks for:
 //   jobs page   GET /apis/kubeflow.org/v1/tfjobs + GET /api/v1/pods
-//   job page    the job, its replicas, its events (fieldSelector), its loss (max_points 1000)
+//   job page    the job, its replicas, its last 200 events (fieldSelector, limit), as the page
 //   log tail    GET .../pods/POD/log?allRuns=true&tailLines=1000 of the largest log
 //   scalars     GET .../scalars of the job with --points points, first read and cached
 // and the process's peak resident memory before and after streaming the largest log whole.
@@ -152,8 +152,8 @@ double Measure(httplib::Client& client, const std::string& what,
     times.push_back(std::chrono::duration<double, std::milli>(Stopwatch::now() - start).count());
   }
   std::sort(times.begin(), times.end());
-  std::printf("%-34s median %8.1f ms  worst %8.1f ms  (last answer %zu bytes)\n", what.c_str(),
-              times[times.size() / 2], times.back(), *bytes);
+  std::printf("%-34s median %8.1f ms  worst %8.1f ms  (last answer %zu bytes; peak RSS %ld KiB)\n",
+              what.c_str(), times[times.size() / 2], times.back(), *bytes, PeakResidentKib());
   return times[times.size() / 2];
 }
 
@@ -199,11 +199,11 @@ int main(int argc, char** argv) {
   double jobs_page =
       Measure(client, "jobs page (tfjobs + pods)", {"/apis/kubeflow.org/v1/tfjobs", "/api/v1/pods"},
               flags.rounds, &bytes);
-  double job_page =
-      Measure(client, "job page (job, replicas, events)",
-              {job, job + "/replicas",
-               "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Djob-0"},
-              flags.rounds, &bytes);
+  double job_page = Measure(
+      client, "job page (job, replicas, events)",
+      {job, job + "/replicas",
+       "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Djob-0&limit=200"},
+      flags.rounds, &bytes);
   double tail =
       Measure(client, "log tail (1000 lines, largest log)",
               {"/api/v1/namespaces/default/pods/job-0-worker-0/log?allRuns=true&tailLines=1000"},
@@ -212,6 +212,11 @@ int main(int argc, char** argv) {
       Measure(client, "scalars (first read)", {job + "/scalars?tag=batch_loss"}, 1, &bytes);
   double scalars = Measure(client, "scalars (cached, 2000 of them)",
                            {job + "/scalars?tag=batch_loss"}, flags.rounds, &bytes);
+  if (auto answer = client.Get(job + "/scalars?tag=batch_loss"); answer) {
+    size_t at = answer->body.find("\"totalPoints\":");
+    std::printf("scalars: %s points in the series\n",
+                at == std::string::npos ? "no" : answer->body.substr(at + 14, 12).c_str());
+  }
   long rss_before_stream = PeakResidentKib();
   // The largest log, whole: streamed, so the peak memory should not grow by its size.
   uint64_t streamed = 0;

@@ -11,6 +11,7 @@
 #include "exec/local_jobs.h"
 #include "job/reconciler.h"
 #include "job/status_json.h"
+#include "ui/request_store.h"
 #include "ui/selectors.h"
 #include "view/command_line.h"
 #include "view/job_view.h"
@@ -29,6 +30,7 @@ constexpr size_t kMaxFollowBatchBytes = size_t{1} << 20;
 constexpr std::chrono::seconds kHeartbeatEvery{15};
 // Points of one scalar series in one answer (max_points), at most.
 constexpr uint64_t kMaxPointsPerSeries = 1000000;
+constexpr std::chrono::seconds kTidyEvery{2};
 // Events of one request, the most recent kept.
 constexpr size_t kMaxEvents = 10000;
 
@@ -210,6 +212,37 @@ class EventStreamWriter {
   std::string batch_;
 };
 
+// The last `count` events of a job, read backwards from the end of its events file (one event
+// per line, exec/job_store.h); lines that are not events are skipped.
+StatusOr<std::vector<job::Event>> LastEvents(const exec::JobStore& store, const exec::JobKey& key,
+                                             size_t count) {
+  StatusOr<FileReader> file = FileReader::Open(store.JobDirectory(key) / "events.jsonl");
+  if (!file.ok()) {
+    if (file.status().code() == Status::Code::kNotFound) return std::vector<job::Event>();
+    return file.status();
+  }
+  uint64_t size = file->Size();
+  StatusOr<uint64_t> start = StartOfLastLines(*file, 0, size, count);
+  if (!start.ok()) return start.status();
+  std::vector<job::Event> events;
+  std::string pending;
+  Status read = ForEachChunk(*file, LogRange{*start, size}, [&](std::string_view chunk) {
+    pending.append(chunk);
+    size_t position = 0, newline;
+    while ((newline = pending.find('\n', position)) != std::string::npos) {
+      json line = json::parse(pending.substr(position, newline - position), nullptr, false);
+      position = newline + 1;
+      if (line.is_discarded()) continue;
+      StatusOr<job::Event> event = job::EventFromJson(line);
+      if (event.ok()) events.push_back(std::move(*event));
+    }
+    pending.erase(0, position);
+    return true;
+  });
+  if (!read.ok()) return read;
+  return events;
+}
+
 }  // namespace
 
 std::pair<int, std::string> HttpStatusFor(const Status& status) {
@@ -340,9 +373,8 @@ ApiResponse Api::Handle(const ApiRequest& request) {
 
 ApiResponse Api::JobsList(const ApiRequest& request, const std::string& namespace_name, bool all) {
   exec::LocalJobs jobs(options_.home);
-  StatusOr<std::vector<exec::JobKey>> keys = jobs.Lookup("", namespace_name, all);
-  if (!keys.ok()) return FromStatus(keys.status());
-  json list = view::JobObjects(jobs.store(), *keys, /*list=*/true);
+  RequestStore store(jobs.store());
+  json list = view::JobObjects(store, ListedJobs(jobs, namespace_name, all), /*list=*/true);
   if (AcceptsYaml(request)) {
     StatusOr<std::string> yaml =
         view::RenderObject(view::OutputFormat{view::OutputFormat::Kind::kYaml, ""}, list);
@@ -353,6 +385,19 @@ ApiResponse Api::JobsList(const ApiRequest& request, const std::string& namespac
     return response;
   }
   return Json(list);
+}
+
+std::vector<exec::JobKey> Api::ListedJobs(exec::LocalJobs& jobs, const std::string& namespace_name,
+                                          bool all) {
+  {
+    std::lock_guard<std::mutex> lock(tidy_mutex_);
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_tidy_ >= kTidyEvery) {
+      jobs.Tidy(jobs.store().ListJobs());
+      last_tidy_ = now;
+    }
+  }
+  return jobs.store().ListJobs(all ? "" : namespace_name);
 }
 
 ApiResponse Api::JobGet(const ApiRequest& request, const std::string& namespace_name,
@@ -378,9 +423,10 @@ ApiResponse Api::JobReplicas(const std::string& namespace_name, const std::strin
   exec::LocalJobs jobs(options_.home);
   exec::JobKey key{namespace_name, name};
   if (!jobs.store().Exists(key)) return JobNotFound(name);
-  std::vector<exec::ReplicaRow> rows = jobs.store().ReadReplicas(key);
+  RequestStore store(jobs.store());
+  std::vector<exec::ReplicaRow> rows = store.ReadReplicas(key);
   json items = json::array();
-  for (const view::PodRef& pod : view::JobPods(jobs.store(), key, /*with_removed=*/true)) {
+  for (const view::PodRef& pod : view::JobPods(store, key, /*with_removed=*/true)) {
     exec::ReplicaRow row;
     row.name = pod.replica;
     row.phase = "Pending";
@@ -434,15 +480,14 @@ ApiResponse Api::PodsList(const ApiRequest& request, const std::string& namespac
     exec::JobKey key{namespace_name, *job_name};
     if (jobs.store().Exists(key)) keys.push_back(key);
   } else {
-    StatusOr<std::vector<exec::JobKey>> found = jobs.Lookup("", namespace_name, all);
-    if (!found.ok()) return FromStatus(found.status());
-    keys = *found;
+    keys = ListedJobs(jobs, namespace_name, all);
   }
+  RequestStore store(jobs.store());
   json items = json::array();
   for (const exec::JobKey& key : keys) {
     if (job_name && key.name != *job_name) continue;
-    for (const view::PodRef& pod : view::JobPods(jobs.store(), key)) {
-      json object = view::PodObject(jobs.store(), pod);
+    for (const view::PodRef& pod : view::JobPods(store, key)) {
+      json object = view::PodObject(store, pod);
       if (selector) {
         std::map<std::string, std::string> labels;
         for (const auto& [label, value] : object["metadata"]["labels"].items()) {
@@ -735,13 +780,24 @@ ApiResponse Api::EventsList(const ApiRequest& request, const std::string& namesp
       return JobNotFound(job_name);
     }
   } else {
-    StatusOr<std::vector<exec::JobKey>> found = jobs.Lookup("", namespace_name, all);
-    if (!found.ok()) return FromStatus(found.status());
-    keys = *found;
+    keys = ListedJobs(jobs, namespace_name, all);
+  }
+  // One job's last events, when only the job is selected, are read from the end of its events
+  // file: a job with thousands of events costs what the page shows.
+  bool only_the_job = true;
+  if (selector) {
+    for (const Requirement& requirement : selector->requirements()) {
+      if (requirement.key.rfind("involvedObject.", 0) != 0 &&
+          requirement.key != "metadata.namespace") {
+        only_the_job = false;
+      }
+    }
   }
   json items = json::array();
   for (const exec::JobKey& key : keys) {
-    StatusOr<std::vector<job::Event>> events = jobs.store().ReadEvents(key);
+    StatusOr<std::vector<job::Event>> events = keys.size() == 1 && only_the_job
+                                                   ? LastEvents(jobs.store(), key, keep)
+                                                   : jobs.store().ReadEvents(key);
     if (!events.ok()) continue;
     for (size_t i = 0; i < events->size(); ++i) {
       const job::Event& event = (*events)[i];

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "exec/local_jobs.h"
 #include "ui/log_range.h"
 #include "view/training_scalars.h"
 
@@ -104,6 +105,11 @@ class Api {
   ApiResponse EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
                          const std::string& job_name);
 
+  // The jobs of a namespace (of all with `all`), after tidying every job (supervisor lost, TTL:
+  // LocalJobs::Tidy) at most once every kTidyEvery, as `cohort get` does on each call: a page that
+  // polls 200 jobs every 2 s must not re-read every spec each time.
+  std::vector<exec::JobKey> ListedJobs(exec::LocalJobs& jobs, const std::string& namespace_name,
+                                       bool all);
   // The restart lines of a log, scanned once and then only as it grows (shared by requests).
   StatusOr<RunIndex> UpdatedRunIndex(const FileReader& file);
 
@@ -111,6 +117,8 @@ class Api {
   view::ScalarCache scalar_cache_;  // event files read so far, by path
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_streams_{0};
+  std::mutex tidy_mutex_;
+  std::chrono::steady_clock::time_point last_tidy_{};
   std::mutex run_indexes_mutex_;
   std::map<std::string, RunIndex> run_indexes_;  // by log path; bounded (kMaxRunIndexes)
 };

@@ -117,7 +117,7 @@ export function jobPage(root, ns, name, setStatus) {
   async function refresh() {
     const [job, replicas, events] = await Promise.all([
       getJson(paths.job(ns, name)), getJson(paths.replicas(ns, name)),
-      getJson(paths.events(ns, name))]);
+      getJson(`${paths.events(ns, name)}&limit=200`)]);
     const current = jobState(job);
     replaceChildren(state, stateBadge(current));
     const last = (job.status?.conditions ?? []).slice(-1)[0];
