@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "train/gradient_compression.h"
 #include "train/program/flag_checks.h"
 #include "train/program/process.h"
 
@@ -130,6 +131,18 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->envname("COHORT_SAME_HOST_PATH")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--gradient_compression", flags.gradient_compression,
+                 "MultiWorkerMirrored: none, bf16 or fp16; with bf16 or fp16 each gradient bucket "
+                 "is rounded to 16 bits before the all-reduce and widened back after it (half the "
+                 "bytes on the wire, 16-bit precision in the averaged gradient; fp16 overflows "
+                 "past 65504)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (ParseGradientCompression(value).ok()) return std::string();
+            return "expected none, bf16 or fp16, got \"" + value.substr(0, 64) + "\"";
+          },
+          "none|bf16|fp16", "GradientCompression"));
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the test split instead of training");
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate")

@@ -47,7 +47,8 @@ struct Flags {
   double gradient_bucket_mb = 4;
   double startup_timeout_s = 300;
   double peer_timeout_s = 30;
-  std::string same_host_path = "on";  // "on" or "off"
+  std::string same_host_path = "on";          // "on" or "off"
+  std::string gradient_compression = "none";  // "none", "bf16" or "fp16" (gradient_compression.h)
   bool evaluate = false;
   std::string model_path;
   bool data_dir_given = false;  // --data_dir was on the command line (else the default above)

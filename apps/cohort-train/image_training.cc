@@ -40,7 +40,10 @@ std::string Describe(const Strategy& strategy, const cluster::TfConfig& config,
          "); collectives over " +
          (strategy.uses_same_host_memory() ? "same-host memory and TCP"
           : flags.same_host_path == "on"   ? "TCP (same-host path unavailable)"
-                                           : "TCP (same-host path off)");
+                                           : "TCP (same-host path off)") +
+         (flags.gradient_compression == "none"
+              ? std::string()
+              : "; gradients as " + flags.gradient_compression + " on the wire");
 }
 
 std::string BlasName(const BlasLibrary& blas) {
@@ -68,6 +71,9 @@ TrainerOptions TrainerOptionsFrom(const Flags& flags) {
       flags.learning_rate > 0 ? flags.learning_rate : (flags.optimizer == "adam" ? 0.001 : 0.01);
   options.seed = flags.seed;
   options.bucket_bytes = static_cast<size_t>(flags.gradient_bucket_mb * (1 << 20));
+  // The flag's check accepts only what ParseGradientCompression accepts.
+  auto compression = ParseGradientCompression(flags.gradient_compression);
+  options.gradient_compression = compression.ok() ? *compression : GradientCompression::kNone;
   return options;
 }
 

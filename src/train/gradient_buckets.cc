@@ -5,8 +5,11 @@
 namespace cohort::train {
 
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Strategy* strategy,
-                                 size_t bucket_bytes)
-    : parameters_(std::move(parameters)), strategy_(strategy), slots_(parameters_.size()) {
+                                 size_t bucket_bytes, GradientCompression compression)
+    : parameters_(std::move(parameters)),
+      strategy_(strategy),
+      wire_type_(WireType(compression)),
+      slots_(parameters_.size()) {
   size_t bytes_in_bucket = 0;
   for (size_t i = parameters_.size(); i-- > 0;) {
     if (buckets_.empty() || bytes_in_bucket > bucket_bytes) {
@@ -24,6 +27,11 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, Strategy
     int64_t elements = 0;
     for (size_t member : bucket.members) elements += parameters_[member].numel();
     bucket.flat = torch::zeros({elements}, torch::kFloat32);
+    if (wire_type_) {
+      bucket.wire =
+          torch::zeros({elements}, *wire_type_ == collective::DataType::kBFloat16 ? torch::kBFloat16
+                                                                                  : torch::kHalf);
+    }
   }
   for (size_t i = 0; i < parameters_.size(); ++i) {
     hook_handles_.push_back(parameters_[i].register_hook(
@@ -72,8 +80,11 @@ void GradientBuckets::StartReadyBuckets() {
 }
 
 void GradientBuckets::StartBucket(Bucket& bucket) {
-  auto sum =
-      strategy_->StartSum(bucket.flat.data_ptr<float>(), static_cast<size_t>(bucket.flat.numel()));
+  const size_t count = static_cast<size_t>(bucket.flat.numel());
+  if (wire_type_) bucket.wire.copy_(bucket.flat);  // rounds to nearest even
+  auto sum = wire_type_ ? strategy_->StartSum16(static_cast<uint16_t*>(bucket.wire.data_ptr()),
+                                                count, *wire_type_)
+                        : strategy_->StartSum(bucket.flat.data_ptr<float>(), count);
   if (sum.ok()) {
     bucket.sum = std::move(sum).value();
   } else if (first_error_.ok()) {
@@ -105,7 +116,10 @@ Status GradientBuckets::FinishStep(std::chrono::milliseconds timeout) {
   if (!first_error_.ok()) return first_error_;
 
   const double scale = 1.0 / strategy_->num_workers();
-  for (Bucket& bucket : buckets_) bucket.flat.mul_(scale);
+  for (Bucket& bucket : buckets_) {
+    if (wire_type_) bucket.flat.copy_(bucket.wire);
+    bucket.flat.mul_(scale);
+  }
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const Slot& slot = slots_[i];
     parameters_[i].mutable_grad() = buckets_[slot.bucket]

@@ -9,6 +9,10 @@
 // communication overlaps computation. Buckets are started strictly in bucket order, so that every
 // worker issues the same sums in the same order even if hooks fire in a different order.
 //
+// With gradient compression (gradient_compression.h) a complete bucket is rounded into a 16-bit
+// copy of itself, that copy is summed across workers, and FinishStep widens the sum back into the
+// float32 bucket before averaging: half the bytes on the wire.
+//
 // Usage per step:
 //   buckets.BeginStep();          // clears .grad so autograd cannot write into a bucket
 //   loss.backward();              // hooks fill buckets and start their sums
@@ -21,9 +25,11 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/status.h"
+#include "train/gradient_compression.h"
 #include "train/strategy.h"
 
 namespace cohort::train {
@@ -32,7 +38,8 @@ class GradientBuckets {
  public:
   // Registers the hooks. `parameters` are the model's trainable tensors, in the model's order;
   // `strategy` must outlive this object. The hooks stay until destruction.
-  GradientBuckets(std::vector<torch::Tensor> parameters, Strategy* strategy, size_t bucket_bytes);
+  GradientBuckets(std::vector<torch::Tensor> parameters, Strategy* strategy, size_t bucket_bytes,
+                  GradientCompression compression = GradientCompression::kNone);
   ~GradientBuckets();
 
   GradientBuckets(const GradientBuckets&) = delete;
@@ -53,6 +60,7 @@ class GradientBuckets {
   struct Bucket {
     std::vector<size_t> members;  // parameter indices
     torch::Tensor flat;           // the members' gradients, concatenated
+    torch::Tensor wire;           // with compression: flat rounded to 16 bits, summed in place
     size_t pending = 0;           // members whose gradient has not arrived this step
     std::unique_ptr<PendingSum> sum;
   };
@@ -69,6 +77,7 @@ class GradientBuckets {
 
   std::vector<torch::Tensor> parameters_;
   Strategy* strategy_;
+  std::optional<collective::DataType> wire_type_;  // none: float32 buckets are summed as they are
   std::vector<Bucket> buckets_;
   std::vector<Slot> slots_;
   std::vector<unsigned> hook_handles_;  // by parameter

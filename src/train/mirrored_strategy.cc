@@ -69,6 +69,17 @@ StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartSum(floa
       communicator_->StartAllReduce(data, count, DataType::kFloat32, ReduceOp::kSum)));
 }
 
+StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartSum16(uint16_t* data,
+                                                                              size_t count,
+                                                                              DataType type) {
+  if (type != DataType::kBFloat16 && type != DataType::kFloat16) {
+    return Status::InvalidArgument(std::string("StartSum16 takes bfloat16 or float16, not ") +
+                                   collective::Name(type));
+  }
+  return std::unique_ptr<PendingSum>(std::make_unique<CollectiveSum>(
+      communicator_->StartAllReduce(data, count, type, ReduceOp::kSum)));
+}
+
 Status MultiWorkerMirroredStrategy::Barrier() { return communicator_->Barrier(); }
 
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const cluster::TfConfig& config,

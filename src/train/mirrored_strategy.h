@@ -55,6 +55,8 @@ class MultiWorkerMirroredStrategy : public Strategy {
   Status Broadcast(std::string* bytes) override;
   Status SumAcrossWorkers(std::vector<double>* values) override;
   StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) override;
+  StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t* data, size_t count,
+                                                   collective::DataType type) override;
   Status Barrier() override;
   bool uses_same_host_memory() const override { return communicator_->uses_same_host_memory(); }
 

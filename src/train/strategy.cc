@@ -15,4 +15,9 @@ StatusOr<std::unique_ptr<PendingSum>> SingleProcessStrategy::StartSum(float*, si
   return std::unique_ptr<PendingSum>(std::make_unique<CompletedSum>());
 }
 
+StatusOr<std::unique_ptr<PendingSum>> SingleProcessStrategy::StartSum16(uint16_t*, size_t,
+                                                                        collective::DataType) {
+  return std::unique_ptr<PendingSum>(std::make_unique<CompletedSum>());
+}
+
 }  // namespace cohort::train

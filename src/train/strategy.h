@@ -12,11 +12,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "collective/data_type.h"
 
 namespace cohort::train {
 
@@ -58,6 +60,11 @@ class Strategy {
   // the order in which they are started.
   virtual StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) = 0;
 
+  // The same for 16-bit floats (gradient_compression.h): `type` is collective::DataType::kBFloat16
+  // or kFloat16, each element a uint16_t; the sum is rounded to that type.
+  virtual StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t* data, size_t count,
+                                                           collective::DataType type) = 0;
+
   // Waits until every worker has called Barrier.
   virtual Status Barrier() = 0;
 
@@ -77,6 +84,8 @@ class SingleProcessStrategy : public Strategy {
   Status Broadcast(std::string*) override { return Status::OK(); }
   Status SumAcrossWorkers(std::vector<double>*) override { return Status::OK(); }
   StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) override;
+  StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t* data, size_t count,
+                                                   collective::DataType type) override;
   Status Barrier() override { return Status::OK(); }
 };
 

@@ -395,7 +395,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options
     }
     if (impl->owned_optimizer) impl->optimizer = impl->owned_optimizer.get();
     if (plan.num_workers > 1) {
-      impl->buckets = std::make_unique<GradientBuckets>(parameters, strategy, options.bucket_bytes);
+      impl->buckets = std::make_unique<GradientBuckets>(parameters, strategy, options.bucket_bytes,
+                                                        options.gradient_compression);
     }
   } catch (const c10::Error& error) {
     const std::string what = impl->model ? "the " + impl->model->name() + " model" : "the model";

@@ -30,6 +30,7 @@
 #include "base/status.h"
 #include "train/callback.h"
 #include "train/data/batch_source.h"
+#include "train/gradient_compression.h"
 #include "train/strategy.h"
 #include "train/trainable_model.h"
 
@@ -55,6 +56,8 @@ struct TrainerOptions {
   // Gradient bucket size for the all-reduce; about 4 MiB lets the last layers' sums start while
   // backward still works on the first ones.
   size_t bucket_bytes = size_t{4} << 20;
+  // How the gradients travel in the all-reduce (gradient_compression.h).
+  GradientCompression gradient_compression = GradientCompression::kNone;
   int64_t eval_batch = 500;
   // How long a step may wait for its gradient sums or its next batch before the run is declared
   // stuck. Peers that die are noticed by the collectives much sooner.

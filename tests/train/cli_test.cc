@@ -17,10 +17,11 @@ CommandResult RunCohortTrain(const std::string& arguments) {
 TEST(CohortTrainCli, HelpDocumentsEveryFlag) {
   const CommandResult result = RunCohortTrain("--help");
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* flag : {"--epochs", "--steps_per_epoch", "--per_worker_batch",
-                           "--saved_model_path", "--checkpoint_path", "--model", "--data_dir",
-                           "--learning_rate", "--optimizer", "--tensorboard_dir", "--seed",
-                           "--threads", "--evaluate", "--model_path", "TF_CONFIG", "138"}) {
+  for (const char* flag :
+       {"--epochs", "--steps_per_epoch", "--per_worker_batch", "--saved_model_path",
+        "--checkpoint_path", "--model", "--data_dir", "--learning_rate", "--optimizer",
+        "--tensorboard_dir", "--seed", "--threads", "--evaluate", "--model_path",
+        "--gradient_compression", "TF_CONFIG", "138"}) {
     EXPECT_NE(result.output.find(flag), std::string::npos) << flag;
   }
 }
@@ -39,6 +40,12 @@ TEST(CohortTrainCli, BadFlagsExitWithTwoAndSayWhy) {
   result = RunCohortTrain("--optimizer rmsprop");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("--optimizer: rmsprop not in {sgd,adam}"), std::string::npos)
+      << result.output;
+
+  result = RunCohortTrain("--gradient_compression bf17");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--gradient_compression: expected none, bf16 or fp16, got \"bf17\""),
+            std::string::npos)
       << result.output;
 
   result = RunCohortTrain("--evaluate");

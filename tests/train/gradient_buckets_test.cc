@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <torch/nn/functional/loss.h>
 
+#include <cmath>
+
+#include "collective/data_type.h"
 #include "test_support.h"
+#include "train/gradient_compression.h"
 #include "train/models.h"
 
 namespace cohort::train {
@@ -19,7 +23,23 @@ class MirrorStrategy : public SingleProcessStrategy {
     for (size_t i = 0; i < count; ++i) data[i] *= 2;
     return SingleProcessStrategy::StartSum(data, count);
   }
+  // The same in 16 bits, as the collective sums them: widen, add, round to the type.
+  StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t* data, size_t count,
+                                                   collective::DataType type) override {
+    sizes16.push_back(count);
+    types16.push_back(type);
+    const bool bf16 = type == collective::DataType::kBFloat16;
+    for (size_t i = 0; i < count; ++i) {
+      const float value =
+          bf16 ? collective::BFloat16ToFloat(data[i]) : collective::Float16ToFloat(data[i]);
+      data[i] =
+          bf16 ? collective::FloatToBFloat16(2 * value) : collective::FloatToFloat16(2 * value);
+    }
+    return SingleProcessStrategy::StartSum16(data, count, type);
+  }
   std::vector<size_t> sizes;
+  std::vector<size_t> sizes16;
+  std::vector<collective::DataType> types16;
 };
 
 class FailingStrategy : public SingleProcessStrategy {
@@ -74,6 +94,74 @@ TEST(GradientBuckets, OneBucketWhenTheSizeIsHuge) {
   MirrorStrategy strategy;
   GradientBuckets buckets((*model)->parameters(), &strategy, size_t{1} << 40);
   EXPECT_EQ(buckets.num_buckets(), 1u);
+}
+
+// With compression the buckets are summed as 16-bit copies, and the averaged gradients equal the
+// plain ones within the type's precision: relative 2^-8 for bfloat16 and 2^-11 for float16 (half
+// a unit in the last place, for rounding once; the doubling is exact), plus float16's smallest
+// subnormal step for tiny values. They differ from the float32 ones, so the rounding happened.
+void ExpectCompressedGradientsMatch(GradientCompression compression, collective::DataType type,
+                                    double relative, double absolute) {
+  testing::UseOneComputeThread();
+  auto model = MakeModel("cnn", {12, 12, 4});
+  ASSERT_TRUE(model.ok());
+  MirrorStrategy strategy;
+  GradientBuckets buckets((*model)->parameters(), &strategy, 4096, compression);
+  buckets.BeginStep();
+  Loss(*model).backward();
+  ASSERT_TRUE(buckets.FinishStep(std::chrono::seconds(5)).ok());
+  EXPECT_TRUE(strategy.sizes.empty()) << "a float32 sum was started";
+  EXPECT_EQ(strategy.sizes16, (std::vector<size_t>{4 + 512 + 128 + 409600, 32 + 288}));
+  EXPECT_EQ(strategy.types16, (std::vector<collective::DataType>{type, type}));
+
+  std::vector<torch::Tensor> averaged;
+  for (auto& parameter : (*model)->parameters()) averaged.push_back(parameter.grad().clone());
+  for (auto& parameter : (*model)->parameters()) parameter.mutable_grad().reset();
+  Loss(*model).backward();
+  auto parameters = (*model)->parameters();
+  int64_t differing = 0, total = 0;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const torch::Tensor exact = parameters[i].grad();
+    const torch::Tensor error = (averaged[i] - exact).abs();
+    const torch::Tensor bound = exact.abs() * relative + absolute;
+    EXPECT_TRUE(error.le(bound).all().item<bool>())
+        << "parameter " << i << ": largest error " << error.max().item<float>();
+    differing += averaged[i].ne(exact).sum().item<int64_t>();
+    total += exact.numel();
+  }
+  EXPECT_GT(differing, total / 10)
+      << "of " << total << " gradients, " << differing << " differ from float32's";
+}
+
+TEST(GradientBuckets, Bf16CompressionSumsInBFloat16WithinItsPrecision) {
+  ExpectCompressedGradientsMatch(GradientCompression::kBFloat16, collective::DataType::kBFloat16,
+                                 std::ldexp(1.0, -8), 0);
+}
+
+TEST(GradientBuckets, Fp16CompressionSumsInFloat16WithinItsPrecision) {
+  ExpectCompressedGradientsMatch(GradientCompression::kFloat16, collective::DataType::kFloat16,
+                                 std::ldexp(1.0, -11), std::ldexp(1.0, -24));
+}
+
+TEST(GradientCompression, ParsesTheFlagsSpellingsAndRefusesOthers) {
+  EXPECT_EQ(*ParseGradientCompression("none"), GradientCompression::kNone);
+  EXPECT_EQ(*ParseGradientCompression("bf16"), GradientCompression::kBFloat16);
+  EXPECT_EQ(*ParseGradientCompression("fp16"), GradientCompression::kFloat16);
+  for (GradientCompression compression :
+       {GradientCompression::kNone, GradientCompression::kBFloat16,
+        GradientCompression::kFloat16}) {
+    EXPECT_EQ(*ParseGradientCompression(Name(compression)), compression);
+  }
+  EXPECT_FALSE(WireType(GradientCompression::kNone).has_value());
+  EXPECT_EQ(WireType(GradientCompression::kFloat16), collective::DataType::kFloat16);
+  for (const char* bad : {"", "BF16", "float16", "int8"}) {
+    auto parsed = ParseGradientCompression(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(
+        parsed.status().message(),
+        std::string("gradient compression: expected none, bf16 or fp16, got \"") + bad + "\"");
+  }
 }
 
 TEST(GradientBuckets, AFailedSumFailsTheStep) {
