@@ -155,7 +155,12 @@ StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
   return contents;
 }
 
-StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t max_bytes) {
+namespace {
+
+// At most `max_bytes` of the regular file `path` past `offset`: its first ones, or its last ones
+// when `from_end`. Fewer when the file ends sooner.
+StatusOr<std::string> ReadRegularFileSpan(const fs::path& path, size_t offset, size_t max_bytes,
+                                          bool from_end) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
@@ -165,13 +170,19 @@ StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t m
   struct stat info {};
   if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     close(fd);
-    return Status::IOError("cannot read the end of " + path.string() + ": not a regular file");
+    return Status::IOError("cannot read " + path.string() + ": not a regular file");
   }
   const size_t size = static_cast<size_t>(info.st_size);
-  const size_t start = std::max(offset, size > max_bytes ? size - max_bytes : size_t{0});
+  size_t start = offset;
+  size_t end = size;
+  if (from_end) {
+    start = std::max(offset, size > max_bytes ? size - max_bytes : size_t{0});
+  } else if (start < size) {
+    end = size - start > max_bytes ? start + max_bytes : size;
+  }
   std::string contents;
-  if (start < size) {
-    contents.resize(size - start);
+  if (start < end) {
+    contents.resize(end - start);
     size_t done = 0;
     while (done < contents.size()) {
       const ssize_t n = pread(fd, contents.data() + done, contents.size() - done,
@@ -189,6 +200,16 @@ StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t m
   }
   close(fd);
   return contents;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t max_bytes) {
+  return ReadRegularFileSpan(path, offset, max_bytes, /*from_end=*/true);
+}
+
+StatusOr<std::string> ReadFileRange(const fs::path& path, size_t offset, size_t max_bytes) {
+  return ReadRegularFileSpan(path, offset, max_bytes, /*from_end=*/false);
 }
 
 StatusOr<std::string> ReadWholeDescriptor(int fd, const std::string& name, size_t max_bytes) {

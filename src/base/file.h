@@ -70,6 +70,12 @@ StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path,
 StatusOr<std::string> ReadFileTail(const std::filesystem::path& path, size_t offset,
                                    size_t max_bytes);
 
+// The bytes of the regular file `path` from `offset` on, at most `max_bytes` of them (a growing
+// file read in chunks: event files). Empty when the file is not longer than `offset`. NotFound
+// when it does not exist; IOError otherwise.
+StatusOr<std::string> ReadFileRange(const std::filesystem::path& path, size_t offset,
+                                    size_t max_bytes);
+
 // The same for an open descriptor (standard input, a pipe), read from where it stands to its end;
 // errors name the input `name`. The descriptor stays open.
 StatusOr<std::string> ReadWholeDescriptor(int fd, const std::string& name,
