@@ -71,8 +71,8 @@ CommandResult RunClean(const std::string& path, const fs::path& scratch, const s
                        int timeout_seconds) {
   fs::create_directories(scratch / "home");
   return RunCommand("env -i PATH=" + Quoted(path) + " HOME=" + Quoted(scratch / "home") +
-                    " COHORT_HOME=" + Quoted(scratch / "cohort-home") + " LANG=C.UTF-8 timeout " +
-                    std::to_string(timeout_seconds) + " sh -c " + Quoted(command));
+                    " COHORT_HOME=" + Quoted(scratch / "cohort-home") + " LANG=C.UTF-8 /usr/bin/timeout " +
+                    std::to_string(timeout_seconds) + " /bin/sh -c " + Quoted(command));
 }
 
 // The lines of `text`.
