@@ -58,6 +58,11 @@ class MultiWorkerMirroredStrategy : public Strategy {
   Status Barrier() override;
   bool uses_same_host_memory() const override { return communicator_->uses_same_host_memory(); }
 
+  // The collectives themselves, for callers that reduce or share tensors of their own (the public
+  // API's collectives, include/cohort/collectives.h). Calls on it are ordered with this
+  // strategy's, as Communicator orders every call.
+  collective::Communicator& communicator() { return *communicator_; }
+
  private:
   MultiWorkerMirroredStrategy(std::unique_ptr<collective::Communicator> communicator,
                               int task_index)

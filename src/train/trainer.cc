@@ -45,7 +45,8 @@ Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
   if (!(options.learning_rate > 0)) {
     return Status::InvalidArgument("learning_rate must be positive");
   }
-  if (options.optimizer != "adam" && options.optimizer != "sgd") {
+  if (options.external_optimizer == nullptr && options.optimizer != "adam" &&
+      options.optimizer != "sgd") {
     return Status::InvalidArgument("unknown optimizer \"" + options.optimizer +
                                    "\" (known: adam, sgd)");
   }
@@ -70,8 +71,9 @@ struct Trainer::Impl : public TrainingState {
   Strategy* strategy = nullptr;
   FitPlan plan;
   std::unique_ptr<TrainableModel> model;
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::unique_ptr<GradientBuckets> buckets;  // only with several workers
+  std::unique_ptr<torch::optim::Optimizer> owned_optimizer;
+  torch::optim::Optimizer* optimizer = nullptr;  // owned_optimizer or the program's own
+  std::unique_ptr<GradientBuckets> buckets;      // only with several workers
   TrainingPosition position_;
 
   TrainingPosition position() const override { return position_; }
@@ -369,13 +371,19 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options
     impl->model = std::move(model).value();
     plan.model_name = impl->model->name();
     const std::vector<torch::Tensor> parameters = impl->model->module().parameters();
-    if (options.optimizer == "adam") {
-      impl->optimizer =
+    if (options.external_optimizer != nullptr) {
+      impl->optimizer = options.external_optimizer;
+      if (!impl->optimizer->param_groups().empty()) {
+        plan.learning_rate = impl->optimizer->param_groups()[0].options().get_lr();
+      }
+    } else if (options.optimizer == "adam") {
+      impl->owned_optimizer =
           std::make_unique<FusedAdam>(parameters, torch::optim::AdamOptions(options.learning_rate));
     } else {
-      impl->optimizer = std::make_unique<torch::optim::SGD>(
+      impl->owned_optimizer = std::make_unique<torch::optim::SGD>(
           parameters, torch::optim::SGDOptions(options.learning_rate));
     }
+    if (impl->owned_optimizer) impl->optimizer = impl->owned_optimizer.get();
     if (plan.num_workers > 1) {
       impl->buckets = std::make_unique<GradientBuckets>(parameters, strategy, options.bucket_bytes);
     }

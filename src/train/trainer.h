@@ -33,6 +33,10 @@
 #include "train/strategy.h"
 #include "train/trainable_model.h"
 
+namespace torch::optim {
+class Optimizer;
+}
+
 namespace cohort::train {
 
 struct TrainerOptions {
@@ -42,6 +46,11 @@ struct TrainerOptions {
   int64_t per_worker_batch = 64;
   std::string optimizer = "adam";  // "adam" or "sgd"
   double learning_rate = 0.001;
+  // The optimizer of a program that brings its own (the public API's Fit, include/cohort/fit.h):
+  // it must optimise the model's parameters and outlive the trainer; `optimizer` is then only the
+  // name logs and manifests give it, and the learning rate is read from its first group. Unset:
+  // the trainer builds the one `optimizer` names.
+  torch::optim::Optimizer* external_optimizer = nullptr;
   uint64_t seed = 42;
   // Gradient bucket size for the all-reduce; about 4 MiB lets the last layers' sums start while
   // backward still works on the first ones.

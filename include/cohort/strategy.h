@@ -1,0 +1,79 @@
+// cohort/strategy.h: how the workers of a job train together.
+//
+// MultiWorkerMirrored is TensorFlow's MultiWorkerMirroredStrategy for any torch::nn::Module:
+// synchronous data parallelism, every worker holding a whole copy of the model, gradients averaged
+// over the workers while backward runs (a bucketed ring all-reduce over Cohort's authenticated
+// connections), so the copies never drift apart. Connecting waits until every worker of the
+// cluster has joined:
+//
+//   cohort::Cluster cluster = cohort::Cluster::FromEnvironment();
+//   cohort::MultiWorkerMirrored strategy(cluster);     // alone: nothing to connect to
+//   cohort::Fit(strategy, net, optimizer, train, test, loss, options);   // fit.h
+//
+// The collectives a hand-written loop needs are in collectives.h. Rules, as TensorFlow's: every
+// worker runs the same program with the same model, and calls the collectives in the same order.
+//
+// When a peer dies or stops answering (for `peer_timeout`), every collective fails with a
+// retryable cohort::Error naming it, and the task should exit (cohort::Main returns 138) to be
+// restarted by the job's restart policy; the program then resumes from its backup
+// (callbacks.h: BackupAndRestore). Cohort also leaves a line naming the failed peer for job
+// control (COHORT_TERMINATION_MESSAGE_PATH), which stops a hung peer and counts the restart of
+// the group once.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "cohort/cluster.h"
+
+namespace cohort {
+
+namespace internal {
+class StrategyAccess;
+}
+
+struct StrategyOptions {
+  // How long to wait for every worker to join.
+  std::chrono::milliseconds startup_timeout = std::chrono::minutes(5);
+  // How long a silent peer is given before it is declared hung.
+  std::chrono::milliseconds peer_timeout = std::chrono::seconds(30);
+  // Whether workers on one host may move large collectives through each other's memory
+  // (otherwise everything goes over TCP, as between hosts).
+  bool same_host_path = true;
+  // Whether to set libtorch's compute threads to this task's share of the host's cores (the
+  // training tasks on this host share them), as cohort-train does. 0 threads: that share; a
+  // positive number: exactly that many.
+  bool set_compute_threads = true;
+  int compute_threads = 0;
+};
+
+class MultiWorkerMirrored {
+ public:
+  // Connects to the other training tasks of `cluster` (none when it trains alone). Throws
+  // cohort::Error: kInvalidArgument for a ps or evaluator task, or a cluster with ps tasks
+  // (parameter-server training); kDeadlineExceeded when the others do not all join within
+  // startup_timeout.
+  explicit MultiWorkerMirrored(const Cluster& cluster, const StrategyOptions& options = {});
+  ~MultiWorkerMirrored();
+  MultiWorkerMirrored(const MultiWorkerMirrored&) = delete;
+  MultiWorkerMirrored& operator=(const MultiWorkerMirrored&) = delete;
+
+  const Cluster& cluster() const { return cluster_; }
+  int rank() const { return cluster_.rank(); }
+  int world_size() const { return cluster_.world_size(); }
+  bool is_chief() const { return cluster_.is_chief(); }
+  // Whether large collectives go through same-host memory rather than TCP.
+  bool uses_same_host_memory() const;
+  // One line for a program's log: "worker 1 of 3 (worker:1, chief is worker:0); collectives over
+  // TCP" or "single process".
+  std::string Describe() const;
+
+ private:
+  friend class internal::StrategyAccess;
+  struct Impl;
+  Cluster cluster_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort
