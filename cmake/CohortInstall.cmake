@@ -43,14 +43,11 @@ if(COHORT_WITH_TORCH)
   # use. The libraries it links (libtorch, protobuf, yaml-cpp, OpenSSL, libcurl...) are shared
   # libraries of the system, found by the loader; only libtorch is part of its interface, since
   # the public headers include it. The target is cohort_library (`cohort` is the program).
-  if(TARGET cohort_api)
-    set(cohort_library_content cohort_api)
-  else()
-    set(cohort_library_content cohort_train)
-  endif()
-  set_property(TARGET ${cohort_library_content} PROPERTY POSITION_INDEPENDENT_CODE ON)
-  add_library(cohort_library SHARED $<TARGET_OBJECTS:${cohort_library_content}>)
-  target_link_libraries(cohort_library PRIVATE ${cohort_library_content})
+  # cohort_api's objects are the library's own; linking the static cohort_api brings in what they
+  # use of the layers below (position-independent, as cohort_module builds them).
+  set_property(TARGET cohort_api PROPERTY POSITION_INDEPENDENT_CODE ON)
+  add_library(cohort_library SHARED $<TARGET_OBJECTS:cohort_api>)
+  target_link_libraries(cohort_library PRIVATE cohort_api)
   target_link_libraries(cohort_library PUBLIC "$<BUILD_INTERFACE:${TORCH_LIBRARIES}>")
   target_include_directories(cohort_library INTERFACE
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
@@ -63,10 +60,8 @@ if(COHORT_WITH_TORCH)
 
   install(TARGETS cohort_library EXPORT CohortTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/include/cohort)
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cohort
-      DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
-  endif()
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cohort
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 
   # find_package(Cohort): CohortConfig.cmake finds libtorch and Threads first, then defines
   # Cohort::cohort from CohortTargets.cmake. The version file accepts the same major version (and,

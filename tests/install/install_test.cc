@@ -71,8 +71,9 @@ CommandResult RunClean(const std::string& path, const fs::path& scratch, const s
                        int timeout_seconds) {
   fs::create_directories(scratch / "home");
   return RunCommand("env -i PATH=" + Quoted(path) + " HOME=" + Quoted(scratch / "home") +
-                    " COHORT_HOME=" + Quoted(scratch / "cohort-home") + " LANG=C.UTF-8 /usr/bin/timeout " +
-                    std::to_string(timeout_seconds) + " /bin/sh -c " + Quoted(command));
+                    " COHORT_HOME=" + Quoted(scratch / "cohort-home") +
+                    " LANG=C.UTF-8 /usr/bin/timeout " + std::to_string(timeout_seconds) +
+                    " /bin/sh -c " + Quoted(command));
 }
 
 // The lines of `text`.
@@ -200,9 +201,9 @@ TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
   for (const char* file :
        {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so",
         "lib/cmake/Cohort/CohortConfig.cmake", "lib/cmake/Cohort/CohortConfigVersion.cmake",
-        "lib/cmake/Cohort/CohortTargets.cmake", "share/cohort/examples/hello/tfjob.yaml",
-        "share/cohort/examples/hello/replica.sh", "share/cohort/examples/mnist/tfjob.yaml",
-        "share/cohort/examples/taxi/tfjob.yaml",
+        "lib/cmake/Cohort/CohortTargets.cmake", "include/cohort/cluster.h", "include/cohort/fit.h",
+        "share/cohort/examples/hello/tfjob.yaml", "share/cohort/examples/hello/replica.sh",
+        "share/cohort/examples/mnist/tfjob.yaml", "share/cohort/examples/taxi/tfjob.yaml",
         "share/cohort/deploy/kubernetes/kustomization.yaml", "share/doc/cohort/README.md",
         "share/doc/cohort/architecture.md"}) {
     EXPECT_TRUE(fs::exists(prefix() / file)) << file;
