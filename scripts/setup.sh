@@ -13,7 +13,7 @@ COHORT_PACKAGES=(
   libssl-dev zlib1g-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev libcpp-httplib-dev openssl
   clang libclang-rt-14-dev
-  libgloo-dev
+  libgloo-dev libopenmpi-dev openmpi-bin
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
   python3-torch
   iproute2 nftables util-linux
