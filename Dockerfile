@@ -1,40 +1,48 @@
-# Cohort's container image, from Debian 12 packages only. Nothing here can run without a container
-# runtime, so README.md ("On a Kubernetes cluster") says how the images are built and used.
+# Cohort's container images, from Debian 12 packages only: the build stage builds Cohort's own
+# Debian packages (cmake/CohortPackage.cmake), the runtime stage installs them with apt-get, so the
+# image holds exactly what `apt-get install ./cohort_<version>_<arch>.deb` gives a machine: the
+# programs in /usr/bin, libcohort.so, the example and operator manifests under /usr/share/cohort,
+# and the shared libraries they need (the package's Depends, computed from the programs). Nothing
+# here can run without a container runtime, so README.md ("On a Kubernetes cluster") says how the
+# images are built and used.
 #
-#   docker build -t cohort:latest .                          # cohort (the operator: cohort operator)
+#   docker build -t cohort:latest .                            # cohort (the operator: cohort operator)
 #   docker build --target mnist-train -t cohort/mnist-train .  # examples/mnist's image
 #   docker build --target taxi-train -t cohort/taxi-train .    # examples/taxi's image
 #   docker build --target hello -t cohort/hello .              # examples/hello's image
+#   docker build --target runtime -t cohort/runtime .          # a base for your image: FROM it
+#   docker build --target dev -t cohort/dev .                  # + cohort-dev and a compiler: build
+#                                                              #   your program in it
 #
-# Every target holds the same programs (cohort, cohort-train, taxi-train) and differs only in its
-# entrypoint, so that a TFJob's container args are the program's flags, as in the examples.
+# The runtime targets differ only in their entrypoint, so that a TFJob's container args are the
+# program's flags, as in the examples.
 
 # ---- build: the repository's own set-up and build scripts, on the packages setup.sh lists ----
 FROM debian:bookworm AS build
 WORKDIR /src
 # The package list alone first, so that a source change does not reinstall the toolchain.
 COPY scripts/setup.sh scripts/setup.sh
-RUN bash -c 'source scripts/setup.sh && cohort_install_missing_packages' \
+RUN bash -c 'source scripts/setup.sh && cohort_install_missing_packages "${COHORT_PACKAGES[@]}" dpkg-dev file' \
  && rm -rf /var/lib/apt/lists/*
 COPY . .
+# Only what the packages hold is built; cpack then packs that build tree as it is.
 RUN bash -c 'source scripts/setup.sh \
-      && COHORT_BUILD_TARGETS="cohort cohort-train taxi-train" \
+      && COHORT_BUILD_TARGETS="cohort cohort-train taxi-train cohort_library" \
          cohort_build /src/build-image -DCMAKE_BUILD_TYPE=Release -DCOHORT_BUILD_BENCHMARKS=OFF' \
- && mkdir -p /out/bin \
- && cp build-image/apps/cohort/cohort build-image/apps/cohort-train/cohort-train \
-       build-image/examples/taxi/taxi-train /out/bin/ \
- && strip /out/bin/*
+ && cd build-image && cpack -G DEB -B /out \
+ && rm -rf /out/_CPack_Packages
 
-# ---- runtime: the programs and the shared libraries they link, nothing to build with ----
+# ---- runtime: Cohort's package and what it depends on, nothing to build with ----
 FROM debian:bookworm AS runtime
-# libtorch1.13 (with libc10), libprotobuf32, libyaml-cpp0.7, libssl3 (libcrypto) and zlib1g are
-# what the programs link; libcurl4 and ca-certificates the Kubernetes API client; OpenBLAS the
-# BLAS libtorch's dense layers run on (pinned, as setup.sh pins it, not left to "auto");
-# dataset-fashion-mnist the data cohort-train reads by default (/usr/share/datasets/fashion-mnist).
-RUN apt-get update \
+# The runtime package pulls in its Depends (libtorch, protobuf, yaml-cpp, OpenSSL, libcurl...);
+# its Recommends are named here, since the image installs without recommends: OpenBLAS (the BLAS
+# libtorch's dense layers run on, pinned as setup.sh pins it rather than left to "auto") and the
+# Fashion-MNIST data cohort-train reads by default. ca-certificates for the Kubernetes API client.
+# The packages are mounted from the build stage (BuildKit), not copied: they stay out of the image.
+RUN --mount=type=bind,from=build,source=/out,target=/tmp/cohort-packages \
+    apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libtorch1.13 libprotobuf32 libyaml-cpp0.7 libssl3 zlib1g libcurl4 ca-certificates \
-      libopenblas0-pthread dataset-fashion-mnist \
+      /tmp/cohort-packages/cohort_*.deb libopenblas0-pthread dataset-fashion-mnist ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && triplet="$(uname -m)-linux-gnu" \
  && for name in libblas.so.3 liblapack.so.3; do \
@@ -42,14 +50,23 @@ RUN apt-get update \
     done \
  && useradd --uid 65532 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin cohort
-COPY --from=build /out/bin/ /usr/local/bin/
-COPY examples/hello/replica.sh /usr/local/share/cohort/examples/hello/replica.sh
 # Not root (the operator's Deployment also requires it); replicas write under /tmp.
 USER 65532:65532
 WORKDIR /tmp
 
+# ---- dev: the runtime plus cohort-dev (headers, CMake package) and a C++ tool chain ----
+# A user's image builds its program here and copies it into an image FROM runtime (README.md).
+FROM runtime AS dev
+USER root
+RUN --mount=type=bind,from=build,source=/out,target=/tmp/cohort-packages \
+    apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      /tmp/cohort-packages/cohort-dev_*.deb build-essential cmake ninja-build \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+
 FROM runtime AS hello
-ENTRYPOINT ["/usr/local/share/cohort/examples/hello/replica.sh"]
+ENTRYPOINT ["/usr/share/cohort/examples/hello/replica.sh"]
 
 FROM runtime AS mnist-train
 ENTRYPOINT ["cohort-train"]
@@ -57,6 +74,6 @@ ENTRYPOINT ["cohort-train"]
 FROM runtime AS taxi-train
 ENTRYPOINT ["taxi-train"]
 
-# The default target: the cohort command (`cohort operator`, `cohort manifests`...).
+# The default target, last: the cohort command (`cohort operator`, `cohort manifests`...).
 FROM runtime AS cohort
 ENTRYPOINT ["cohort"]

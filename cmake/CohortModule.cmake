@@ -2,6 +2,8 @@
 # (PATH defaults to NAME; a layer's sub-library names its folder, e.g. DIR train/data), with src/ as
 # include root, so that headers are included as "job/tfjob.h" or "train/data/idx_file.h". One
 # library per layer keeps dependencies pointing one way: a layer can only include what it links.
+# The libraries are position-independent, since the installed shared library libcohort.so is made
+# of them (src/api); the programs link them statically as before.
 function(cohort_module name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR" "")
   if(NOT arg_DIR)
@@ -9,6 +11,7 @@ function(cohort_module name)
   endif()
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${arg_DIR}/*.cc)
   add_library(cohort_${name} STATIC ${sources})
+  set_target_properties(cohort_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_include_directories(cohort_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(cohort_${name} PUBLIC ${arg_UNPARSED_ARGUMENTS})
 endfunction()

@@ -23,12 +23,13 @@ COHORT_PACKAGES=(
 # (tests/kube_cluster). scripts/build-kube-apiserver.sh builds kube-apiserver and
 # kube-controller-manager from Debian's `kubernetes` source package with golang-go (dpkg-dev
 # unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
-# that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
+# that crashes under Go 1.19); etcd-server is their store; dpkg-dev and file are also what
+# `cpack -G DEB` runs (dpkg-shlibdeps computes the packages' Depends; tests/install); curl sends the tests' raw requests
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
 # on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
 # chromium is the real browser of the dashboard's test (tests/ui_browser, headless).
 COHORT_TEST_PACKAGES=(
-  golang-go etcd-server dpkg-dev rsync
+  golang-go etcd-server dpkg-dev file rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
   curl iproute2
   chromium

@@ -31,6 +31,7 @@
 #include "apps/cohort/exit_codes.h"
 #include "apps/cohort/job_file.h"
 #include "apps/cohort/kube_commands.h"
+#include "base/version.h"
 #include "exec/image_map.h"
 #include "exec/job_controller.h"
 #include "exec/local_jobs.h"
@@ -754,7 +755,7 @@ int RunOperator(const kube::OperatorFlags& flags, const std::string& kubeconfig,
 int Main(int argc, char** argv) {
   CLI::App app{"cohort: run Kubeflow TFJob manifests on this machine, kubectl-style.", "cohort"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("cohort ") + COHORT_VERSION);
+  app.set_version_flag("--version", VersionText("cohort"));
   app.footer(
       "Exit status: 0 success (run/wait: the job Succeeded), 1 the job Failed, 2 invalid input "
       "(spec, flags, name taken, unmapped image), 3 other errors (not found, I/O, wait timed "

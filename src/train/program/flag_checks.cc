@@ -1,9 +1,12 @@
 #include "train/program/flag_checks.h"
 
+#include <torch/version.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
+#include "base/version.h"
 #include "train/program/process.h"
 
 namespace cohort::train::program {
@@ -79,10 +82,14 @@ CLI::Validator FileSystemPath() {
 }
 
 std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {
+  app->set_version_flag("--version", VersionText(CurrentProgram().name, "libtorch " TORCH_VERSION));
   try {
     app->parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::printf("%s", app->help().c_str());
+    return kExitOk;
+  } catch (const CLI::CallForVersion& version) {
+    std::printf("%s\n", version.what());
     return kExitOk;
   } catch (const CLI::ParseError& error) {
     PrintError(std::string(error.what()) + "\nRun " + CurrentProgram().name + " --help for usage.");

@@ -39,8 +39,10 @@ CLI::Validator AtLeastThreeSeconds();
 // mounted path, instead of being taken for a relative directory named "gs:".
 CLI::Validator FileSystemPath();
 
-// Parses the command line into `app`'s options. Returns an exit code when the program should stop
-// here: kExitOk after printing the help on stdout, kExitUsage after a bad flag, named on stderr
+// Parses the command line into `app`'s options, with a --version flag added (base/version.h: the
+// program's name, Cohort's version, the compiler and libtorch). Returns an exit code when the
+// program should stop here: kExitOk after printing the help or the version on stdout, kExitUsage
+// after a bad flag, named on stderr
 // ("<program>: error: <what is wrong>" and "Run <program> --help for usage.").
 std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv);
 

@@ -1,0 +1,381 @@
+// Cohort as a user gets it: the tree `cmake --install` writes under a prefix, and the Debian
+// packages `cpack -G DEB` builds (cmake/CohortInstall.cmake, cmake/CohortPackage.cmake).
+//
+// InstallTreeTest installs the build into a scratch prefix once and checks what a user relies on:
+// the files are where docs/architecture.md ("Install layout") says, nothing points back into the
+// build tree, the installed programs say their version and run the demo's jobs with only the
+// prefix's bin/ on PATH, and a project of its own (tests/install/consumer) configured with nothing
+// but -DCMAKE_PREFIX_PATH=<prefix> builds and runs.
+//
+// DebianPackageTest builds the packages from the same build tree, installs them into this machine
+// with apt-get, runs the same jobs from /usr/bin and builds the consumer with no path at all, then
+// purges them and checks that nothing of them is left. It changes the system, so it runs only as
+// root, only when the packages and their files are not there already and when apt-get would
+// install nothing but them; otherwise it skips saying why (fails, in CI). Whatever happens, the
+// packages it installed are purged before it ends.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testing/files.h"
+#include "testing/host.h"
+#include "testing/processes.h"
+#include "testing/scratch_directory.h"
+
+namespace cohort::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kBuildDir = COHORT_BINARY_DIR;
+const fs::path kSourceDir = COHORT_SOURCE_DIR;
+const std::string kCMake = COHORT_CMAKE_COMMAND;
+const std::string kCPack = COHORT_CPACK_COMMAND;
+const std::string kVersion = COHORT_PROJECT_VERSION;
+
+// Skips the test saying why it cannot run here, or fails it in CI, where it must run.
+#define COHORT_SKIP_OR_FAIL(why)         \
+  do {                                   \
+    const std::string reason = (why);    \
+    if (RunningInCi()) FAIL() << reason; \
+    GTEST_SKIP() << reason;              \
+  } while (false)
+
+// `text` in single quotes for /bin/sh.
+std::string Quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+std::string Quoted(const fs::path& path) { return Quoted(path.string()); }
+
+// Runs `command` with a clean environment: PATH is `path` alone, HOME and COHORT_HOME are under
+// `scratch`, so that nothing of the build tree (PATH, LD_LIBRARY_PATH, CMAKE_PREFIX_PATH...) helps.
+CommandResult RunClean(const std::string& path, const fs::path& scratch, const std::string& command,
+                       int timeout_seconds) {
+  fs::create_directories(scratch / "home");
+  return RunCommand("env -i PATH=" + Quoted(path) + " HOME=" + Quoted(scratch / "home") +
+                    " COHORT_HOME=" + Quoted(scratch / "cohort-home") +
+                    " LANG=C.UTF-8 /usr/bin/timeout " + std::to_string(timeout_seconds) +
+                    " /bin/sh -c " + Quoted(command));
+}
+
+// The lines of `text`.
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+// kVersion as a regular expression.
+std::string VersionPattern() { return std::regex_replace(kVersion, std::regex("\\."), "\\."); }
+
+// Checks `cohort --version` and `cohort-train --version` of the programs in `bin`.
+void ExpectVersions(const fs::path& bin, const fs::path& scratch) {
+  CommandResult cohort = RunClean(bin.string(), scratch, "cohort --version", 30);
+  EXPECT_EQ(cohort.exit_code, 0) << cohort.output;
+  EXPECT_TRUE(std::regex_match(
+      cohort.output, std::regex("cohort " + VersionPattern() + "\nbuilt with (GCC|Clang) .*\n")))
+      << cohort.output;
+  CommandResult train = RunClean(bin.string(), scratch, "cohort-train --version", 30);
+  EXPECT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_TRUE(
+      std::regex_match(train.output, std::regex("cohort-train " + VersionPattern() +
+                                                "\nbuilt with .*, libtorch \\d+\\.\\d+\\.\\d+\n")))
+      << train.output;
+}
+
+// The demo's jobs with the programs in `bin` (and /usr/bin, /bin for the shell's tools) and the
+// manifests under `share` (<prefix>/share/cohort): examples/hello as installed, and
+// examples/mnist's job made short (2 workers, 8 steps), whose saved model then evaluates.
+void RunDemoJobs(const fs::path& bin, const fs::path& share, const fs::path& scratch) {
+  const std::string path = bin.string() + ":/usr/bin:/bin";
+  const fs::path hello = share / "examples/hello";
+  CommandResult hello_run = RunClean(path, scratch,
+                                     "cohort run " + Quoted(hello / "tfjob.yaml") +
+                                         " --image cohort/hello=" + Quoted(hello / "replica.sh"),
+                                     120);
+  EXPECT_EQ(hello_run.exit_code, 0) << hello_run.output;
+
+  const fs::path data = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(data)) {
+    COHORT_SKIP_OR_FAIL(data.string() + " is missing (Debian's dataset-fashion-mnist)");
+  }
+  const std::string manifest = ReadText(share / "examples/mnist/tfjob.yaml");
+  ASSERT_NE(manifest.find("replicas: 3"), std::string::npos) << manifest;
+  std::string short_manifest =
+      std::regex_replace(manifest, std::regex("replicas: 3"), "replicas: 2");
+  short_manifest = std::regex_replace(short_manifest, std::regex("--epochs=\\d+"), "--epochs=1");
+  short_manifest = std::regex_replace(short_manifest, std::regex("--steps_per_epoch=\\d+"),
+                                      "--steps_per_epoch=8");
+  short_manifest = std::regex_replace(short_manifest, std::regex("/tmp/cohort-mnist"),
+                                      (scratch / "mnist").string());
+  WriteText(scratch / "mnist.yaml", short_manifest);
+  CommandResult mnist_run = RunClean(
+      path, scratch,
+      "cohort run " + Quoted(scratch / "mnist.yaml") + " --image cohort/mnist-train=cohort-train",
+      300);
+  ASSERT_EQ(mnist_run.exit_code, 0) << mnist_run.output;
+  CommandResult evaluate = RunClean(
+      path, scratch,
+      "cohort-train --evaluate --model_path " + Quoted(scratch / "mnist/saved_model"), 120);
+  EXPECT_EQ(evaluate.exit_code, 0) << evaluate.output;
+  EXPECT_NE(evaluate.output.find("accuracy"), std::string::npos) << evaluate.output;
+}
+
+// Copies tests/install/consumer to `scratch`, configures it with `cmake_arguments` alone (besides
+// the source and build folders), builds and runs it.
+void BuildAndRunConsumer(const fs::path& scratch, const std::string& path,
+                         const std::string& cmake_arguments) {
+  const fs::path source = scratch / "consumer";
+  fs::create_directories(source);
+  fs::copy(kSourceDir / "tests/install/consumer", source, fs::copy_options::recursive);
+  CommandResult configure = RunClean(
+      path, scratch,
+      kCMake + " -S " + Quoted(source) + " -B " + Quoted(source / "build") + " " + cmake_arguments,
+      300);
+  ASSERT_EQ(configure.exit_code, 0) << configure.output;
+  CommandResult build =
+      RunClean(path, scratch, kCMake + " --build " + Quoted(source / "build"), 600);
+  ASSERT_EQ(build.exit_code, 0) << build.output;
+  CommandResult run = RunClean(path, scratch, Quoted(source / "build/consumer"), 60);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("consumer: "), std::string::npos) << run.output;
+}
+
+// The RUNPATH or RPATH entries of an ELF file ("" when it has none).
+std::string RunPath(const fs::path& elf) {
+  CommandResult dynamic = RunCommand("readelf -d " + Quoted(elf));
+  std::string entries;
+  for (const std::string& line : Lines(dynamic.output)) {
+    if (line.find("(RUNPATH)") != std::string::npos || line.find("(RPATH)") != std::string::npos) {
+      entries += line + "\n";
+    }
+  }
+  return entries;
+}
+
+class InstallTreeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    scratch_ = new ScratchDirectory("cohort-install-test");
+    install_ = RunCommand("timeout 300 " + kCMake + " --install " + Quoted(kBuildDir) +
+                          " --prefix " + Quoted(prefix()));
+  }
+  static void TearDownTestSuite() {
+    delete scratch_;
+    scratch_ = nullptr;
+  }
+  void SetUp() override { ASSERT_EQ(install_.exit_code, 0) << install_.output; }
+
+  static fs::path prefix() { return scratch_->path() / "prefix"; }
+  static fs::path scratch() { return scratch_->path(); }
+
+ private:
+  static ScratchDirectory* scratch_;
+  static CommandResult install_;
+};
+
+ScratchDirectory* InstallTreeTest::scratch_ = nullptr;
+CommandResult InstallTreeTest::install_;
+
+TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
+  const std::string soname = "libcohort.so." + kVersion.substr(0, kVersion.rfind('.'));
+  for (const char* file :
+       {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so",
+        "lib/cmake/Cohort/CohortConfig.cmake", "lib/cmake/Cohort/CohortConfigVersion.cmake",
+        "lib/cmake/Cohort/CohortTargets.cmake", "include/cohort/cluster.h", "include/cohort/fit.h",
+        "share/cohort/examples/hello/tfjob.yaml", "share/cohort/examples/hello/replica.sh",
+        "share/cohort/examples/mnist/tfjob.yaml", "share/cohort/examples/taxi/tfjob.yaml",
+        "share/cohort/deploy/kubernetes/kustomization.yaml", "share/doc/cohort/README.md",
+        "share/doc/cohort/architecture.md"}) {
+    EXPECT_TRUE(fs::exists(prefix() / file)) << file;
+  }
+  EXPECT_TRUE(fs::exists(prefix() / "lib" / soname)) << soname;
+  EXPECT_EQ(fs::read_symlink(prefix() / "lib/libcohort.so"), soname);
+  for (const char* program : {"bin/cohort", "bin/cohort-train", "bin/taxi-train",
+                              "share/cohort/examples/hello/replica.sh"}) {
+    EXPECT_NE(fs::status(prefix() / program).permissions() & fs::perms::others_exec,
+              fs::perms::none)
+        << program;
+  }
+}
+
+TEST_F(InstallTreeTest, NothingPointsIntoTheBuildOrSourceTree) {
+  for (const char* elf : {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so"}) {
+    EXPECT_EQ(RunPath(prefix() / elf), "") << elf;
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(prefix() / "lib/cmake/Cohort")) {
+    const std::string text = ReadText(entry.path());
+    EXPECT_EQ(text.find(kBuildDir.string()), std::string::npos) << entry.path();
+    EXPECT_EQ(text.find(kSourceDir.string()), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(InstallTreeTest, ProgramsSayTheirVersion) { ExpectVersions(prefix() / "bin", scratch()); }
+
+TEST_F(InstallTreeTest, InstalledProgramsRunTheDemoJobs) {
+  RunDemoJobs(prefix() / "bin", prefix() / "share/cohort", scratch() / "jobs");
+}
+
+TEST_F(InstallTreeTest, ProjectConfiguredWithOnlyThePrefixBuildsAndRuns) {
+  BuildAndRunConsumer(scratch(), "/usr/bin:/bin", "-DCMAKE_PREFIX_PATH=" + Quoted(prefix()));
+}
+
+// A package name and what dpkg-query says of it ("" when dpkg knows nothing of it).
+std::string PackageStatus(const std::string& package) {
+  CommandResult query =
+      RunCommand("dpkg-query -W -f='${Status}' " + Quoted(package) + " 2>/dev/null");
+  return query.exit_code == 0 ? query.output : "";
+}
+
+bool PackageInstalled(const std::string& package) {
+  return PackageStatus(package).find("installed") != std::string::npos &&
+         PackageStatus(package).find("not-installed") == std::string::npos;
+}
+
+class DebianPackageTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    // Whatever happened, what this test installed goes.
+    if (installed_) {
+      CommandResult purge = RunCommand("dpkg --purge cohort-dev cohort 2>&1");
+      EXPECT_EQ(purge.exit_code, 0) << purge.output;
+    }
+  }
+
+  ScratchDirectory scratch_{"cohort-deb-test"};
+  bool installed_ = false;
+};
+
+TEST_F(DebianPackageTest, InstallsRunsTheDemoAndRemovesCleanly) {
+  if (geteuid() != 0) COHORT_SKIP_OR_FAIL("installing a .deb needs root");
+  for (const char* tool : {"dpkg-deb", "dpkg-shlibdeps", "file", "apt-get", "readelf"}) {
+    if (RunCommand(std::string("command -v ") + tool).exit_code != 0) {
+      COHORT_SKIP_OR_FAIL(std::string(tool) +
+                          " is missing (scripts/setup.sh installs it: dpkg-dev, file, binutils)");
+    }
+  }
+  for (const char* package : {"cohort", "cohort-dev"}) {
+    if (PackageInstalled(package)) {
+      COHORT_SKIP_OR_FAIL(std::string("a package named ") + package +
+                          " is installed already; this test installs and purges its own");
+    }
+  }
+
+  // Build the packages from the build tree as it is.
+  const fs::path packages = scratch_.path() / "packages";
+  CommandResult cpack = RunCommand("cd " + Quoted(kBuildDir) + " && timeout 600 " + kCPack +
+                                   " -G DEB -B " + Quoted(packages) + " 2>&1");
+  ASSERT_EQ(cpack.exit_code, 0) << cpack.output;
+  const std::string architecture = RunCommand("dpkg --print-architecture").output;
+  const std::string suffix =
+      "_" + kVersion + "_" + architecture.substr(0, architecture.find('\n')) + ".deb";
+  const fs::path runtime_deb = packages / ("cohort" + suffix);
+  const fs::path development_deb = packages / ("cohort-dev" + suffix);
+  ASSERT_TRUE(fs::exists(runtime_deb)) << cpack.output;
+  ASSERT_TRUE(fs::exists(development_deb)) << cpack.output;
+
+  const std::string runtime_depends =
+      RunCommand("dpkg-deb -f " + Quoted(runtime_deb) + " Depends").output;
+  for (const char* library : {"libtorch", "libyaml-cpp", "libprotobuf", "libcurl", "libssl"}) {
+    EXPECT_NE(runtime_depends.find(library), std::string::npos) << runtime_depends;
+  }
+  const std::string development_depends =
+      RunCommand("dpkg-deb -f " + Quoted(development_deb) + " Depends").output;
+  EXPECT_NE(development_depends.find("cohort (= " + kVersion + ")"), std::string::npos)
+      << development_depends;
+  EXPECT_NE(development_depends.find("libtorch-dev"), std::string::npos) << development_depends;
+
+  // Refuse to overwrite files that something else put there: purging would remove them.
+  std::vector<fs::path> package_files;
+  for (const fs::path& deb : {runtime_deb, development_deb}) {
+    for (const std::string& line : Lines(RunCommand("dpkg-deb -c " + Quoted(deb)).output)) {
+      const size_t dot = line.find(" ./");
+      if (dot == std::string::npos || line[0] == 'd') continue;
+      fs::path file = line.substr(dot + 2);
+      const size_t arrow = file.string().find(" -> ");
+      if (arrow != std::string::npos) file = file.string().substr(0, arrow);
+      package_files.push_back(file);
+      if (fs::exists(fs::symlink_status(file))) {
+        COHORT_SKIP_OR_FAIL(file.string() + " exists already (installed by hand?)");
+      }
+    }
+  }
+  ASSERT_FALSE(package_files.empty());
+
+  // apt-get must install these two and nothing else, and remove nothing.
+  const std::string debs = Quoted(runtime_deb) + " " + Quoted(development_deb);
+  CommandResult simulation = RunCommand(
+      "DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -s --no-install-recommends " +
+      debs + " 2>&1");
+  ASSERT_EQ(simulation.exit_code, 0) << simulation.output;
+  std::vector<std::string> others;
+  for (const std::string& line : Lines(simulation.output)) {
+    if (line.rfind("Remv ", 0) == 0) others.push_back(line);
+    if (line.rfind("Inst ", 0) == 0 && line.rfind("Inst cohort ", 0) != 0 &&
+        line.rfind("Inst cohort-dev ", 0) != 0) {
+      others.push_back(line);
+    }
+  }
+  if (!others.empty()) {
+    std::string why = "apt-get would change other packages (scripts/setup.sh installs them):";
+    for (const std::string& line : others) why += "\n  " + line;
+    COHORT_SKIP_OR_FAIL(why);
+  }
+
+  installed_ = true;
+  CommandResult install = RunCommand(
+      "DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q --no-install-recommends " +
+      debs + " 2>&1");
+  ASSERT_EQ(install.exit_code, 0) << install.output;
+  ASSERT_TRUE(PackageInstalled("cohort"));
+  ASSERT_TRUE(PackageInstalled("cohort-dev"));
+  std::vector<std::string> listed;
+  for (const char* package : {"cohort", "cohort-dev"}) {
+    for (const std::string& line : Lines(RunCommand(std::string("dpkg -L ") + package).output)) {
+      if (!line.empty() && line != "/.") listed.push_back(line);
+    }
+  }
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "/usr/bin/cohort-train"), listed.end());
+
+  ExpectVersions("/usr/bin", scratch_.path());
+  RunDemoJobs("/usr/bin", "/usr/share/cohort", scratch_.path() / "jobs");
+  BuildAndRunConsumer(scratch_.path(), "/usr/bin:/bin", "");
+
+  CommandResult purge = RunCommand("timeout 300 dpkg --purge cohort-dev cohort 2>&1");
+  ASSERT_EQ(purge.exit_code, 0) << purge.output;
+  installed_ = false;
+  EXPECT_FALSE(PackageInstalled("cohort"));
+  EXPECT_FALSE(PackageInstalled("cohort-dev"));
+  EXPECT_EQ(PackageStatus("cohort").find("config-files"), std::string::npos);
+  // Every file is gone, and every folder that holds Cohort's name: the shared ones (/usr/bin...)
+  // stay, as they should.
+  for (const std::string& path : listed) {
+    const bool folder_of_its_own = path.find("ohort") != std::string::npos;
+    if (!fs::is_directory(fs::symlink_status(path)) || folder_of_its_own) {
+      EXPECT_FALSE(fs::exists(fs::symlink_status(path))) << path << " is left after the purge";
+    }
+  }
+  EXPECT_EQ(RunCommand("ldconfig -p | grep libcohort").output, "");
+}
+
+}  // namespace
+}  // namespace cohort::testing
