@@ -11,12 +11,31 @@ COHORT_BUILD_TARGETS="cohort cohort-train" cohort_build "$COHORT_ROOT/build"
 export PATH="$COHORT_ROOT/build/apps/cohort:$COHORT_ROOT/build/apps/cohort-train:$PATH"
 export COHORT_HOME="${COHORT_HOME:-$COHORT_ROOT/.cohort-home}"
 cd "$COHORT_ROOT"
+manifest=examples/mnist/tfjob.yaml
+out=/tmp/cohort-mnist
+# COHORT_DEMO_QUICK=1: the same job cut to one epoch of 20 steps per worker (well under a minute),
+# writing under $COHORT_HOME/demo instead of /tmp/cohort-mnist. The demo's smoke test runs it.
+if [ "${COHORT_DEMO_QUICK:-0}" = "1" ]; then
+  out="$COHORT_HOME/demo"
+  manifest="$COHORT_HOME/demo-quick.yaml"
+  mkdir -p "$COHORT_HOME"
+  sed -e 's/--epochs=3$/--epochs=1/' -e 's/--steps_per_epoch=312$/--steps_per_epoch=20/' \
+    -e "s#/tmp/cohort-mnist#$out#g" examples/mnist/tfjob.yaml >"$manifest"
+  grep -q -- '--epochs=1$' "$manifest" && grep -q -- '--steps_per_epoch=20$' "$manifest" || {
+    echo "run-demo: examples/mnist/tfjob.yaml no longer has --epochs=3 and --steps_per_epoch=312;" \
+      "COHORT_DEMO_QUICK cannot cut it short" >&2
+    exit 2
+  }
+fi
 cohort delete mnist --ignore-not-found >/dev/null
-cohort run examples/mnist/tfjob.yaml --image cohort/mnist-train="$(command -v cohort-train)"
+cohort run "$manifest" --image cohort/mnist-train="$(command -v cohort-train)"
 echo
 cohort get
 echo
-echo "The trained model: /tmp/cohort-mnist/saved_model (cohort-train --evaluate --model_path it)"
-echo "TensorBoard logs:  /tmp/cohort-mnist/logs"
+echo "The trained model: $out/saved_model (cohort-train --evaluate --model_path it)"
+echo "TensorBoard logs:  $out/logs"
+echo "The dashboard (jobs, replicas, live logs, training curves) of these jobs: run"
+echo "  COHORT_HOME=$COHORT_HOME $COHORT_ROOT/build/apps/cohort/cohort ui"
+echo "  and open http://127.0.0.1:8080/ (cohort ui --port N for another port)"
 echo "Also try: cohort describe mnist; cohort logs mnist --replica worker-1;"
 echo "          cohort run examples/hello/tfjob.yaml --image cohort/hello=examples/hello/replica.sh"

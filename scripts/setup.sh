@@ -13,7 +13,7 @@ COHORT_PACKAGES=(
   libssl-dev zlib1g-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev libcpp-httplib-dev openssl
   clang libclang-rt-14-dev
-  libgloo-dev
+  libgloo-dev libopenmpi-dev openmpi-bin
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
   python3-torch
   iproute2 nftables util-linux
@@ -26,10 +26,12 @@ COHORT_PACKAGES=(
 # that crashes under Go 1.19); etcd-server is their store; curl sends the tests' raw requests
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
 # on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
+# chromium is the real browser of the dashboard's test (tests/ui_browser, headless).
 COHORT_TEST_PACKAGES=(
   golang-go etcd-server dpkg-dev rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
   curl iproute2
+  chromium
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The
@@ -56,35 +58,50 @@ cohort_pin_blas() {
 cohort_install_packages() {
   cohort_install_missing_packages "${COHORT_PACKAGES[@]}"
   cohort_pin_blas
+  # The dashboard's pages (src/ui/web: esbuild and uPlot) are bundled into the `cohort` binary:
+  # building it needs them.
+  cohort_install_node_packages_in src/ui/web required
 }
 
-# The npm packages of tests/kube_schema (the kube_schema test validates Cohort's Kubernetes objects
-# with them), exactly as package-lock.json pins them. Skipped when they are already installed from
-# this lock. Where no npm is on PATH, Debian's nodejs and npm are installed first. Offline, a
-# machine outside CI skips them with a message (the test then says what to run); in CI ($CI set)
-# that is an error.
+# The folders whose npm packages tests use, each pinned by its package-lock.json: tests/kube_schema
+# (validates Cohort's Kubernetes objects) and tests/prometheus_text (parses Cohort's /metrics text).
+COHORT_NODE_PACKAGE_FOLDERS=(tests/kube_schema tests/prometheus_text)
+
+# The npm packages of each of COHORT_NODE_PACKAGE_FOLDERS, exactly as its package-lock.json pins
+# them. Skipped for a folder whose packages are already installed from this lock. Where no npm is
+# on PATH, Debian's nodejs and npm are installed first. Offline, a machine outside CI skips them
+# with a message (the tests then say what to run); in CI ($CI set), or for a folder the build
+# needs (cohort_install_node_packages_in FOLDER required), that is an error.
 cohort_install_node_packages() {
-  local folder="$COHORT_ROOT/tests/kube_schema"
+  local relative
+  for relative in "${COHORT_NODE_PACKAGE_FOLDERS[@]}"; do
+    cohort_install_node_packages_in "$relative" || return 1
+  done
+}
+
+cohort_install_node_packages_in() {
+  local relative="$1" strict="${CI:-}${2:-}"
+  local folder="$COHORT_ROOT/$relative"
   local stamp="$folder/node_modules/.cohort-installed-lock.json"
   if [ -f "$stamp" ] && cmp -s "$folder/package-lock.json" "$stamp"; then
     return 0
   fi
   command -v npm >/dev/null || cohort_install_missing_packages nodejs npm || true
   if ! command -v npm >/dev/null; then
-    if [ -n "${CI:-}" ]; then
-      echo "setup: npm is missing; CI needs it for tests/kube_schema (install node 20 and npm)" >&2
+    if [ -n "$strict" ]; then
+      echo "setup: npm is missing; $relative needs it (install node 20 and npm)" >&2
       return 1
     fi
-    echo "setup: npm not found: skipping tests/kube_schema's packages (the kube_schema test needs them)"
+    echo "setup: npm not found: skipping $relative's packages (its test needs them)"
     return 0
   fi
-  echo "setup: npm ci in tests/kube_schema"
+  echo "setup: npm ci in $relative"
   if ! (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
-    if [ -n "${CI:-}" ]; then
-      echo "setup: npm ci failed in tests/kube_schema" >&2
+    if [ -n "$strict" ]; then
+      echo "setup: npm ci failed in $relative" >&2
       return 1
     fi
-    echo "setup: npm ci failed (offline?): the kube_schema test will fail until it succeeds"
+    echo "setup: npm ci failed (offline?): $relative's test will fail until it succeeds"
     return 0
   fi
   cp "$folder/package-lock.json" "$stamp"

@@ -84,12 +84,26 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
-                 "write TensorBoard event files to <dir>/train and <dir>/validation")
+                 "write TensorBoard event files to <dir>/train and <dir>/validation (default: "
+                 "the directory job control names in $COHORT_SUMMARY_DIR, if any)")
       ->check(FileSystemPath());
   app.add_option("--tensorboard_update_steps", flags.tensorboard_update_steps,
-                 "also write batch_loss/batch_accuracy every N global steps (0: epochs only)")
+                 "also write the batch figures (batch_loss, batch_accuracy, "
+                 "batch_samples_per_second, batch_step_seconds, batch_allreduce_wait_seconds) "
+                 "every N global steps (0: not by steps)")
       ->capture_default_str()
       ->check(IntegerAtLeast(0));
+  app.add_option("--tensorboard_update_s", flags.tensorboard_update_s,
+                 "write the batch figures at most every S seconds within an epoch, flushed at "
+                 "once so that the dashboard's curves grow (0: not by time)")
+      ->capture_default_str()
+      ->check(Real([](double value) { return value >= 0; }, "a number of seconds >= 0", "SECONDS"));
+  app.add_option("--progress_every_s", flags.progress_every_s,
+                 "when the output is not a terminal (a replica's log), print a progress line "
+                 "(step, loss, samples/s, step time, all-reduce wait, ETA) every S seconds "
+                 "within an epoch (0: one line per epoch only)")
+      ->capture_default_str()
+      ->check(Real([](double value) { return value >= 0; }, "a number of seconds >= 0", "SECONDS"));
   app.add_option("--seed", flags.seed, "seed for weights and the data order")
       ->capture_default_str();
   app.add_option("--threads", flags.threads,

@@ -1,6 +1,7 @@
 #include "image_training.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "cluster/summary_location.h"
 #include "net/auth.h"
 #include "train/backup_and_restore.h"
 #include "train/data/image_batch_source.h"
@@ -69,6 +71,10 @@ TrainerOptions TrainerOptionsFrom(const Flags& flags) {
   return options;
 }
 
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 // The callbacks the flags ask for, in the order they run (`backup` first, when there is one);
 // progress always comes last.
 std::vector<Callback*> CallbacksFor(const Flags& flags, BackupAndRestore* backup,
@@ -77,11 +83,19 @@ std::vector<Callback*> CallbacksFor(const Flags& flags, BackupAndRestore* backup
     owned->push_back(
         std::make_unique<ModelCheckpoint>(ModelCheckpointOptions{flags.model_checkpoint_path}));
   }
-  if (!flags.tensorboard_dir.empty()) {
-    owned->push_back(std::make_unique<TensorBoardCallback>(
-        TensorBoardOptions{flags.tensorboard_dir, flags.tensorboard_update_steps}));
+  // Without --tensorboard_dir, the directory job control gave this replica, which is its alone
+  // (cluster/summary_location.h).
+  const std::string summary_dir = cluster::SummaryDirectoryFromEnvironment();
+  const bool own_directory = flags.tensorboard_dir.empty() && !summary_dir.empty();
+  const std::string log_dir = own_directory ? summary_dir : flags.tensorboard_dir;
+  if (!log_dir.empty()) {
+    TensorBoardOptions options{log_dir, flags.tensorboard_update_steps};
+    options.update_every = Milliseconds(flags.tensorboard_update_s);
+    options.own_directory = own_directory;
+    owned->push_back(std::make_unique<TensorBoardCallback>(std::move(options)));
   }
-  owned->push_back(std::make_unique<ProgressCallback>(ProgressCallback::ForStdout()));
+  owned->push_back(std::make_unique<ProgressCallback>(
+      ProgressCallback::ForStdout(Milliseconds(flags.progress_every_s))));
   std::vector<Callback*> callbacks;
   if (backup) callbacks.push_back(backup);
   for (const auto& callback : *owned) callbacks.push_back(callback.get());

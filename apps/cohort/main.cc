@@ -8,6 +8,7 @@
 //   cohort manifests FILE  print the pods, services and PodGroup Kubeflow's operator would create
 //   cohort crd             print the TFJob CustomResourceDefinition (deploy/kubernetes/crd.yaml)
 //   cohort operator        run TFJobs on a Kubernetes cluster (kube/operator), until SIGTERM
+//   cohort ui              serve the web dashboard of the jobs here (ui/ui_command.h)
 //   kubectl's forms: apply/create/delete -f FILE, get tfjobs|pods [NAME], logs POD, -o FORMAT, -w
 //   gcloud's: cohort ai-platform jobs submit training|list|describe|cancel|stream-logs
 //   --kubernetes [--context C] on submit, apply, create, get, describe, logs, wait, delete,
@@ -44,6 +45,7 @@
 #include "kube/objects/crd.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/operator_command.h"
+#include "ui/ui_command.h"
 #include "view/ai_platform_view.h"
 #include "view/command_line.h"
 #include "view/job_view.h"
@@ -1032,6 +1034,23 @@ int Main(int argc, char** argv) {
                         "volcano, or a scheduler-plugins scheduler name: add a PodGroup");
   manifests->callback(
       [&] { exit_code = Manifests(file, job_file_options, namespace_flag(), object_options); });
+
+  ui::UiFlags ui_flags;
+  CLI::App* ui_command = app.add_subcommand(
+      "ui", "Serve the web dashboard of the jobs here (loopback; elsewhere with a token)");
+  ui_command->add_option("--address", ui_flags.address, "the address to listen on")
+      ->capture_default_str();
+  ui_command->add_option("--port", ui_flags.port, "the port (0: any free one)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  ui_command->add_option("--token", ui_flags.token,
+                         "the token every request must carry (required off loopback)");
+  ui_command->add_option("--token-file", ui_flags.token_file,
+                         "a file whose first line is the token");
+  ui_command->callback([&] {
+    Status served = ui::ServeDashboard(ui_flags, exec::DefaultCohortHome(), std::cout);
+    exit_code = served.ok() ? kExitSucceeded : Fail(ExitCodeFor(served), served.message());
+  });
 
   CLI::App* crd = app.add_subcommand("crd", "Print the TFJob CustomResourceDefinition");
   crd->callback([&] { exit_code = Crd(); });

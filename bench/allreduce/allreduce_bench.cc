@@ -1,34 +1,60 @@
-// allreduce_bench: Cohort's all-reduce against Gloo, side by side, on loopback.
+// allreduce_bench: Cohort's all-reduce beside its like-for-like peers, with the ring's ceiling.
 //
-// For each rank count, the benchmark forks that many processes. Each process connects three
-// meshes: Cohort with its default algorithms (the same-host path where the kernel allows it),
-// Cohort restricted to TCP (the ring), and Gloo's TCP transport running AllreduceRingChunked.
-// For each size, every library sums a float32 buffer of that size in place (each its own buffer,
-// same contents), in rotating order, for several rounds; the per-operation time is the slowest
-// rank's average over a block of iterations, and the reported time is the median over rounds.
-// Bandwidths follow NCCL-tests: algbw = size / time, busbw = algbw * 2(n-1)/n. The single-stream
-// loopback TCP throughput, measured first in the same run between 64 MiB buffers (and, for
-// reference, between buffers that stay in cache), is the ceiling; for the 64 MiB, 2-rank goal it
-// is measured again in turn with that all-reduce (CheckAgainstTheCeiling).
+// Two comparisons, never mixed:
 //
-//   allreduce_bench [--ranks=2,4] [--min-bytes=4096] [--max-bytes=268435456] [--factor=4]
-//                   [--min-time=0.25] [--rounds=3] [--segment-bytes=N] [--receive-slots=N]
-//                   [--same-host-min-bytes=N]
+//   --mode=tcp (the default): Cohort over TCP only (its same-host path off, as between hosts)
+//   against every all-reduce of Gloo's TCP transport (Debian's libgloo-dev): gloo::allreduce,
+//   the API PyTorch's Gloo backend calls, with its ring and its bcube algorithm, and the classic
+//   AllreduceRing, AllreduceRingChunked and AllreduceHalvingDoubling. Per size the best of the
+//   five is "best gloo", named. Beside them, in the same processes and in turn with them, the
+//   ring ceiling (bench/common/ring_ceiling.h): each rank sends to its next rank and receives from
+//   its previous one at once, as many bytes as a ring all-reduce moves, on the same links, with
+//   nothing else to do. Its bus bandwidth is what the links allow a ring; Cohort's busbw over it
+//   is Cohort's fraction of that limit.
 //
-// The last line is the summary: allreduce: min busbw ratio vs gloo (>= 1 MiB) = X.XX
+//   --mode=same-host: Cohort with its same-host path (the default a job on one host gets)
+//   against Open MPI's shared-memory MPI_Allreduce (mpirun --mca pml ob1 --mca btl self,vader,
+//   running mpi_allreduce_bench). The two run as separate process groups, alternating round by
+//   round.
+//
+// Ranks are forked on loopback (--ranks=2,4), or, with --rank, this process is one rank of a
+// group whose endpoints --endpoints lists, one per rank (on emulated hosts: run_cross_host.sh).
+//
+// Each figure is per operation: every rank times a block of iterations (as many as fill
+// --min-time, agreed by all), the slowest rank's time counts, and --rounds blocks (10 by default)
+// give min / median / max. The libraries take turns within each round, in rotating order, on the
+// same float32 buffer (sum, in place); each result is checked first. Bandwidths as NCCL-tests
+// define them: algbw = size / time, busbw = algbw * 2(n-1)/n; the ring ceiling's busbw is the
+// bytes each rank sent / time. Ratios and fractions ("of it", "ratio") are medians over rounds of
+// the ratio within each round (the libraries of one round run one right after the other).
+//
+//   allreduce_bench [--mode=tcp|same-host] [--ranks=2,4] [--min-bytes=1024]
+//                   [--max-bytes=67108864] [--factor=4] [--min-time=0.05] [--rounds=10]
+//                   [--segment-bytes=N] [--receive-slots=N] [--same-host-min-bytes=N]
+//                   [--rank=R --endpoints=HOST:PORT,... --gloo-store=DIR --label=TEXT]
+//                   [--link-bits-per-second=N] [--skip=NAME,...]
+//                   [--mpirun=PATH --mpi-bench=PATH]
+//
+// With --rank, rank R listens on its endpoint's port (Cohort) and the next port (the ring
+// ceiling); Gloo's rendezvous is a file store in DIR, which every rank must see.
+//
+// Output: a table per rank count, then per configuration the goal figures as lines
+// "allreduce-goal NAME LABEL VALUE SIZE" (for run_cross_host.sh), and last the summary:
+//   allreduce: min busbw ratio vs best gloo (>= 1 MiB) = X.XX             (--mode=tcp)
+//   allreduce same-host: min busbw ratio vs open mpi (>= 1 MiB) = X.XX    (--mode=same-host)
 #include <poll.h>
-#include <sys/socket.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -40,10 +66,15 @@
 #include "collective/reduction.h"
 #include "net/socket.h"
 #include "net/transport.h"
-#include "tcp_ceiling.h"
+#include "ring_ceiling.h"
+#include "spread.h"
 
 #ifdef COHORT_HAVE_GLOO
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
+#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -57,16 +88,75 @@ using collective::Communicator;
 using collective::DataType;
 using collective::ReduceOp;
 
+// Everything measured, in column order. The Gloo ones exist only when Gloo was found; Open MPI
+// runs in its own processes (--mode=same-host).
+enum Library {
+  kCohort,
+  kGlooAllreduceRing,
+  kGlooAllreduceBcube,
+  kGlooRing,
+  kGlooRingChunked,
+  kGlooHalvingDoubling,
+  kRingCeiling,
+  kOpenMpi,
+  kLibraries
+};
+const char* const kLibraryNames[] = {"cohort",
+                                     "gloo::allreduce(ring)",
+                                     "gloo::allreduce(bcube)",
+                                     "AllreduceRing",
+                                     "AllreduceRingChunked",
+                                     "AllreduceHalvingDoubling",
+                                     "ring-ceiling",
+                                     "open-mpi"};
+constexpr Library kGlooLibraries[] = {kGlooAllreduceRing, kGlooAllreduceBcube, kGlooRing,
+                                      kGlooRingChunked, kGlooHalvingDoubling};
+constexpr size_t kMiB = 1u << 20;
+
+enum class Mode { kTcp, kSameHost };
+
 struct Options {
+  Mode mode = Mode::kTcp;
   std::vector<int> ranks = {2, 4};
-  size_t min_bytes = 4096;
-  size_t max_bytes = 256u << 20;
+  size_t min_bytes = 1024;
+  size_t max_bytes = 64 * kMiB;
   size_t factor = 4;
-  double min_time = 0.25;
-  int rounds = 3;
+  double min_time = 0.05;
+  int rounds = 10;
   collective::RingTuning ring;  // Cohort's defaults unless overridden
   size_t same_host_min_bytes = collective::CommunicatorOptions().same_host_min_bytes;
+  // One rank of a group spread over hosts (--rank): its index, every rank's endpoint, Gloo's
+  // file store and the configuration's name in the output.
+  int rank = -1;
+  std::vector<std::string> endpoints;
+  std::string gloo_store;
+  std::string label;
+  // The rate of each host's link, each way (--link-bits-per-second; 0: unknown, e.g. loopback):
+  // busbw is also shown as a fraction of it, since each rank's sends cross at most one link.
+  double link_bits_per_second = 0;
+  // Libraries left out of --mode=tcp, by their names in the output (--skip=a,b), to look at a few.
+  std::vector<std::string> skip;
+#ifdef COHORT_MPIRUN
+  std::string mpirun = COHORT_MPIRUN;
+  std::string mpi_bench = COHORT_MPI_BENCH;
+#else
+  std::string mpirun;
+  std::string mpi_bench;
+#endif
 };
+
+[[noreturn]] void Usage(const std::string& problem) {
+  std::fprintf(stderr, "allreduce_bench: %s (see the comment at the top of allreduce_bench.cc)\n",
+               problem.c_str());
+  std::exit(2);
+}
+
+size_t ParseSize(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0') Usage(flag + ": not a number: " + text);
+  return static_cast<size_t>(value);
+}
 
 Options ParseOptions(int argc, char** argv) {
   Options options;
@@ -76,31 +166,80 @@ Options ParseOptions(int argc, char** argv) {
       size_t length = std::strlen(name);
       return argument.compare(0, length, name) == 0 ? argument.c_str() + length : nullptr;
     };
-    if (const char* v = value("--ranks=")) {
-      options.ranks.clear();
-      std::stringstream list(v);
+    auto list = [](const char* text) {
+      std::vector<std::string> items;
+      std::stringstream in(text);
       std::string item;
-      while (std::getline(list, item, ',')) options.ranks.push_back(std::stoi(item));
+      while (std::getline(in, item, ',')) items.push_back(item);
+      return items;
+    };
+    if (const char* v = value("--mode=")) {
+      if (std::strcmp(v, "tcp") == 0) {
+        options.mode = Mode::kTcp;
+      } else if (std::strcmp(v, "same-host") == 0) {
+        options.mode = Mode::kSameHost;
+      } else {
+        Usage(std::string("--mode: ") + v + " not in {tcp,same-host}");
+      }
+    } else if (const char* v = value("--ranks=")) {
+      options.ranks.clear();
+      for (const std::string& item : list(v)) {
+        const size_t ranks = ParseSize("--ranks", item.c_str());
+        if (ranks < 2 || ranks > 64) Usage("--ranks: " + item + " not in [2, 64]");
+        options.ranks.push_back(static_cast<int>(ranks));
+      }
     } else if (const char* v = value("--min-bytes=")) {
-      options.min_bytes = std::stoull(v);
+      options.min_bytes = ParseSize("--min-bytes", v);
     } else if (const char* v = value("--max-bytes=")) {
-      options.max_bytes = std::stoull(v);
+      options.max_bytes = ParseSize("--max-bytes", v);
     } else if (const char* v = value("--factor=")) {
-      options.factor = std::max<size_t>(2, std::stoull(v));
+      options.factor = std::max<size_t>(2, ParseSize("--factor", v));
     } else if (const char* v = value("--min-time=")) {
-      options.min_time = std::stod(v);
+      options.min_time = std::atof(v);
     } else if (const char* v = value("--rounds=")) {
-      options.rounds = std::max(1, std::stoi(v));
+      options.rounds = static_cast<int>(std::clamp<size_t>(ParseSize("--rounds", v), 1, 1000));
     } else if (const char* v = value("--segment-bytes=")) {
-      options.ring.segment_bytes = std::stoull(v);
+      options.ring.segment_bytes = ParseSize("--segment-bytes", v);
     } else if (const char* v = value("--receive-slots=")) {
-      options.ring.receive_slots = std::stoi(v);
+      options.ring.receive_slots = static_cast<int>(ParseSize("--receive-slots", v));
     } else if (const char* v = value("--same-host-min-bytes=")) {
-      options.same_host_min_bytes = std::stoull(v);
+      options.same_host_min_bytes = ParseSize("--same-host-min-bytes", v);
+    } else if (const char* v = value("--rank=")) {
+      options.rank = static_cast<int>(ParseSize("--rank", v));
+    } else if (const char* v = value("--endpoints=")) {
+      options.endpoints = list(v);
+    } else if (const char* v = value("--gloo-store=")) {
+      options.gloo_store = v;
+    } else if (const char* v = value("--label=")) {
+      options.label = v;
+    } else if (const char* v = value("--skip=")) {
+      options.skip = list(v);
+      for (const std::string& name : options.skip) {
+        if (std::find(std::begin(kLibraryNames), std::end(kLibraryNames), name) ==
+                std::end(kLibraryNames) ||
+            name == "cohort") {
+          Usage("--skip: " + name + " is not a library --mode=tcp can leave out");
+        }
+      }
+    } else if (const char* v = value("--link-bits-per-second=")) {
+      options.link_bits_per_second = std::atof(v);
+    } else if (const char* v = value("--mpirun=")) {
+      options.mpirun = v;
+    } else if (const char* v = value("--mpi-bench=")) {
+      options.mpi_bench = v;
     } else {
-      std::fprintf(stderr, "unknown argument %s\n", argv[i]);
-      std::exit(2);
+      Usage("unknown argument " + argument);
     }
+  }
+  if (options.min_bytes < sizeof(float) || options.min_bytes > options.max_bytes ||
+      options.max_bytes > (size_t{1} << 32)) {
+    Usage("need 4 <= --min-bytes <= --max-bytes <= 4 GiB");
+  }
+  if (options.rank >= 0) {
+    if (options.mode != Mode::kTcp) Usage("--rank runs --mode=tcp only");
+    if (options.endpoints.size() < 2 || options.rank >= static_cast<int>(options.endpoints.size()))
+      Usage("--rank needs --endpoints with at least 2 endpoints, its own among them");
+    if (options.gloo_store.empty()) Usage("--rank needs --gloo-store");
   }
   return options;
 }
@@ -118,216 +257,430 @@ std::string FormatBytes(size_t bytes) {
   return text;
 }
 
-// ---- One rank of one rank count ----
-
-struct Mesh {
-  cluster::ClusterSpec spec;
-  std::vector<int> listeners;
-};
-
-Mesh MakeMesh(int ranks) {
-  Mesh mesh;
-  for (int rank = 0; rank < ranks; ++rank) {
-    auto listener = net::ListenTcp("127.0.0.1", 0, 128);
-    if (!listener.ok()) {
-      std::fprintf(stderr, "%s\n", listener.status().ToString().c_str());
-      std::exit(1);
-    }
-    mesh.spec.jobs["worker"].push_back("127.0.0.1:" +
-                                       std::to_string(*net::LocalPort(listener->fd())));
-    mesh.listeners.push_back(listener->Release());
-  }
-  return mesh;
+std::string CompactBytes(size_t bytes) {
+  std::string text = FormatBytes(bytes);
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  return text;
 }
 
-std::unique_ptr<Communicator> Connect(Mesh& mesh, int rank, bool same_host,
-                                      const Options& bench_options) {
-  net::TransportOptions options;
-  options.job_name = "allreduce-bench";
-  options.secret = "allreduce-bench secret";
-  options.listening_fd = mesh.listeners[rank];
-  options.log_warning = [](const std::string& message) {
+std::vector<size_t> Sizes(const Options& options) {
+  std::vector<size_t> sizes;
+  for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
+    sizes.push_back(bytes / sizeof(float) * sizeof(float));
+  }
+  return sizes;
+}
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "allreduce_bench: %s\n", message.c_str());
+  std::fflush(stderr);
+  _exit(1);
+}
+
+void Check(const Status& status, const char* what) {
+  if (!status.ok()) Die(std::string(what) + ": " + status.ToString());
+}
+
+// The measurements of one configuration: per-operation seconds by library and size.
+using Samples = std::map<std::pair<int, size_t>, std::vector<double>>;
+
+// ---- One rank ----
+
+// Where one rank finds its peers and its own sockets.
+struct RankPlan {
+  int rank = 0;
+  cluster::ClusterSpec spec;                // Cohort's endpoints, as "worker" tasks
+  int cohort_listener = -1;                 // bound already (forked ranks), or -1
+  std::vector<net::Endpoint> ring_ceiling;  // the ring ceiling's endpoints
+  net::Socket ceiling_listener;
+  std::string gloo_host;  // the address Gloo's device binds
+  std::string gloo_store;
+  bool same_host = false;
+  std::vector<Library> libraries;  // measured in these processes, in rotation
+};
+
+std::unique_ptr<Communicator> ConnectCohort(const RankPlan& plan, const Options& options) {
+  net::TransportOptions transport_options;
+  transport_options.job_name = "allreduce-bench";
+  transport_options.secret = "allreduce-bench secret";
+  transport_options.listening_fd = plan.cohort_listener;
+  transport_options.log_warning = [](const std::string& message) {
     std::fprintf(stderr, "warning: %s\n", message.c_str());
   };
-  for (size_t i = 0; i < mesh.listeners.size(); ++i) {
-    if (static_cast<int>(i) != rank) close(mesh.listeners[i]);
-  }
-  auto transport = net::Transport::Connect(mesh.spec, {"worker", rank}, options);
-  if (!transport.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, transport.status().ToString().c_str());
-    std::exit(1);
-  }
+  auto transport = net::Transport::Connect(plan.spec, {"worker", plan.rank}, transport_options);
+  if (!transport.ok())
+    Die("rank " + std::to_string(plan.rank) + ": " + transport.status().ToString());
   collective::CommunicatorOptions communicator_options;
-  communicator_options.same_host_memory = same_host;
-  communicator_options.ring = bench_options.ring;
-  communicator_options.same_host_min_bytes = bench_options.same_host_min_bytes;
+  communicator_options.same_host_memory = plan.same_host;
+  communicator_options.ring = options.ring;
+  communicator_options.same_host_min_bytes = options.same_host_min_bytes;
   auto communicator = Communicator::Create(std::move(*transport), communicator_options);
   if (!communicator.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, communicator.status().ToString().c_str());
-    std::exit(1);
+    Die("rank " + std::to_string(plan.rank) + ": " + communicator.status().ToString());
   }
   return std::move(*communicator);
 }
 
-void Check(const Status& status, const char* what) {
-  if (!status.ok()) {
-    std::fprintf(stderr, "%s: %s\n", what, status.ToString().c_str());
-    std::exit(1);
+// Runs every size for `plan.libraries`; rank 0 calls `sample` with each per-operation time and
+// `note` with what the reader should know about the run.
+void RunRank(RankPlan plan, const Options& options,
+             const std::function<void(Library, size_t, double)>& sample,
+             const std::function<void(const std::string&)>& note) {
+  const int rank = plan.rank;
+  const int ranks = static_cast<int>(plan.spec.jobs.at("worker").size());
+  std::unique_ptr<Communicator> cohort = ConnectCohort(plan, options);
+  const bool measures = [&](Library library) {
+    return std::find(plan.libraries.begin(), plan.libraries.end(), library) != plan.libraries.end();
+  }(kRingCeiling);
+  std::unique_ptr<RingExchange> ring;
+  if (measures) {
+    auto connected =
+        RingExchange::Connect(rank, plan.ring_ceiling, std::move(plan.ceiling_listener),
+                              net::Deadline::After(std::chrono::minutes(2)));
+    if (!connected.ok()) Die(connected.status().ToString());
+    ring = std::move(*connected);
   }
-}
-
-// The libraries compared, in column order.
-enum Library { kCohort = 0, kCohortTcp = 1, kGloo = 2, kLibraries = 3 };
-const char* kLibraryNames[] = {"cohort", "cohort-tcp", "gloo"};
-
-int RunRank(int rank, int ranks, Mesh& default_mesh, Mesh& tcp_mesh, const std::string& gloo_dir,
-            const Options& options, int report_fd) {
-  std::unique_ptr<Communicator> cohort = Connect(default_mesh, rank, true, options);
-  std::unique_ptr<Communicator> cohort_tcp = Connect(tcp_mesh, rank, false, options);
-  auto report = [&](const std::string& line) {
-    if (rank != 0) return;
-    std::string text = line + "\n";
-    [[maybe_unused]] ssize_t ignored = write(report_fd, text.data(), text.size());
-  };
 #ifdef COHORT_HAVE_GLOO
-  auto store = std::make_shared<gloo::rendezvous::FileStore>(gloo_dir);
-  auto device = gloo::transport::tcp::CreateDevice("127.0.0.1");
-  auto gloo_context = std::make_shared<gloo::rendezvous::Context>(rank, ranks);
-  gloo_context->setTimeout(std::chrono::seconds(600));
-  gloo_context->connectFullMesh(*store, device);
-  const bool have_gloo = true;
-#else
-  const bool have_gloo = false;
+  std::shared_ptr<gloo::rendezvous::Context> gloo_context;
+  if (std::count_if(plan.libraries.begin(), plan.libraries.end(), [](Library library) {
+        return std::find(std::begin(kGlooLibraries), std::end(kGlooLibraries), library) !=
+               std::end(kGlooLibraries);
+      }) > 0) {
+    try {
+      auto store = std::make_shared<gloo::rendezvous::FileStore>(plan.gloo_store);
+      auto device = gloo::transport::tcp::CreateDevice(plan.gloo_host.c_str());
+      gloo_context = std::make_shared<gloo::rendezvous::Context>(rank, ranks);
+      gloo_context->setTimeout(std::chrono::minutes(10));
+      gloo_context->connectFullMesh(*store, device);
+    } catch (const std::exception& error) {
+      Die("rank " + std::to_string(rank) + ": gloo rendezvous in " + plan.gloo_store + ": " +
+          error.what());
+    }
+  }
+  uint32_t gloo_tag = 0;
 #endif
   if (rank == 0) {
-    report("# " + std::to_string(ranks) + " ranks; cohort uses " +
-           (cohort->uses_same_host_memory() ? "the same-host path (cross-memory attach) from " +
-                                                  FormatBytes(options.same_host_min_bytes) + " up"
-                                            : "TCP only (cross-memory attach unavailable)") +
-           "; reduction kernels: " + collective::ReductionKernelName());
+    note(std::to_string(ranks) + " ranks; cohort: " +
+         (plan.same_host
+              ? (cohort->uses_same_host_memory()
+                     ? "same-host path (cross-memory attach) from " +
+                           FormatBytes(options.same_host_min_bytes) + " up, TCP ring below"
+                     : "same-host path unavailable here, TCP ring only")
+              : "TCP ring only (same-host path off)") +
+         "; reduction kernels: " + collective::ReductionKernelName());
   }
 
-  const size_t max_count = options.max_bytes / sizeof(float);
-  std::vector<float> buffers[kLibraries];
-  for (auto& buffer : buffers) buffer.assign(max_count, 0.0f);
-
-  for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
+  std::vector<float> data(options.max_bytes / sizeof(float));
+  std::vector<char> ceiling_receive(ring ? options.max_bytes : 0);
+  const int libraries = static_cast<int>(plan.libraries.size());
+  for (size_t bytes : Sizes(options)) {
     const size_t count = bytes / sizeof(float);
 #ifdef COHORT_HAVE_GLOO
-    gloo::AllreduceRingChunked<float> gloo_allreduce(gloo_context, {buffers[kGloo].data()},
-                                                     static_cast<int>(count));
+    std::unique_ptr<gloo::Algorithm> gloo_classic[kLibraries];
+    if (gloo_context) {
+      const std::vector<float*> pointers = {data.data()};
+      const int elements = static_cast<int>(count);
+      gloo_classic[kGlooRing] =
+          std::make_unique<gloo::AllreduceRing<float>>(gloo_context, pointers, elements);
+      gloo_classic[kGlooRingChunked] =
+          std::make_unique<gloo::AllreduceRingChunked<float>>(gloo_context, pointers, elements);
+      gloo_classic[kGlooHalvingDoubling] =
+          std::make_unique<gloo::AllreduceHalvingDoubling<float>>(gloo_context, pointers, elements);
+    }
 #endif
-    auto run_once = [&](int library) {
+    auto run_once = [&](Library library) {
       switch (library) {
         case kCohort:
-          Check(
-              cohort->AllReduce(buffers[kCohort].data(), count, DataType::kFloat32, ReduceOp::kSum),
-              "cohort all-reduce");
-          break;
-        case kCohortTcp:
-          Check(cohort_tcp->AllReduce(buffers[kCohortTcp].data(), count, DataType::kFloat32,
-                                      ReduceOp::kSum),
-                "cohort (tcp) all-reduce");
-          break;
-        case kGloo:
-#ifdef COHORT_HAVE_GLOO
-          gloo_allreduce.run();
-#endif
+          Check(cohort->AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum),
+                "cohort all-reduce");
+          return;
+        case kRingCeiling:
+          Check(ring->Exchange(data.data(), bytes, ceiling_receive.data(), bytes,
+                               RingAllReduceBytesPerRank(bytes, ranks),
+                               net::Deadline::After(std::chrono::minutes(10))),
+                "ring ceiling");
+          return;
+        default:
           break;
       }
+#ifdef COHORT_HAVE_GLOO
+      try {
+        if (library == kGlooAllreduceRing || library == kGlooAllreduceBcube) {
+          // As PyTorch's Gloo backend calls it: options made per call, a fresh tag each time.
+          gloo::AllreduceOptions gloo_options(gloo_context);
+          gloo_options.setAlgorithm(library == kGlooAllreduceRing
+                                        ? gloo::AllreduceOptions::Algorithm::RING
+                                        : gloo::AllreduceOptions::Algorithm::BCUBE);
+          gloo_options.setOutput(data.data(), count);
+          gloo_options.setReduceFunction(
+              static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+          gloo_options.setTag(gloo_tag++);
+          gloo::allreduce(gloo_options);
+        } else {
+          gloo_classic[library]->run();
+        }
+      } catch (const std::exception& error) {
+        Die(std::string(kLibraryNames[library]) + ": " + error.what());
+      }
+#endif
     };
-    const int libraries = have_gloo ? kLibraries : kGloo;
 
-    // Correctness first: every library must produce 1 + 2 + ... + n.
+    // Correctness first: every all-reduce must produce 1 + 2 + ... + n.
     const float expected = static_cast<float>(ranks * (ranks + 1) / 2);
-    for (int library = 0; library < libraries; ++library) {
-      std::fill_n(buffers[library].data(), count, static_cast<float>(rank + 1));
+    for (Library library : plan.libraries) {
+      if (library == kRingCeiling) continue;
+      std::fill_n(data.data(), count, static_cast<float>(rank + 1));
       run_once(library);
       for (size_t i = 0; i < count; i += 97) {
-        if (buffers[library][i] != expected) {
-          std::fprintf(stderr, "%s: wrong sum %g at %zu (expected %g)\n", kLibraryNames[library],
-                       buffers[library][i], i, expected);
-          return 1;
+        if (data[i] != expected) {
+          Die(std::string(kLibraryNames[library]) + ": wrong sum " + std::to_string(data[i]) +
+              " at " + std::to_string(i) + " (expected " + std::to_string(expected) + ")");
         }
       }
-      std::fill_n(buffers[library].data(), count, 0.0f);  // sums of zeros stay finite
     }
+    std::fill_n(data.data(), count, 0.0f);  // sums of zeros stay finite, whatever runs
 
     // Iterations per block: enough for min_time, agreed by all ranks.
-    int64_t iterations[kLibraries] = {1, 1, 1};
-    for (int library = 0; library < libraries; ++library) {
+    std::vector<int64_t> iterations(libraries, 1);
+    for (int i = 0; i < libraries; ++i) {
       Check(cohort->Barrier(), "barrier");
       auto start = Clock::now();
-      run_once(library);
+      run_once(plan.libraries[i]);
       double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      iterations[library] = std::clamp<int64_t>(
-          static_cast<int64_t>(options.min_time / std::max(seconds, 1e-7)), 1, 20000);
+      iterations[i] = std::clamp<int64_t>(
+          static_cast<int64_t>(options.min_time / std::max(seconds, 1e-7)), 1, 10000);
     }
-    Check(cohort->AllReduce(iterations, kLibraries, DataType::kInt64, ReduceOp::kMax),
+    Check(cohort->AllReduce(iterations.data(), iterations.size(), DataType::kInt64, ReduceOp::kMax),
           "agreeing on iterations");
 
-    std::vector<double> times[kLibraries];
     for (int round = 0; round < options.rounds; ++round) {
       for (int turn = 0; turn < libraries; ++turn) {
-        const int library = (round + turn) % libraries;
+        const int index = (round + turn) % libraries;
         Check(cohort->Barrier(), "barrier");
         auto start = Clock::now();
-        for (int64_t i = 0; i < iterations[library]; ++i) run_once(library);
+        for (int64_t i = 0; i < iterations[index]; ++i) run_once(plan.libraries[index]);
         double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         Check(cohort->AllReduce(&elapsed, 1, DataType::kFloat64, ReduceOp::kMax), "timing");
-        times[library].push_back(elapsed / static_cast<double>(iterations[library]));
-      }
-    }
-    if (rank == 0) {
-      std::string line = "@ " + std::to_string(ranks) + " " + std::to_string(bytes);
-      for (int library = 0; library < kLibraries; ++library) {
-        double median = 0;
-        if (library < libraries) {
-          std::sort(times[library].begin(), times[library].end());
-          median = times[library][times[library].size() / 2];
+        if (rank == 0) {
+          sample(plan.libraries[index], bytes, elapsed / static_cast<double>(iterations[index]));
         }
-        line += " " + std::to_string(median);
       }
-      report(line);
     }
   }
-  return 0;
 }
 
-struct Row {
-  int ranks;
-  size_t bytes;
-  double seconds[kLibraries];
+// ---- Reading and printing the figures ----
+
+double BusBandwidth(Library library, size_t bytes, int ranks, double seconds) {
+  if (seconds <= 0) return 0;
+  if (library == kRingCeiling) {
+    return static_cast<double>(RingAllReduceBytesPerRank(bytes, ranks)) / seconds / 1e9;
+  }
+  return 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) / seconds / 1e9;
+}
+
+// The worst figure over sizes from `from_bytes` up, and where it was.
+struct Worst {
+  double value = 1e300;
+  size_t bytes = 0;
+  int ranks = 0;
+  std::string detail;
+  bool found() const { return bytes > 0; }
+  void Offer(double candidate, size_t at, int with_ranks, const std::string& what = "") {
+    if (candidate < value) {
+      value = candidate;
+      bytes = at;
+      ranks = with_ranks;
+      detail = what;
+    }
+  }
 };
 
-// Runs one rank count: forks the ranks and returns rank 0's measurements, printing them as rows
-// (and rank 0's notes) unless `quiet`.
-std::vector<Row> RunRankCount(int ranks, const Options& options, bool quiet = false) {
-  Mesh default_mesh = MakeMesh(ranks);
-  Mesh tcp_mesh = MakeMesh(ranks);
-  std::string gloo_dir =
+// The median over rounds of `library`'s busbw / `reference`'s busbw measured in the same round,
+// i.e. of time(reference) / time(library), both moving the same bytes. Pairing each round's two
+// measurements, taken one right after the other, keeps the load of that moment out of the
+// ratio, where a ratio of two medians would mix rounds taken under different load. 0 without
+// samples.
+double PairedMedianRatio(const Samples& samples, Library reference, Library library, size_t bytes) {
+  auto reference_times = samples.find({reference, bytes});
+  auto library_times = samples.find({library, bytes});
+  if (reference_times == samples.end() || library_times == samples.end()) return 0;
+  std::vector<double> ratios;
+  const size_t rounds = std::min(reference_times->second.size(), library_times->second.size());
+  for (size_t round = 0; round < rounds; ++round) {
+    if (library_times->second[round] > 0) {
+      ratios.push_back(reference_times->second[round] / library_times->second[round]);
+    }
+  }
+  return SpreadOf(ratios).median;
+}
+
+struct TcpFigures {
+  Worst gloo_ratio;        // cohort / best gloo, sizes >= 1 MiB
+  Worst ceiling_fraction;  // cohort / ring ceiling, sizes >= 16 MiB
+};
+
+// Prints the table of one --mode=tcp configuration and returns its goal figures.
+TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& samples,
+                         const Options& options) {
+  TcpFigures figures;
+  std::printf(
+      "# %s, %d ranks: per-operation time in us, min / median / max of %d rounds; "
+      "busbw GB/s of the median\n",
+      label.c_str(), ranks, options.rounds);
+  if (options.link_bits_per_second > 0) {
+    std::printf("# links of %.3f GB/s each way: \"link\" is cohort's busbw as a fraction of it\n",
+                options.link_bits_per_second / 8 / 1e9);
+  }
+  std::printf("%9s | %27s %7s%s | %7s %6s | %7s %-24s %6s | %s\n", "size",
+              "cohort us (min/med/max)", "busbw", options.link_bits_per_second > 0 ? "   link" : "",
+              "ceiling", "of it", "gloo", "best gloo", "ratio",
+              "busbw: gloo::allreduce ring, bcube; AllreduceRing, RingChunked, HalvingDoubling");
+  for (size_t bytes : Sizes(options)) {
+    auto spread_of = [&](Library library) {
+      auto found = samples.find({library, bytes});
+      return found == samples.end() ? Spread() : SpreadOf(found->second);
+    };
+    const Spread cohort = spread_of(kCohort);
+    const Spread ceiling = spread_of(kRingCeiling);
+    const double cohort_busbw = BusBandwidth(kCohort, bytes, ranks, cohort.median);
+    const double ceiling_busbw = BusBandwidth(kRingCeiling, bytes, ranks, ceiling.median);
+    double best_busbw = 0;
+    Library best = kGlooRing;
+    std::string variants;
+    for (Library library : kGlooLibraries) {
+      const double busbw = BusBandwidth(library, bytes, ranks, spread_of(library).median);
+      char text[16];
+      std::snprintf(text, sizeof(text), " %7.3f", busbw);
+      variants += text;
+      if (busbw > best_busbw) {
+        best_busbw = busbw;
+        best = library;
+      }
+    }
+    const double fraction = PairedMedianRatio(samples, kRingCeiling, kCohort, bytes);
+    const double ratio = best_busbw > 0 ? PairedMedianRatio(samples, best, kCohort, bytes) : 0;
+    char of_link[32] = "";
+    if (options.link_bits_per_second > 0) {
+      std::snprintf(of_link, sizeof(of_link), " %5.0f%%",
+                    100 * cohort_busbw / (options.link_bits_per_second / 8 / 1e9));
+    }
+    std::printf("%9s | %8.1f %8.1f %9.1f %7.3f%s | %7.3f %5.0f%% | %7.3f %-24s %5.2fx |%s\n",
+                FormatBytes(bytes).c_str(), cohort.min * 1e6, cohort.median * 1e6, cohort.max * 1e6,
+                cohort_busbw, of_link, ceiling_busbw, 100 * fraction, best_busbw,
+                best_busbw > 0 ? kLibraryNames[best] : "(no gloo)", ratio, variants.c_str());
+    if (bytes >= kMiB && best_busbw > 0) {
+      figures.gloo_ratio.Offer(ratio, bytes, ranks, kLibraryNames[best]);
+    }
+    if (bytes >= 16 * kMiB && ceiling_busbw > 0) {
+      figures.ceiling_fraction.Offer(fraction, bytes, ranks);
+    }
+  }
+  auto goal = [&](const char* name, const Worst& worst) {
+    if (!worst.found()) return;
+    std::printf("allreduce-goal %s %s %.3f %s %s\n", name, label.c_str(), worst.value,
+                CompactBytes(worst.bytes).c_str(),
+                worst.detail.empty() ? "-" : worst.detail.c_str());
+  };
+  goal("gloo-ratio-from-1MiB", figures.gloo_ratio);
+  goal("ceiling-fraction-from-16MiB", figures.ceiling_fraction);
+  std::fflush(stdout);
+  return figures;
+}
+
+void PrintTcpSummary(const std::vector<TcpFigures>& all) {
+  Worst ratio, fraction;
+  for (const TcpFigures& figures : all) {
+    if (figures.gloo_ratio.found()) {
+      ratio.Offer(figures.gloo_ratio.value, figures.gloo_ratio.bytes, figures.gloo_ratio.ranks,
+                  figures.gloo_ratio.detail);
+    }
+    if (figures.ceiling_fraction.found()) {
+      fraction.Offer(figures.ceiling_fraction.value, figures.ceiling_fraction.bytes,
+                     figures.ceiling_fraction.ranks);
+    }
+  }
+  if (fraction.found()) {
+    std::printf("# min busbw fraction of the ring ceiling (>= 16 MiB) = %.2f (%s, %d ranks)\n",
+                fraction.value, FormatBytes(fraction.bytes).c_str(), fraction.ranks);
+  }
+  if (!ratio.found()) {
+    std::printf("allreduce: min busbw ratio vs best gloo (>= 1 MiB) = n/a\n");
+    return;
+  }
+  std::printf("allreduce: min busbw ratio vs best gloo (>= 1 MiB) = %.2f (%s, %d ranks, vs %s)\n",
+              ratio.value, FormatBytes(ratio.bytes).c_str(), ratio.ranks, ratio.detail.c_str());
+}
+
+// ---- Forked ranks on loopback ----
+
+// Forks `ranks` ranks on loopback measuring `libraries` and returns rank 0's samples; rank 0's
+// notes are printed as "# " lines when `print_notes`.
+Samples RunForked(int ranks, const Options& options, bool same_host,
+                  const std::vector<Library>& libraries, bool print_notes = true) {
+  cluster::ClusterSpec spec;
+  std::vector<int> cohort_listeners;
+  std::vector<net::Endpoint> ring_ceiling;
+  std::vector<net::Socket> ceiling_listeners;
+  for (int rank = 0; rank < ranks; ++rank) {
+    auto cohort_listener = net::ListenTcp("127.0.0.1", 0, 128);
+    auto ceiling_listener = net::ListenTcp("127.0.0.1", 0, 4);
+    if (!cohort_listener.ok()) Die(cohort_listener.status().ToString());
+    if (!ceiling_listener.ok()) Die(ceiling_listener.status().ToString());
+    spec.jobs["worker"].push_back("127.0.0.1:" +
+                                  std::to_string(*net::LocalPort(cohort_listener->fd())));
+    ring_ceiling.push_back({"127.0.0.1", *net::LocalPort(ceiling_listener->fd())});
+    cohort_listeners.push_back(cohort_listener->Release());
+    ceiling_listeners.push_back(std::move(*ceiling_listener));
+  }
+  const std::string gloo_dir =
       "/tmp/cohort-allreduce-bench-" + std::to_string(getpid()) + "-" + std::to_string(ranks);
   std::filesystem::remove_all(gloo_dir);
   std::filesystem::create_directories(gloo_dir);
   int report[2];
-  if (pipe(report) != 0) std::exit(1);
-  std::vector<pid_t> children;
+  if (pipe(report) != 0) Die("pipe");
   std::fflush(stdout);
+  std::vector<pid_t> children;
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t pid = fork();
     if (pid == 0) {
       close(report[0]);
-      int code = RunRank(rank, ranks, default_mesh, tcp_mesh, gloo_dir, options, report[1]);
+      RankPlan plan;
+      plan.rank = rank;
+      plan.spec = spec;
+      plan.cohort_listener = cohort_listeners[rank];
+      for (int other = 0; other < ranks; ++other) {
+        if (other != rank) close(cohort_listeners[other]);
+      }
+      plan.ring_ceiling = ring_ceiling;
+      plan.ceiling_listener = std::move(ceiling_listeners[rank]);
+      ceiling_listeners.clear();
+      plan.gloo_host = "127.0.0.1";
+      plan.gloo_store = gloo_dir;
+      plan.same_host = same_host;
+      plan.libraries = libraries;
+      auto write_line = [&](const std::string& line) {
+        std::string text = line + "\n";
+        [[maybe_unused]] ssize_t ignored = write(report[1], text.data(), text.size());
+      };
+      RunRank(
+          std::move(plan), options,
+          [&](Library library, size_t bytes, double seconds) {
+            char text[96];
+            std::snprintf(text, sizeof(text), "@ %d %zu %.9g", library, bytes, seconds);
+            write_line(text);
+          },
+          [&](const std::string& line) { write_line("# " + line); });
       std::fflush(stderr);
-      _exit(code);
+      _exit(0);
     }
     children.push_back(pid);
   }
   close(report[1]);
-  for (int fd : default_mesh.listeners) close(fd);
-  for (int fd : tcp_mesh.listeners) close(fd);
+  for (int fd : cohort_listeners) close(fd);
+  ceiling_listeners.clear();
 
-  std::vector<Row> rows;
+  Samples samples;
   std::string pending;
   char buffer[4096];
   ssize_t got;
@@ -338,26 +691,16 @@ std::vector<Row> RunRankCount(int ranks, const Options& options, bool quiet = fa
       std::string line = pending.substr(0, newline);
       pending.erase(0, newline + 1);
       if (line.rfind("@ ", 0) == 0) {
-        Row row;
+        int library = 0;
+        size_t bytes = 0;
+        double seconds = 0;
         std::istringstream fields(line.substr(2));
-        fields >> row.ranks >> row.bytes >> row.seconds[0] >> row.seconds[1] >> row.seconds[2];
-        rows.push_back(row);
-        if (quiet) continue;
-        double factor = 2.0 * (row.ranks - 1) / row.ranks;
-        std::printf("%5d %10s", row.ranks, FormatBytes(row.bytes).c_str());
-        double busbw[kLibraries];
-        for (int library = 0; library < kLibraries; ++library) {
-          double algbw = row.seconds[library] > 0 ? row.bytes / row.seconds[library] / 1e9 : 0;
-          busbw[library] = algbw * factor;
-          std::printf(" | %10.1f %7.3f %7.3f", row.seconds[library] * 1e6, algbw, busbw[library]);
-        }
-        double ratio = busbw[kGloo] > 0 ? busbw[kCohort] / busbw[kGloo] : 0;
-        double ratio_tcp = busbw[kGloo] > 0 ? busbw[kCohortTcp] / busbw[kGloo] : 0;
-        std::printf(" | %6.2f %6.2f\n", ratio, ratio_tcp);
-      } else if (!quiet) {
+        fields >> library >> bytes >> seconds;
+        samples[{library, bytes}].push_back(seconds);
+      } else if (print_notes) {
         std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
       }
-      std::fflush(stdout);
     }
   }
   close(report[0]);
@@ -368,35 +711,25 @@ std::vector<Row> RunRankCount(int ranks, const Options& options, bool quiet = fa
     failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   }
   std::filesystem::remove_all(gloo_dir);
-  if (failed) {
-    std::fprintf(stderr, "a rank of the %d-rank run failed\n", ranks);
-    std::exit(1);
-  }
-  return rows;
+  if (failed) Die("a rank of the " + std::to_string(ranks) + "-rank run failed (see above)");
+  return samples;
 }
 
-// The goal at 64 MiB with 2 ranks is a fraction of the TCP ceiling. On a shared machine memory
-// and loopback speeds drift over minutes, so a ceiling measured at start and an all-reduce
-// measured minutes later can disagree by more than the effect being measured. Here the two are
-// measured in turn, four times each, right after each other, and each keeps its best, as
-// bench/ps does for its summary.
-void CheckAgainstTheCeiling(Options options) {
-  options.ranks = {2};
-  options.min_bytes = options.max_bytes = 64u << 20;
-  options.rounds = 1;
-  double ceiling = 0, cohort = 0, cohort_tcp = 0;
-  for (int round = 0; round < 4; ++round) {
-    ceiling = std::max(ceiling, bench::MeasureTcpCeiling(64u << 20, 2u << 30));
-    for (const Row& row : RunRankCount(2, options, /*quiet=*/true)) {
-      cohort = std::max(cohort, row.bytes / row.seconds[kCohort]);
-      cohort_tcp = std::max(cohort_tcp, row.bytes / row.seconds[kCohortTcp]);
-    }
-  }
-  std::printf(
-      "# 64 MiB, 2 ranks, measured in turn with the ceiling, best of 4 each: ceiling %.3f GB/s; "
-      "busbw %.3f GB/s = %.0f%% (cohort), %.3f GB/s = %.0f%% (cohort-tcp)\n",
-      ceiling / 1e9, cohort / 1e9, 100.0 * cohort / ceiling, cohort_tcp / 1e9,
-      100.0 * cohort_tcp / ceiling);
+// What --mode=tcp measures: Cohort, every Gloo all-reduce and the ring ceiling, less those that
+// --skip names.
+std::vector<Library> TcpLibraries(const Options& options) {
+  std::vector<Library> libraries = {kCohort};
+#ifdef COHORT_HAVE_GLOO
+  libraries.insert(libraries.end(), std::begin(kGlooLibraries), std::end(kGlooLibraries));
+#endif
+  libraries.push_back(kRingCeiling);
+  libraries.erase(std::remove_if(libraries.begin(), libraries.end(),
+                                 [&](Library library) {
+                                   return std::count(options.skip.begin(), options.skip.end(),
+                                                     kLibraryNames[library]) > 0;
+                                 }),
+                  libraries.end());
+  return libraries;
 }
 
 std::string CpuModel() {
@@ -408,69 +741,259 @@ std::string CpuModel() {
   return "unknown";
 }
 
-int Main(int argc, char** argv) {
-  Options options = ParseOptions(argc, argv);
-  std::printf(
-      "# allreduce_bench: float32 sum, in place, loopback; times are medians of %d rounds\n",
-      options.rounds);
-  std::printf("# cpu: %s, %u cores online\n", CpuModel().c_str(),
-              std::thread::hardware_concurrency());
+void PrintPreamble(const Options& options) {
+  std::printf("# allreduce_bench --mode=%s: float32 sum in place; %d rounds per figure%s\n",
+              options.mode == Mode::kTcp ? "tcp" : "same-host", options.rounds,
+              options.rounds < 10 ? " (fewer than 10: not for reporting)" : "");
+  std::printf("# cpu: %s, %u cores online; GB/s = 1e9 bytes/s; busbw = algbw * 2(n-1)/n\n",
+              CpuModel().c_str(), std::thread::hardware_concurrency());
 #ifndef COHORT_HAVE_GLOO
-  std::printf("# gloo: not built (install libgloo-dev and reconfigure); gloo columns are empty\n");
+  if (options.mode == Mode::kTcp) {
+    std::printf("# gloo: not built (install libgloo-dev and reconfigure); no gloo figures\n");
+  }
 #endif
-  double ceiling = 0, cached_ceiling = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    ceiling = std::max(ceiling, bench::MeasureTcpCeiling(64u << 20, 2u << 30));
-    cached_ceiling = std::max(cached_ceiling, bench::MeasureTcpCeiling(4u << 20, 2u << 30));
-  }
+}
+
+int RunTcpForked(const Options& options) {
   std::printf(
-      "# loopback TCP ceiling, one stream, best of 3 x 2 GiB: %.3f GB/s between 64 MiB buffers, "
-      "%.3f GB/s between 4 MiB buffers (in cache)\n",
-      ceiling / 1e9, cached_ceiling / 1e9);
-  std::printf("# GB/s = 1e9 bytes/s; busbw = algbw * 2(n-1)/n\n");
-  std::printf("%5s %10s | %10s %7s %7s | %10s %7s %7s | %10s %7s %7s | %6s %6s\n", "ranks", "size",
-              "cohort us", "algbw", "busbw", "tcp us", "algbw", "busbw", "gloo us", "algbw",
-              "busbw", "x gloo", "tcp x");
-  std::vector<Row> rows;
+      "# tcp: cohort (same-host path off) vs gloo's tcp transport vs the ring ceiling, "
+      "loopback\n");
+  std::vector<TcpFigures> all;
   for (int ranks : options.ranks) {
-    std::vector<Row> more = RunRankCount(ranks, options);
-    rows.insert(rows.end(), more.begin(), more.end());
+    Samples samples = RunForked(ranks, options, /*same_host=*/false, TcpLibraries(options));
+    all.push_back(PrintTcpTable("loopback", ranks, samples, options));
   }
-  const bool sweep_has_64_mib_on_2_ranks =
-      std::count(options.ranks.begin(), options.ranks.end(), 2) > 0 &&
-      options.min_bytes <= (64u << 20) && options.max_bytes >= (64u << 20);
-  if (sweep_has_64_mib_on_2_ranks) CheckAgainstTheCeiling(options);
-  double min_ratio = 1e300, min_ratio_tcp = 1e300;
-  for (const Row& row : rows) {
-    if (row.bytes < (1u << 20) || row.seconds[kGloo] <= 0) continue;
-    min_ratio = std::min(min_ratio, row.seconds[kGloo] / row.seconds[kCohort]);
-    min_ratio_tcp = std::min(min_ratio_tcp, row.seconds[kGloo] / row.seconds[kCohortTcp]);
+  PrintTcpSummary(all);
+  return 0;
+}
+
+// One rank of a group on several hosts; rank 0 prints the table.
+int RunTcpRank(const Options& options) {
+  RankPlan plan;
+  plan.rank = options.rank;
+  std::vector<net::Endpoint> endpoints;
+  for (const std::string& text : options.endpoints) {
+    auto endpoint = net::ParseEndpoint(text);
+    if (!endpoint.ok()) Usage("--endpoints: " + endpoint.status().ToString());
+    plan.spec.jobs["worker"].push_back(text);
+    plan.ring_ceiling.push_back({endpoint->host, static_cast<uint16_t>(endpoint->port + 1)});
+    endpoints.push_back(*endpoint);
   }
-  for (const Row& row : rows) {
-    if (row.ranks == 2 && row.bytes == (64u << 20) && ceiling > 0) {
-      const double cohort_busbw = row.bytes / row.seconds[kCohort];
-      const double tcp_busbw = row.bytes / row.seconds[kCohortTcp];
-      std::printf(
-          "# 64 MiB, 2 ranks: busbw is %.0f%% (cohort) and %.0f%% (cohort-tcp) of the 64 MiB "
-          "TCP ceiling; %.0f%% and %.0f%% of the in-cache one\n",
-          100.0 * cohort_busbw / ceiling, 100.0 * tcp_busbw / ceiling,
-          100.0 * cohort_busbw / cached_ceiling, 100.0 * tcp_busbw / cached_ceiling);
+  const net::Endpoint& self = endpoints[options.rank];
+  auto ceiling_listener = net::ListenTcp("", static_cast<uint16_t>(self.port + 1), 4);
+  if (!ceiling_listener.ok()) Die(ceiling_listener.status().ToString());
+  plan.ceiling_listener = std::move(*ceiling_listener);
+  plan.gloo_host = self.host;
+  plan.gloo_store = options.gloo_store;
+  plan.libraries = TcpLibraries(options);
+  const std::string label = options.label.empty() ? "hosts" : options.label;
+  if (options.rank == 0) {
+    PrintPreamble(options);
+    std::printf(
+        "# tcp: cohort (same-host path off) vs gloo's tcp transport vs the ring ceiling, "
+        "%s\n",
+        label.c_str());
+  }
+  Samples samples;
+  RunRank(
+      std::move(plan), options,
+      [&](Library library, size_t bytes, double seconds) {
+        samples[{library, bytes}].push_back(seconds);
+      },
+      [](const std::string& line) { std::printf("# %s\n", line.c_str()); });
+  if (options.rank != 0) return 0;
+  std::vector<TcpFigures> all = {
+      PrintTcpTable(label, static_cast<int>(endpoints.size()), samples, options)};
+  PrintTcpSummary(all);
+  return 0;
+}
+
+// ---- Same host: Cohort's same-host path against Open MPI's shared memory ----
+
+// Runs `argv` and returns its standard output, or an error after `timeout` (the command is
+// killed) or when it fails.
+StatusOr<std::string> CaptureOutput(const std::vector<std::string>& argv,
+                                    std::chrono::seconds timeout) {
+  int out[2];
+  if (pipe(out) != 0) return Status::Internal("pipe");
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(out[1]);
+  const auto deadline = Clock::now() + timeout;
+  std::string output;
+  char buffer[4096];
+  bool timed_out = false;
+  while (true) {
+    pollfd fd = {out[0], POLLIN, 0};
+    if (Clock::now() >= deadline) {
+      timed_out = true;
+      break;
     }
-    if (row.bytes == options.min_bytes && row.seconds[kGloo] > 0) {
-      std::printf(
-          "# %s, %d ranks: latency %.1f us (cohort), %.1f us (cohort-tcp), %.1f us (gloo)\n",
-          FormatBytes(row.bytes).c_str(), row.ranks, row.seconds[kCohort] * 1e6,
-          row.seconds[kCohortTcp] * 1e6, row.seconds[kGloo] * 1e6);
-    }
+    if (poll(&fd, 1, 100) <= 0) continue;
+    ssize_t got = read(out[0], buffer, sizeof(buffer));
+    if (got <= 0) break;
+    output.append(buffer, static_cast<size_t>(got));
   }
-  if (min_ratio > 1e299) {
-    std::printf("allreduce: min busbw ratio vs gloo (>= 1 MiB) = n/a\n");
+  close(out[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) {
+    return Status::DeadlineExceeded(argv[0] + " ran past " + std::to_string(timeout.count()) +
+                                    " s");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::Internal(argv[0] + " failed (status " + std::to_string(status) +
+                            "); its output:\n" + output);
+  }
+  return output;
+}
+
+// Open MPI as its strongest here: shared memory only (vader, with its single-copy mechanism where
+// the kernel allows it), no binding (Cohort's ranks are not bound either) and ranks that yield
+// their core while they poll: with busy polling, a rank waiting for a peer that shares its core
+// (4 ranks on 2 cores, or any load beside) spins away the peer's time slice, which made 2-rank
+// operations 10 to 100 times slower on a loaded 2-core machine.
+std::vector<std::string> MpiCommand(int ranks, const Options& options) {
+  return {options.mpirun,
+          "--allow-run-as-root",
+          "--oversubscribe",
+          "--bind-to",
+          "none",
+          "--mca",
+          "mpi_yield_when_idle",
+          "1",
+          "--mca",
+          "pml",
+          "ob1",
+          "--mca",
+          "btl",
+          "self,vader",
+          "-np",
+          std::to_string(ranks),
+          options.mpi_bench,
+          "--min-bytes=" + std::to_string(options.min_bytes),
+          "--max-bytes=" + std::to_string(options.max_bytes),
+          "--factor=" + std::to_string(options.factor),
+          "--min-time=" + std::to_string(options.min_time),
+          "--rounds=1"};
+}
+
+// Adds the samples mpi_allreduce_bench printed; fails unless it ran as one group of `ranks`.
+Status AddMpiSamples(const std::string& output, int ranks, Samples* samples) {
+  if (output.find("# open-mpi ranks " + std::to_string(ranks) + "\n") == std::string::npos) {
+    return Status::Internal("mpi_allreduce_bench did not run as one group of " +
+                            std::to_string(ranks) + " ranks; it printed:\n" + output);
+  }
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("@ open-mpi ", 0) != 0) continue;
+    size_t bytes = 0;
+    double seconds = 0;
+    std::istringstream fields(line.substr(11));
+    fields >> bytes >> seconds;
+    (*samples)[{kOpenMpi, bytes}].push_back(seconds);
+  }
+  return Status::OK();
+}
+
+int RunSameHost(const Options& options) {
+  if (options.mpirun.empty() || options.mpi_bench.empty()) {
+    std::printf("# open mpi: not built (install libopenmpi-dev and openmpi-bin, reconfigure)\n");
+    std::printf("allreduce same-host: min busbw ratio vs open mpi (>= 1 MiB) = n/a\n");
     return 0;
   }
-  std::printf("# cohort-tcp (TCP ring only): min busbw ratio vs gloo (>= 1 MiB) = %.2f\n",
-              min_ratio_tcp);
-  std::printf("allreduce: min busbw ratio vs gloo (>= 1 MiB) = %.2f\n", min_ratio);
+  std::vector<std::string> shown = MpiCommand(options.ranks.front(), options);
+  std::string command;
+  for (const std::string& arg : shown) command += (command.empty() ? "" : " ") + arg;
+  std::printf(
+      "# same-host: cohort's default path vs Open MPI's shared memory, alternating round "
+      "by round; open mpi: %s\n",
+      command.c_str());
+  std::map<int, Samples> by_ranks;
+  Options one_round = options;
+  one_round.rounds = 1;
+  for (int round = 0; round < options.rounds; ++round) {
+    for (int ranks : options.ranks) {
+      Samples& samples = by_ranks[ranks];
+      for (int turn = 0; turn < 2; ++turn) {
+        if ((round + turn) % 2 == 0) {
+          Samples cohort = RunForked(ranks, one_round, /*same_host=*/true, {kCohort},
+                                     /*print_notes=*/round == 0);
+          for (auto& [key, values] : cohort) {
+            samples[key].insert(samples[key].end(), values.begin(), values.end());
+          }
+        } else {
+          auto output = CaptureOutput(MpiCommand(ranks, options), std::chrono::seconds(600));
+          if (!output.ok()) Die("open mpi: " + output.status().ToString());
+          Check(AddMpiSamples(*output, ranks, &samples), "open mpi");
+        }
+      }
+    }
+  }
+  Worst worst;
+  for (int ranks : options.ranks) {
+    const Samples& samples = by_ranks[ranks];
+    std::printf(
+        "# same host, %d ranks: per-operation time in us, min / median / max of %d "
+        "rounds; busbw GB/s of the median\n",
+        ranks, options.rounds);
+    std::printf("%9s | %27s %7s | %27s %7s | %s\n", "size", "cohort us (min/med/max)", "busbw",
+                "open mpi us (min/med/max)", "busbw", "cohort / open mpi");
+    for (size_t bytes : Sizes(options)) {
+      auto spread_of = [&](Library library) {
+        auto found = samples.find({library, bytes});
+        return found == samples.end() ? Spread() : SpreadOf(found->second);
+      };
+      const Spread cohort = spread_of(kCohort), mpi = spread_of(kOpenMpi);
+      const double cohort_busbw = BusBandwidth(kCohort, bytes, ranks, cohort.median);
+      const double mpi_busbw = BusBandwidth(kOpenMpi, bytes, ranks, mpi.median);
+      const double ratio = mpi_busbw > 0 ? PairedMedianRatio(samples, kOpenMpi, kCohort, bytes) : 0;
+      std::printf("%9s | %8.1f %8.1f %9.1f %7.3f | %8.1f %8.1f %9.1f %7.3f | %5.2fx\n",
+                  FormatBytes(bytes).c_str(), cohort.min * 1e6, cohort.median * 1e6,
+                  cohort.max * 1e6, cohort_busbw, mpi.min * 1e6, mpi.median * 1e6, mpi.max * 1e6,
+                  mpi_busbw, ratio);
+      if (bytes >= kMiB && mpi_busbw > 0) worst.Offer(ratio, bytes, ranks);
+    }
+  }
+  if (!worst.found()) {
+    std::printf("allreduce same-host: min busbw ratio vs open mpi (>= 1 MiB) = n/a\n");
+    return 0;
+  }
+  std::printf(
+      "goal: cohort >= 1.0x Open MPI at every size >= 1 MiB (same host, %s ranks): %s "
+      "(min %.2fx at %s, %d ranks)\n",
+      [&] {
+        std::string list;
+        for (int ranks : options.ranks) {
+          list += (list.empty() ? "" : " and ") + std::to_string(ranks);
+        }
+        return list;
+      }()
+          .c_str(),
+      worst.value >= 1.0 ? "PASS" : "FAIL", worst.value, FormatBytes(worst.bytes).c_str(),
+      worst.ranks);
+  std::printf("allreduce same-host: min busbw ratio vs open mpi (>= 1 MiB) = %.2f\n", worst.value);
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  Options options = ParseOptions(argc, argv);
+  if (options.rank >= 0) return RunTcpRank(options);
+  PrintPreamble(options);
+  return options.mode == Mode::kTcp ? RunTcpForked(options) : RunSameHost(options);
 }
 
 }  // namespace

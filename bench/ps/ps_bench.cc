@@ -1,5 +1,5 @@
-// ps_bench: parameter-server throughput on loopback, beside the raw TCP ceiling measured in the
-// same run.
+// ps_bench: parameter-server throughput on loopback over TCP, beside the ring ceiling measured in
+// turn with it.
 //
 // For each number of parameter servers P and workers W, the benchmark forks P servers and W
 // workers (all authenticated with a job secret, as in a real job). Each worker creates the same
@@ -10,20 +10,25 @@
 //   dense pull   whole-variable values                                       (MB/s, all workers)
 //   sparse push  --rows random ids from a 1M-id vocabulary per push           (rows/s)
 //   sparse pull  the same                                                    (rows/s)
-// The ceiling is one TCP stream between two processes over loopback, from and into buffers of
-// --dense-bytes, in the same run. The summary compares like with like: one server, one worker
-// (one stream), dense push, against that single stream, each the best of four measurements
-// taken in turn (the machine may be shared, and load swings single measurements widely).
 //
-// Dense pushes take one of two paths. On one host, by default, the server copies the gradient
-// straight out of the worker's memory (server_connection.h); between hosts they are bytes over
-// TCP. The table shows the default path; the summary measures both, the TCP one with
-// same-host pushes turned off, so the figure for a multi-host job is there too.
+// Everything goes over TCP, as between hosts: pushes too (same_host_pushes off). On one host a
+// worker can instead hand its server the address of its gradient, which the server copies out of
+// the worker's memory (server_connection.h); --same-host-pushes measures the table that way, and
+// the summary then adds that figure, labelled: it has no like-for-like peer here and is not
+// compared with any TCP figure.
+//
+// The ceiling (bench/common/ring_ceiling.h) is what the same two processes' links allow when
+// both directions are busy: a worker and a server each send --dense-bytes to the other at once,
+// over TCP on loopback; its figure is the bytes each side sent per second. The summary measures
+// 1 ps x 1 worker dense push and pull and that ceiling in turn, --rounds times (10 by default),
+// and prints min / median / max of each and the fractions: the medians over rounds of each
+// round's figure over that round's ceiling.
 //
 //   ps_bench [--ps=1,2,4] [--workers=1,2,4] [--dense-bytes=16777216] [--rows=4096]
-//            [--row-width=32] [--seconds=1] [--chunk-bytes=4194304]
+//            [--row-width=32] [--seconds=1] [--chunk-bytes=4194304] [--rounds=10]
+//            [--same-host-pushes]
 //
-// The last line is the summary: ps: dense push fraction of tcp ceiling = X.XX
+// The last line is the summary: ps: tcp dense push fraction of ring ceiling = X.XX
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,7 +47,8 @@
 #include "net/socket.h"
 #include "ps/parameter_server.h"
 #include "ps/parameter_server_client.h"
-#include "tcp_ceiling.h"
+#include "ring_ceiling.h"
+#include "spread.h"
 
 namespace cohort::bench {
 namespace {
@@ -59,6 +65,8 @@ struct Options {
   int row_width = 32;
   double seconds = 1.0;
   size_t chunk_bytes = 4u << 20;
+  int rounds = 10;
+  bool same_host_pushes = false;
 };
 
 std::vector<int> ParseList(const std::string& text) {
@@ -91,6 +99,10 @@ Options ParseOptions(int argc, char** argv) {
       options.chunk_bytes = std::strtoull(v, nullptr, 10);
     } else if (const char* v = value("--seconds=")) {
       options.seconds = std::atof(v);
+    } else if (const char* v = value("--rounds=")) {
+      options.rounds = std::max(1, std::atoi(v));
+    } else if (argument == "--same-host-pushes") {
+      options.same_host_pushes = true;
     } else {
       std::fprintf(stderr, "unknown argument %s\n", argv[i]);
       std::exit(2);
@@ -133,7 +145,7 @@ double Repeat(double seconds, Operation operation) {
 }
 
 WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec, int index,
-                       double start_time, bool same_host_pushes) {
+                       double start_time, bool same_host_pushes, bool dense_only) {
   ps::ParameterServerClientOptions client_options;
   client_options.connection.same_host_pushes = same_host_pushes;
   client_options.cluster = spec;
@@ -170,6 +182,7 @@ WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec,
   result.pull_bytes_per_second = bytes * Repeat(options.seconds, [&] {
                                    return (*client)->Pull({{"dense", values.data()}});
                                  });
+  if (dense_only) return result;
   result.push_rows_per_second =
       options.rows * Repeat(options.seconds, [&] {
         return (*client)->PushRows("emb", ids.data(), ids.size(), row_values.data());
@@ -183,7 +196,7 @@ WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec,
 
 // One configuration: P servers, W workers; the sum over workers of each throughput.
 bool RunConfiguration(const Options& options, int num_ps, int num_workers, WorkerResult* total,
-                      bool same_host_pushes = true) {
+                      bool same_host_pushes, bool dense_only = false) {
   cluster::ClusterSpec spec;
   std::vector<int> listeners;
   for (int i = 0; i < num_ps; ++i) {
@@ -224,7 +237,7 @@ bool RunConfiguration(const Options& options, int num_ps, int num_workers, Worke
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      WorkerResult result = RunWorker(options, spec, i, start_time, same_host_pushes);
+      WorkerResult result = RunWorker(options, spec, i, start_time, same_host_pushes, dense_only);
       [[maybe_unused]] ssize_t written = write(fds[1], &result, sizeof(result));
       _exit(0);
     }
@@ -254,22 +267,20 @@ bool RunConfiguration(const Options& options, int num_ps, int num_workers, Worke
 
 int Main(int argc, char** argv) {
   Options options = ParseOptions(argc, argv);
-  const double ceiling = std::max(bench::MeasureTcpCeiling(options.dense_bytes, 1u << 30),
-                                  bench::MeasureTcpCeiling(options.dense_bytes, 1u << 30));
+  const char* path = options.same_host_pushes
+                         ? "pushes by the same-host path (process_vm_readv), pulls over TCP"
+                         : "everything over TCP (same-host pushes off, as between hosts)";
   std::printf(
       "# ps_bench on loopback, %u cores; dense variable %.1f MiB (SGD on the servers), "
-      "sparse batches of %zu rows x %d floats\n",
+      "sparse batches of %zu rows x %d floats; %s\n",
       std::thread::hardware_concurrency(), options.dense_bytes / 1048576.0, options.rows,
-      options.row_width);
-  std::printf("# tcp ceiling, one stream, best of 2 x 1 GiB between %.1f MiB buffers: %.1f MB/s\n",
-              options.dense_bytes / 1048576.0, ceiling / 1e6);
+      options.row_width, path);
   std::printf("%4s %8s %16s %16s %16s %16s\n", "ps", "workers", "push MB/s", "pull MB/s",
               "push rows/s", "pull rows/s");
-  double single_stream_push = 0;
   for (int num_ps : options.ps) {
     for (int num_workers : options.workers) {
       WorkerResult total;
-      if (!RunConfiguration(options, num_ps, num_workers, &total)) {
+      if (!RunConfiguration(options, num_ps, num_workers, &total, options.same_host_pushes)) {
         std::printf("%4d %8d   failed (see the worker's error above)\n", num_ps, num_workers);
         continue;
       }
@@ -277,31 +288,63 @@ int Main(int argc, char** argv) {
                   total.push_bytes_per_second / 1e6, total.pull_bytes_per_second / 1e6,
                   total.push_rows_per_second, total.pull_rows_per_second);
       std::fflush(stdout);
-      if (num_ps == 1 && num_workers == 1) single_stream_push = total.push_bytes_per_second;
     }
   }
-  // The summary: on a shared machine a single measurement swings with the load, so the ceiling
-  // and the one-stream pushes are measured again, interleaved, and each keeps its best.
-  double best_ceiling = ceiling;
-  double tcp_only_push = 0;
-  for (int round = 0; round < 4; ++round) {
-    best_ceiling = std::max(best_ceiling, bench::MeasureTcpCeiling(options.dense_bytes, 1u << 30));
-    WorkerResult total;
-    if (round > 0 && RunConfiguration(options, 1, 1, &total)) {
-      single_stream_push = std::max(single_stream_push, total.push_bytes_per_second);
+  // The summary: 1 ps x 1 worker over TCP and the ring ceiling between two processes, in turn,
+  // round after round, so that both see the same machine.
+  std::vector<double> ceiling, push, pull, same_host_push;
+  for (int round = 0; round < options.rounds; ++round) {
+    // About as long as one push measurement on a fast machine: 256 MiB each way per second.
+    const size_t ceiling_bytes = std::max<size_t>(
+        4 * options.dense_bytes, static_cast<size_t>(options.seconds * (256u << 20)));
+    const double exchanged =
+        bench::MeasureRingCeiling(2, options.dense_bytes, options.dense_bytes, ceiling_bytes);
+    if (exchanged <= 0) {
+      std::fprintf(stderr, "ps_bench: the ring ceiling could not be measured (see above)\n");
+      return 1;
     }
-    WorkerResult tcp_only;
-    if (RunConfiguration(options, 1, 1, &tcp_only, /*same_host_pushes=*/false)) {
-      tcp_only_push = std::max(tcp_only_push, tcp_only.push_bytes_per_second);
+    ceiling.push_back(exchanged);
+    WorkerResult tcp;
+    if (!RunConfiguration(options, 1, 1, &tcp, /*same_host_pushes=*/false, /*dense_only=*/true)) {
+      std::fprintf(stderr, "ps_bench: the 1 ps x 1 worker run failed (see above)\n");
+      return 1;
+    }
+    push.push_back(tcp.push_bytes_per_second);
+    pull.push_back(tcp.pull_bytes_per_second);
+    WorkerResult same_host;
+    if (options.same_host_pushes &&
+        RunConfiguration(options, 1, 1, &same_host, /*same_host_pushes=*/true, true)) {
+      same_host_push.push_back(same_host.push_bytes_per_second);
     }
   }
-  const auto fraction = [&](double push) { return best_ceiling > 0 ? push / best_ceiling : 0.0; };
+  const Spread ceiling_spread = SpreadOf(ceiling), push_spread = SpreadOf(push),
+               pull_spread = SpreadOf(pull);
+  auto line = [](const char* what, const Spread& spread) {
+    std::printf("# %-44s %9.1f %9.1f %9.1f MB/s\n", what, spread.min / 1e6, spread.median / 1e6,
+                spread.max / 1e6);
+  };
   std::printf(
-      "# summary, best of 4 interleaved: tcp ceiling %.1f MB/s; 1 ps x 1 worker dense push "
-      "%.1f MB/s by the default (same-host) path, %.1f MB/s over tcp alone (as between hosts)\n",
-      best_ceiling / 1e6, single_stream_push / 1e6, tcp_only_push / 1e6);
-  std::printf("# tcp-only dense push fraction of tcp ceiling = %.2f\n", fraction(tcp_only_push));
-  std::printf("ps: dense push fraction of tcp ceiling = %.2f\n", fraction(single_stream_push));
+      "# summary, 1 ps x 1 worker, %d rounds in turn with the ceiling; min / median / max%s\n",
+      options.rounds, options.rounds < 10 ? " (fewer than 10 rounds: not for reporting)" : "");
+  line("ring ceiling (both directions at once, tcp)", ceiling_spread);
+  line("dense push over tcp", push_spread);
+  line("dense pull over tcp", pull_spread);
+  if (!same_host_push.empty()) {
+    line("dense push, same-host path (not tcp; no peer)", SpreadOf(same_host_push));
+  }
+  // Each round's figure over the same round's ceiling, then the median: load that comes and goes
+  // between rounds stays out of the fraction.
+  auto paired_fraction = [&](const std::vector<double>& figures) {
+    std::vector<double> fractions;
+    for (size_t round = 0; round < figures.size() && round < ceiling.size(); ++round) {
+      fractions.push_back(figures[round] / ceiling[round]);
+    }
+    return SpreadOf(fractions).median;
+  };
+  const double push_fraction = paired_fraction(push);
+  const double pull_fraction = paired_fraction(pull);
+  std::printf("# tcp dense pull fraction of ring ceiling = %.2f\n", pull_fraction);
+  std::printf("ps: tcp dense push fraction of ring ceiling = %.2f\n", push_fraction);
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/summary_location.h"
 #include "cluster/tf_config.h"
 #include "net/auth.h"
 #include "ps/parameter_server.h"
@@ -64,10 +65,18 @@ struct Flags {
   int64_t max_staleness = -1;
   int64_t checkpoint_every_steps = 500;
   double ps_retry_timeout_s = 60;
+  double ps_request_timeout_s = 120;
   double ps_timeout_s = 86400;
   double evaluator_timeout_s = 1800;
   double wide_learning_rate = 0.2;
 };
+
+// --tensorboard_dir, else the directory job control names for this task
+// (cluster/summary_location.h), else none.
+std::string TensorBoardDirectory(const Flags& flags) {
+  return flags.tensorboard_dir.empty() ? cluster::SummaryDirectoryFromEnvironment()
+                                       : flags.tensorboard_dir;
+}
 
 // One of the taxi CSV files, read with --bad_rows: a malformed row fails the run, or is skipped,
 // counted, and (the first few) named in the log.
@@ -199,7 +208,7 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
           std::to_string(truth->ceiling_auc) + ")");
     train::CheckpointEvaluatorOptions options;
     options.checkpoint_dir = flags.checkpoint_path;
-    options.tensorboard_dir = flags.tensorboard_dir;
+    options.tensorboard_dir = TensorBoardDirectory(flags);
     options.idle_timeout = Milliseconds(flags.evaluator_timeout_s);
     options.run_identity = train::RunIdentity(net::JobSecret::FromEnvironment());
     options.stop_requested = [] { return evaluator_stop_requested.load(); };
@@ -225,9 +234,10 @@ int TrainWideDeep(const Flags& flags, const cluster::TfConfig& config, int threa
   options.checkpoint_every_steps = flags.checkpoint_every_steps;
   options.checkpoint_dir = flags.checkpoint_path;
   options.saved_model_dir = flags.saved_model_path;
-  options.tensorboard_dir = flags.tensorboard_dir;
+  options.tensorboard_dir = TensorBoardDirectory(flags);
   options.data_dir = flags.data_dir;
   options.retry_timeout = Milliseconds(flags.ps_retry_timeout_s);
+  options.request_timeout = Milliseconds(flags.ps_request_timeout_s);
   options.model_ready_timeout = Milliseconds(flags.startup_timeout_s);
   options.print = Print;
   Print(std::string(kProgram) + ": " + config.task.ToString() + " of a parameter-server job (" +
@@ -319,7 +329,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(PositiveReal());
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
-                 "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator)")
+                 "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator) "
+                 "(default: the directory job control names in $COHORT_SUMMARY_DIR, if any)")
       ->check(FileSystemPath());
   app.add_option("--seed", flags.seed, "seed of the initial weights")->capture_default_str();
   app.add_option("--threads", flags.threads,
@@ -360,6 +371,12 @@ int Main(int argc, char** argv) {
                  "how long a worker retries an unreachable ps before failing, naming it")
       ->capture_default_str()
       ->check(PositiveReal());
+  app.add_option("--ps_request_timeout_s", flags.ps_request_timeout_s,
+                 "how long a worker waits for a ps to answer a request before it counts the ps "
+                 "as unreachable (a ps behind a network partition never answers); sync mode: "
+                 "more than --sync_timeout_s")
+      ->capture_default_str()
+      ->check(PositiveReal());
   app.add_option("--ps_timeout_s", flags.ps_timeout_s,
                  "how long a ps serves before giving up on the chief ending the job")
       ->capture_default_str()
@@ -377,6 +394,16 @@ int Main(int argc, char** argv) {
   if (std::optional<int> exit_code = ParseCommandLine(&app, argc, argv)) return *exit_code;
   if (std::optional<int> exit_code = CheckEvaluateFlags(flags.evaluate, flags.model_path)) {
     return *exit_code;
+  }
+  if (flags.mode == "sync" && flags.ps_request_timeout_s <= flags.sync_timeout_s) {
+    // A sync push is answered only when its step completes, up to the sync timeout later.
+    char message[256];
+    std::snprintf(message, sizeof(message),
+                  "--ps_request_timeout_s %g must be more than --sync_timeout_s %g in sync mode: "
+                  "a ps answers a push when its step completes",
+                  flags.ps_request_timeout_s, flags.sync_timeout_s);
+    PrintError(message);
+    return kExitUsage;
   }
   const bool data_dir_given = app.count("--data_dir") > 0;
   if (flags.evaluate) return EvaluateSavedModel(flags, data_dir_given);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 namespace cohort {
 namespace fs = std::filesystem;
@@ -155,7 +156,12 @@ StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
   return contents;
 }
 
-StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t max_bytes) {
+namespace {
+
+// At most `max_bytes` of the regular file `path` past `offset`: its first ones, or its last ones
+// when `from_end`. Fewer when the file ends sooner.
+StatusOr<std::string> ReadRegularFileSpan(const fs::path& path, size_t offset, size_t max_bytes,
+                                          bool from_end) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
@@ -165,13 +171,19 @@ StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t m
   struct stat info {};
   if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     close(fd);
-    return Status::IOError("cannot read the end of " + path.string() + ": not a regular file");
+    return Status::IOError("cannot read " + path.string() + ": not a regular file");
   }
   const size_t size = static_cast<size_t>(info.st_size);
-  const size_t start = std::max(offset, size > max_bytes ? size - max_bytes : size_t{0});
+  size_t start = offset;
+  size_t end = size;
+  if (from_end) {
+    start = std::max(offset, size > max_bytes ? size - max_bytes : size_t{0});
+  } else if (start < size) {
+    end = size - start > max_bytes ? start + max_bytes : size;
+  }
   std::string contents;
-  if (start < size) {
-    contents.resize(size - start);
+  if (start < end) {
+    contents.resize(end - start);
     size_t done = 0;
     while (done < contents.size()) {
       const ssize_t n = pread(fd, contents.data() + done, contents.size() - done,
@@ -189,6 +201,68 @@ StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t m
   }
   close(fd);
   return contents;
+}
+
+}  // namespace
+
+StatusOr<FileReader> FileReader::Open(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    const std::string message = "cannot open " + path.string() + ": " + ErrnoMessage(error);
+    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return Status::InvalidArgument("cannot read " + path.string() + ": not a regular file");
+  }
+  return FileReader(fd, path);
+}
+
+FileReader::FileReader(FileReader&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+
+FileReader& FileReader::operator=(FileReader&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) close(fd_);
+}
+
+uint64_t FileReader::Size() const {
+  struct stat info {};
+  if (fstat(fd_, &info) != 0) return 0;
+  return static_cast<uint64_t>(info.st_size);
+}
+
+StatusOr<std::string> FileReader::ReadAt(uint64_t offset, size_t max_bytes) const {
+  std::string contents(max_bytes, '\0');
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = pread(fd_, contents.data() + done, contents.size() - done,
+                            static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError("cannot read " + path_.string() + ": " + ErrnoMessage(errno));
+    if (n == 0) break;  // the end of the file
+    done += static_cast<size_t>(n);
+  }
+  contents.resize(done);
+  return contents;
+}
+
+StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t max_bytes) {
+  return ReadRegularFileSpan(path, offset, max_bytes, /*from_end=*/true);
+}
+
+StatusOr<std::string> ReadFileRange(const fs::path& path, size_t offset, size_t max_bytes) {
+  return ReadRegularFileSpan(path, offset, max_bytes, /*from_end=*/false);
 }
 
 StatusOr<std::string> ReadWholeDescriptor(int fd, const std::string& name, size_t max_bytes) {

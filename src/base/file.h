@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -69,6 +70,40 @@ StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path,
 // NotFound when it does not exist; IOError otherwise.
 StatusOr<std::string> ReadFileTail(const std::filesystem::path& path, size_t offset,
                                    size_t max_bytes);
+
+// A regular file open for reading pieces of it where they lie, so that a large file (a replica's
+// log) is streamed in bounded chunks and never read whole:
+//
+//   StatusOr<FileReader> log = FileReader::Open(path);
+//   for (uint64_t at = 0; at < log->Size();) { StatusOr<std::string> chunk = log->ReadAt(at, 1 <<
+//   16); ... }
+class FileReader {
+ public:
+  // NotFound when `path` does not exist; InvalidArgument when it is not a regular file; IOError.
+  static StatusOr<FileReader> Open(const std::filesystem::path& path);
+  FileReader(FileReader&& other) noexcept;
+  FileReader& operator=(FileReader&& other) noexcept;
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  ~FileReader();
+
+  const std::filesystem::path& path() const { return path_; }
+  // The file's size now (it may grow while open).
+  uint64_t Size() const;
+  // At most `max_bytes` from `offset` on: fewer at the end of the file, none past it.
+  StatusOr<std::string> ReadAt(uint64_t offset, size_t max_bytes) const;
+
+ private:
+  FileReader(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
+  int fd_ = -1;
+  std::filesystem::path path_;
+};
+
+// The bytes of the regular file `path` from `offset` on, at most `max_bytes` of them (a growing
+// file read in chunks: event files). Empty when the file is not longer than `offset`. NotFound
+// when it does not exist; IOError otherwise.
+StatusOr<std::string> ReadFileRange(const std::filesystem::path& path, size_t offset,
+                                    size_t max_bytes);
 
 // The same for an open descriptor (standard input, a pipe), read from where it stands to its end;
 // errors name the input `name`. The descriptor stays open.

@@ -5,6 +5,7 @@
 
 #include "collective/chain_broadcast.h"
 #include "collective/dissemination_barrier.h"
+#include "collective/hierarchical_all_reduce.h"
 #include "collective/ring_all_gather.h"
 #include "collective/same_host_algorithms.h"
 
@@ -90,19 +91,59 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
   }
   std::unique_ptr<Communicator> communicator(
       new Communicator(std::move(transport), std::move(options)));
-  // Every rank must pick the same algorithm, so the same-host path is used only if every rank
-  // can read every other rank's memory: an all-reduce (min) of each rank's own answer, over TCP.
-  int32_t capable =
-      communicator->options_.same_host_memory && communicator->transport_->CanReadMemoryOfAllPeers()
-          ? 1
-          : 0;
-  COHORT_RETURN_IF_ERROR(communicator->AllReduce(&capable, 1, DataType::kInt32, ReduceOp::kMin));
-  communicator->same_host_ = capable == 1;
+  // Every rank must pick the same algorithms. The same-host path is used only if every rank can
+  // read every other rank's memory, and the topology only if every rank sees the same one: one
+  // all-reduce (min) over TCP of each rank's answer, its host labels and their negations (so that
+  // the minimum of the negations gives the maximum).
+  Communicator& self = *communicator;
+  const int size = self.size();
+  Topology topology;
+  if (!self.options_.host_labels.empty()) {
+    if (static_cast<int>(self.options_.host_labels.size()) != size) {
+      return Status::InvalidArgument("host_labels names " +
+                                     std::to_string(self.options_.host_labels.size()) +
+                                     " ranks, but the group has " + std::to_string(size));
+    }
+    topology = Topology::FromHostLabels(self.options_.host_labels);
+  } else {
+    std::vector<std::string> identities;
+    for (int rank = 0; rank < size; ++rank) {
+      identities.push_back(self.transport_->HostIdentity(rank));
+    }
+    topology = Topology::FromHostIdentities(identities);
+  }
+  std::vector<int32_t> agreement(2 + 2 * static_cast<size_t>(size));
+  agreement[0] =
+      self.options_.same_host_memory && self.transport_->CanReadMemoryOfAllPeers() ? 1 : 0;
+  bool reads_own_host = self.options_.same_host_memory;
+  for (int rank : topology.RanksOn(topology.HostOf(self.rank()))) {
+    reads_own_host =
+        reads_own_host && (rank == self.rank() || self.transport_->CanReadMemoryOf(rank));
+  }
+  agreement[1] = reads_own_host ? 1 : 0;
+  for (int rank = 0; rank < size; ++rank) {
+    agreement[2 + rank] = topology.HostOf(rank);
+    agreement[2 + size + rank] = -topology.HostOf(rank);
+  }
+  COHORT_RETURN_IF_ERROR(
+      self.AllReduce(agreement.data(), agreement.size(), DataType::kInt32, ReduceOp::kMin));
+  bool agreed = true;
+  for (int rank = 0; rank < size; ++rank) {
+    agreed = agreed && agreement[2 + rank] == -agreement[2 + size + rank];
+  }
+  self.topology_ = agreed ? topology : Topology::Flat(size);
+  self.same_host_ = agreement[0] == 1 && self.topology_.hosts() == 1;
+  self.hierarchical_ =
+      self.options_.hierarchical_all_reduce && self.topology_.IsUniformWithSeveralRanksPerHost();
+  self.same_host_within_hosts_ = self.hierarchical_ && agreement[1] == 1;
+  self.ring_plan_.members = self.topology_.RingOrder();
   return communicator;
 }
 
 Communicator::Communicator(std::shared_ptr<net::Transport> transport, CommunicatorOptions options)
-    : transport_(std::move(transport)), options_(std::move(options)) {}
+    : transport_(std::move(transport)),
+      options_(std::move(options)),
+      topology_(Topology::Flat(transport_->size())) {}
 
 Communicator::~Communicator() {
   std::deque<QueuedOperation> abandoned;
@@ -208,7 +249,14 @@ Status Communicator::AllReduceBody(const OperationContext& context, void* data, 
     return SameHostAllReduce(context, data, count, type, op, options_.ring.segment_bytes, &scratch_)
         .Run();
   }
-  return RingAllReduce(context, data, count, type, op, options_.ring, &scratch_).Run();
+  if (hierarchical_) {
+    const bool within_hosts =
+        same_host_within_hosts_ && count * SizeOf(type) >= options_.same_host_min_bytes;
+    return HierarchicalAllReduce(context, data, count, type, op, options_.ring, &scratch_,
+                                 &peer_scratch_, topology_, within_hosts)
+        .Run();
+  }
+  return RingAllReduce(context, data, count, type, op, options_.ring, &scratch_, ring_plan_).Run();
 }
 
 Status Communicator::BroadcastBody(const OperationContext& context, void* data, size_t count,

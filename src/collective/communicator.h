@@ -30,7 +30,11 @@
 // Algorithms, chosen per call: ring reduce-scatter + all-gather for all-reduce, a pipelined chain
 // for broadcast, a ring for all-gather and a dissemination barrier, all over TCP; and, when every
 // rank runs on this host and may read the others' memory, the same-host algorithms of
-// same_host_algorithms.h for buffers of at least same_host_min_bytes.
+// same_host_algorithms.h for buffers of at least same_host_min_bytes. The Communicator knows which
+// ranks share a host (topology.h, from the host identity in every handshake): over several hosts
+// with the same number of ranks each, at least two, all-reduce is hierarchical
+// (hierarchical_all_reduce.h); otherwise the all-reduce ring visits the ranks host by host, so
+// that it crosses the network once per host.
 #pragma once
 
 #include <chrono>
@@ -48,6 +52,7 @@
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/ring_all_reduce.h"
+#include "collective/topology.h"
 #include "net/transport.h"
 
 namespace cohort::collective {
@@ -58,9 +63,16 @@ struct CommunicatorOptions {
   std::chrono::milliseconds operation_timeout = std::chrono::minutes(30);
   RingTuning ring;
   // Use process_vm_readv between ranks on this host (when every rank can) for buffers of at
-  // least same_host_min_bytes.
+  // least same_host_min_bytes; and within each host in the hierarchical all-reduce (when every
+  // rank can read the other ranks of its host).
   bool same_host_memory = true;
   size_t same_host_min_bytes = 256 * 1024;
+  // The host of each rank, by rank (equal labels: the same host), in place of what the handshakes
+  // said; for tests and benchmarks that emulate several hosts on one machine. Empty: from the
+  // handshakes (net::Transport::HostIdentity).
+  std::vector<int> host_labels;
+  // Use HierarchicalAllReduce where the topology allows it.
+  bool hierarchical_all_reduce = true;
 };
 
 // An operation that has been started and may not have finished.
@@ -105,6 +117,13 @@ class Communicator {
   net::Transport& transport() { return *transport_; }
   // Whether large operations use the same-host algorithms (the same answer on every rank).
   bool uses_same_host_memory() const { return same_host_; }
+  // Which ranks share a host, as every rank agreed at Create.
+  const Topology& topology() const { return topology_; }
+  // Whether all-reduce uses HierarchicalAllReduce (the same answer on every rank).
+  bool uses_hierarchical_all_reduce() const { return hierarchical_; }
+  // Whether its steps within a host read the host's other ranks' memory (for buffers of at least
+  // same_host_min_bytes) rather than use loopback TCP (the same answer on every rank).
+  bool uses_same_host_memory_within_hosts() const { return same_host_within_hosts_; }
 
   // data[0, count) becomes op(data of every rank), on every rank.
   Status AllReduce(void* data, size_t count, DataType type, ReduceOp op);
@@ -155,6 +174,10 @@ class Communicator {
   const std::shared_ptr<net::Transport> transport_;
   const CommunicatorOptions options_;
   bool same_host_ = false;
+  Topology topology_;
+  bool hierarchical_ = false;
+  bool same_host_within_hosts_ = false;
+  RingPlan ring_plan_;  // every rank, host by host
 
   // submit_mutex_ orders operations: numbering and queueing happen under it. run_mutex_ is held
   // while an operation runs. Lock order: submit_mutex_, then run_mutex_.
@@ -165,7 +188,8 @@ class Communicator {
   bool stopping_ = false;
   std::thread worker_;
   std::mutex run_mutex_;
-  std::vector<uint8_t> scratch_;  // used under run_mutex_
+  std::vector<uint8_t> scratch_;       // used under run_mutex_
+  std::vector<uint8_t> peer_scratch_;  // used under run_mutex_
 };
 
 }  // namespace cohort::collective

@@ -10,18 +10,26 @@ namespace cohort::collective {
 
 RingAllReduce::RingAllReduce(const OperationContext& context, void* data, size_t count,
                              DataType type, ReduceOp op, RingTuning tuning,
-                             std::vector<uint8_t>* scratch)
+                             std::vector<uint8_t>* scratch, RingPlan plan)
     : context_(context),
       data_(static_cast<uint8_t*>(data)),
       count_(count),
       type_(type),
       op_(op),
       tuning_(tuning),
-      scratch_(scratch) {}
+      scratch_(scratch),
+      plan_(std::move(plan)) {
+  members_ = plan_.members;
+  if (members_.empty()) {
+    for (int rank = 0; rank < context_.transport->size(); ++rank) members_.push_back(rank);
+  }
+  auto self = std::find(members_.begin(), members_.end(), context_.transport->rank());
+  if (self != members_.end()) position_ = static_cast<int>(self - members_.begin());
+}
 
 std::vector<RingAllReduce::Segment> RingAllReduce::ReceiveSchedule(size_t segment_elements) const {
-  const int size = context_.transport->size();
-  const int rank = context_.transport->rank();
+  const int size = ring_size();
+  const int position = position_;
   BlockPartition blocks(count_, size);
   std::vector<Segment> schedule;
   auto add_block = [&](bool reduce_scatter, int step, int block) {
@@ -32,25 +40,55 @@ std::vector<RingAllReduce::Segment> RingAllReduce::ReceiveSchedule(size_t segmen
           {reduce_scatter, step, offset + done, std::min(segment_elements, elements - done)});
     }
   };
-  // Step s of reduce-scatter brings block (rank - s - 1); step s of all-gather brings the fully
-  // reduced block (rank - s), which its owner, the left neighbour's left..., sent around.
-  for (int step = 0; step < size - 1; ++step)
-    add_block(true, step, (rank - step - 1 + size) % size);
-  for (int step = 0; step < size - 1; ++step) add_block(false, step, (rank - step + size) % size);
+  // Step s of reduce-scatter brings block (position - s - 1); step s of all-gather brings the
+  // fully reduced block (position - s), which its owner, the left neighbour's left..., sent around.
+  if (plan_.reduce_scatter) {
+    for (int step = 0; step < size - 1; ++step)
+      add_block(true, step, (position - step - 1 + size) % size);
+  }
+  if (plan_.all_gather) {
+    for (int step = 0; step < size - 1; ++step)
+      add_block(false, step, (position - step + size) % size);
+  }
   return schedule;
 }
 
+int RingAllReduce::left() const { return members_[(position_ - 1 + ring_size()) % ring_size()]; }
+
+int RingAllReduce::right() const { return members_[(position_ + 1) % ring_size()]; }
+
 Status RingAllReduce::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
-  if (count_ == 0 || size == 1) return Status::OK();  // an average over one rank is the identity
+  if (position_ < 0 || count_ == 0 || ring_size() == 1) return RunAlone();
+  net::Exchange exchange(*context_.transport, {left(), right()}, context_.tag, context_.description,
+                         context_.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+  COHORT_RETURN_IF_ERROR(RunWith(exchange));
+  return exchange.Finish();
+}
+
+Status RingAllReduce::RunAlone() {
+  if (position_ < 0) {
+    return Status::Internal(context_.description + ": this rank is not a member of its ring");
+  }
+  const int average_over = plan_.average_over == 0 ? ring_size() : plan_.average_over;
+  if (count_ > 0 && ring_size() == 1 && op_ == ReduceOp::kAverage && plan_.reduce_scatter &&
+      average_over > 1) {
+    DivideInPlace(type_, data_, count_, average_over);
+  }
+  return Status::OK();
+}
+
+Status RingAllReduce::RunWith(net::Exchange& exchange) {
+  const int size = ring_size();
+  if (position_ < 0 || count_ == 0 || size == 1) return RunAlone();
+  const int average_over = plan_.average_over == 0 ? size : plan_.average_over;
+  const bool divide = op_ == ReduceOp::kAverage && plan_.reduce_scatter && average_over > 1;
 
   const size_t element_size = SizeOf(type_);
   const size_t segment_elements =
       SegmentElements(std::min<size_t>(tuning_.segment_bytes, net::kMaxDataPayload), element_size);
-  const int left = (rank - 1 + size) % size;
-  const int right = (rank + 1) % size;
+  const int left = this->left();
+  const int right = this->right();
   const std::vector<Segment> schedule = ReceiveSchedule(segment_elements);
 
   size_t reduce_scatter_segments = 0;
@@ -62,19 +100,29 @@ Status RingAllReduce::Run() {
   const size_t slot_bytes = largest_segment * element_size;
   const size_t slots = std::min<size_t>(std::max(tuning_.receive_slots, 1),
                                         std::max<size_t>(reduce_scatter_segments, 1));
-  if (scratch_->size() < slots * slot_bytes) scratch_->resize(slots * slot_bytes);
+  if (reduce_scatter_segments > 0 && scratch_->size() < slots * slot_bytes) {
+    scratch_->resize(slots * slot_bytes);
+  }
   uint8_t* const scratch = scratch_->data();
 
-  net::Exchange exchange(transport, {left, right}, context_.tag, context_.description,
-                         context_.deadline);
-  COHORT_RETURN_IF_ERROR(exchange.status());
+  size_t sends = 0;
+  const bool prepare = plan_.reduce_scatter && plan_.prepare;
 
-  // Step 0 of reduce-scatter sends this rank's own block, untouched.
+  // Reduce-scatter starts by sending this rank's own block (block `position`), untouched; an
+  // all-gather alone starts by sending the block this rank holds reduced.
   BlockPartition blocks(count_, size);
-  for (size_t done = 0; done < blocks.size(rank); done += segment_elements) {
-    size_t elements = std::min(segment_elements, blocks.size(rank) - done);
-    exchange.Send(right, data_ + (blocks.offset(rank) + done) * element_size,
+  const int first_block =
+      plan_.reduce_scatter ? position_ : OwnedBlockAfterReduceScatter(position_, size);
+  for (size_t done = 0; done < blocks.size(first_block); done += segment_elements) {
+    size_t elements = std::min(segment_elements, blocks.size(first_block) - done);
+    if (prepare) {
+      COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, blocks.offset(first_block) + done, elements));
+    }
+    exchange.Send(right, data_ + (blocks.offset(first_block) + done) * element_size,
                   elements * element_size);
+    ++sends;
+    // Moves what is ready while the next segment is prepared.
+    if (prepare) COHORT_RETURN_IF_ERROR(exchange.Service());
   }
 
   std::deque<size_t> free_slots;
@@ -107,19 +155,24 @@ Status RingAllReduce::Run() {
     uint8_t* block_data = data_ + segment.offset * element_size;
     const size_t bytes = segment.elements * element_size;
     if (segment.reduce_scatter) {
+      if (prepare)
+        COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, segment.offset, segment.elements));
       ReduceInto(type_, op_, block_data, scratch + slot_of[index] * slot_bytes, segment.elements);
       free_slots.push_back(slot_of[index]);
-      if (segment.step == size - 2 && op_ == ReduceOp::kAverage) {
-        DivideInPlace(type_, block_data, segment.elements, size);
-      }
+      const bool last_step = segment.step == size - 2;
+      if (last_step && divide) DivideInPlace(type_, block_data, segment.elements, average_over);
       // The next reduce-scatter step, or, after the last, the first all-gather step.
-      exchange.Send(right, block_data, bytes);
+      if (!last_step || plan_.all_gather) {
+        exchange.Send(right, block_data, bytes);
+        ++sends;
+      }
     } else if (segment.step < size - 2) {
       exchange.Send(right, block_data, bytes);
+      ++sends;
     }
     post_receives();
   }
-  return exchange.Finish();
+  return exchange.WaitForSends(right, sends);
 }
 
 }  // namespace cohort::collective

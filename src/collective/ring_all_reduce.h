@@ -16,15 +16,22 @@
 //
 // Every rank ends with bit-identical results: each block is reduced once, by one fixed order of
 // additions, and then copied.
+//
+// Rings and phases (RingPlan). The ring may be any subset of the ranks in any order, and either
+// phase may run alone, which is what hierarchical_all_reduce.h builds on: after reduce-scatter the
+// member at ring position p holds block (p + 1) % m of m fully reduced
+// (OwnedBlockAfterReduceScatter), and an all-gather alone starts from exactly that state.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/operation.h"
+#include "net/exchange.h"
 
 namespace cohort::collective {
 
@@ -36,14 +43,45 @@ struct RingTuning {
   int receive_slots = 4;
 };
 
+// Which ranks form the ring, and which phases run. The default is the whole all-reduce over every
+// rank in rank order.
+struct RingPlan {
+  // Ranks in ring order, this rank among them; empty means every rank, in rank order.
+  std::vector<int> members;
+  bool reduce_scatter = true;
+  bool all_gather = true;
+  // With ReduceOp::kAverage, the reduced values are divided by this many ranks at the end of
+  // reduce-scatter; 0 means the size of the ring, 1 leaves the sum undivided.
+  int average_over = 0;
+  // With reduce-scatter: called once for every segment of this rank's data (offset and count in
+  // elements) just before the ring first uses it (sends it, or adds what arrived to it), with the
+  // ring's Exchange. The hierarchical all-reduce reduces the segment over its host there, so that
+  // this overlaps the network.
+  std::function<Status(net::Exchange& exchange, size_t offset, size_t elements)> prepare;
+};
+
+// The block (of `ring_size`, BlockPartition) that ring position `position` holds fully reduced
+// after reduce-scatter, and sends first in all-gather.
+inline int OwnedBlockAfterReduceScatter(int position, int ring_size) {
+  return (position + 1) % ring_size;
+}
+
 class RingAllReduce {
  public:
-  // Reduces data[0, count) in place across all ranks. `scratch` is reused between operations so
-  // that steady-state all-reduces allocate nothing.
+  // Reduces data[0, count) in place across the ranks of `plan`. `scratch` is reused between
+  // operations so that steady-state all-reduces allocate nothing.
   RingAllReduce(const OperationContext& context, void* data, size_t count, DataType type,
-                ReduceOp op, RingTuning tuning, std::vector<uint8_t>* scratch);
+                ReduceOp op, RingTuning tuning, std::vector<uint8_t>* scratch, RingPlan plan = {});
 
   Status Run();
+  // The same over an Exchange the caller opened, which must claim both neighbours and carry no
+  // other transfers with them; it may claim more peers. Returns once the ring's own transfers are
+  // complete.
+  Status RunWith(net::Exchange& exchange);
+
+  // This rank's neighbours in the ring (the same rank when the ring has two members).
+  int left() const;
+  int right() const;
 
  private:
   // One message from the left neighbour, in the order it arrives.
@@ -55,6 +93,9 @@ class RingAllReduce {
   };
 
   std::vector<Segment> ReceiveSchedule(size_t segment_elements) const;
+  // A ring of one, or nothing to reduce: no transfers.
+  Status RunAlone();
+  int ring_size() const { return static_cast<int>(members_.size()); }
 
   const OperationContext& context_;
   uint8_t* const data_;
@@ -63,6 +104,9 @@ class RingAllReduce {
   const ReduceOp op_;
   const RingTuning tuning_;
   std::vector<uint8_t>* const scratch_;
+  RingPlan plan_;
+  std::vector<int> members_;
+  int position_ = -1;  // this rank's index in members_
 };
 
 }  // namespace cohort::collective

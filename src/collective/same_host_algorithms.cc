@@ -61,21 +61,6 @@ std::vector<int> AllPeers(const net::Transport& transport) {
   return peers;
 }
 
-// Reads `bytes` of a peer's memory in pieces, pumping the exchange between pieces so that
-// heartbeats keep flowing during long copies.
-constexpr size_t kCopyPiece = 16u << 20;
-
-Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
-                    size_t bytes) {
-  for (size_t done = 0; done < bytes; done += kCopyPiece) {
-    size_t piece = std::min(kCopyPiece, bytes - done);
-    COHORT_RETURN_IF_ERROR(
-        exchange.ReadPeerMemory(peer, address + done, destination + done, piece));
-    COHORT_RETURN_IF_ERROR(exchange.Service());
-  }
-  return Status::OK();
-}
-
 // A peer that gave up on the operation (because something failed) may have reused its buffer
 // while this rank was still copying from it. It puts a failure notice in this rank's socket
 // before it returns (net::Exchange), so a last look at the sockets after the copies tells
@@ -188,6 +173,79 @@ Status SameHostAllReduce::Run() {
   // the others' memory alone.
   COHORT_RETURN_IF_ERROR(exchange.Finish());
   return ConfirmNoPeerGaveUp(exchange);
+}
+
+namespace {
+
+// Sends this rank's announcement to every peer and waits for theirs, checking that each names a
+// buffer of `bytes`. The receives for the announcements must be posted first.
+Status ExchangeAnnouncements(net::Exchange& exchange, const OperationContext& context,
+                             const std::vector<int>& peers, const void* buffer, size_t bytes,
+                             const std::vector<AnnouncementWire>& wires,
+                             std::vector<BufferAnnouncement>* announced) {
+  const AnnouncementWire mine = Encode(buffer, bytes);
+  for (int peer : peers) exchange.Send(peer, mine.bytes, kAnnouncementSize);
+  for (int peer : peers) {
+    COHORT_RETURN_IF_ERROR(exchange.WaitForReceives(peer, 1));
+    (*announced)[peer] = Decode(wires[peer]);
+    COHORT_RETURN_IF_ERROR(CheckAnnouncedSize(exchange, context, peer, (*announced)[peer], bytes));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<std::vector<uint64_t>> ExchangeBufferAddresses(const OperationContext& context,
+                                                        const std::vector<int>& peers,
+                                                        const void* data, size_t bytes) {
+  net::Transport& transport = *context.transport;
+  net::Exchange exchange(transport, peers, context.tag, context.description, context.deadline);
+  COHORT_RETURN_IF_ERROR(exchange.status());
+  std::vector<AnnouncementWire> wires(transport.size());
+  for (int peer : peers) exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
+  std::vector<BufferAnnouncement> announced(transport.size());
+  COHORT_RETURN_IF_ERROR(
+      ExchangeAnnouncements(exchange, context, peers, data, bytes, wires, &announced));
+  COHORT_RETURN_IF_ERROR(exchange.Finish());
+  std::vector<uint64_t> addresses(transport.size(), 0);
+  for (int peer : peers) addresses[peer] = announced[peer].address;
+  return addresses;
+}
+
+// Pieces of long copies, between which heartbeats keep flowing.
+constexpr size_t kCopyPiece = 16u << 20;
+
+Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
+                    size_t bytes) {
+  for (size_t done = 0; done < bytes; done += kCopyPiece) {
+    size_t piece = std::min(kCopyPiece, bytes - done);
+    COHORT_RETURN_IF_ERROR(
+        exchange.ReadPeerMemory(peer, address + done, destination + done, piece));
+    COHORT_RETURN_IF_ERROR(exchange.Service());
+  }
+  return Status::OK();
+}
+
+Status ReduceFromPeers(net::Exchange& exchange, const std::vector<int>& peers,
+                       const std::vector<uint64_t>& addresses, void* data, size_t offset,
+                       size_t count, DataType type, ReduceOp op, size_t segment_bytes,
+                       std::vector<uint8_t>* scratch) {
+  const size_t element_size = SizeOf(type);
+  const size_t piece_elements = SegmentElements(segment_bytes, element_size);
+  if (scratch->size() < piece_elements * element_size) {
+    scratch->resize(piece_elements * element_size);
+  }
+  for (size_t done = 0; done < count; done += piece_elements) {
+    const size_t elements = std::min(piece_elements, count - done);
+    const size_t offset_bytes = (offset + done) * element_size;
+    uint8_t* own = static_cast<uint8_t*>(data) + offset_bytes;
+    for (int peer : peers) {
+      COHORT_RETURN_IF_ERROR(exchange.ReadPeerMemory(peer, addresses[peer] + offset_bytes,
+                                                     scratch->data(), elements * element_size));
+      ReduceInto(type, op, own, scratch->data(), elements);
+    }
+  }
+  return Status::OK();
 }
 
 SameHostBroadcast::SameHostBroadcast(const OperationContext& context, void* data, size_t bytes,

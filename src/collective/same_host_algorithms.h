@@ -17,6 +17,10 @@
 // SameHostBroadcast: every rank copies the root's buffer. SameHostAllGather: every rank copies
 // every peer's contribution.
 //
+// For the hierarchical all-reduce (hierarchical_all_reduce.h), among the ranks of this host:
+// ExchangeBufferAddresses, ReduceFromPeers and CopyFromPeer, the steps it builds its own
+// protocol from.
+//
 // They pay off for large buffers; for small ones the fixed round trips cost more than the copies
 // save, and the Communicator uses the TCP algorithms instead.
 #pragma once
@@ -28,6 +32,7 @@
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/operation.h"
+#include "net/exchange.h"
 
 namespace cohort::collective {
 
@@ -46,6 +51,25 @@ class SameHostAllReduce {
   const size_t segment_bytes_;
   std::vector<uint8_t>* const scratch_;
 };
+
+// The first step of reading the memory of `peers` (ranks on this host): tells each the address
+// of this rank's `data` and returns theirs, by rank (0 for ranks not among `peers`), after
+// checking that each announced a buffer of `bytes`.
+StatusOr<std::vector<uint64_t>> ExchangeBufferAddresses(const OperationContext& context,
+                                                        const std::vector<int>& peers,
+                                                        const void* data, size_t bytes);
+
+// data[offset, offset + count) op= the same elements of every peer's buffer (in `peers` order),
+// read through `exchange`, which must claim the peers, via `scratch`. Never divides.
+Status ReduceFromPeers(net::Exchange& exchange, const std::vector<int>& peers,
+                       const std::vector<uint64_t>& addresses, void* data, size_t offset,
+                       size_t count, DataType type, ReduceOp op, size_t segment_bytes,
+                       std::vector<uint8_t>* scratch);
+
+// Copies `bytes` at `address` of `peer`'s memory into `destination` through `exchange`, in
+// pieces, keeping heartbeats flowing between them.
+Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
+                    size_t bytes);
 
 class SameHostBroadcast {
  public:

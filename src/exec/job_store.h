@@ -11,6 +11,9 @@
 //     supervisor.pid
 //     supervisor.log     a detached supervisor's output
 //     logs/<type>-<index>.log
+//     termination/<type>-<index>.termination-log
+//     summaries/<type>-<index>/   the replica's TensorBoard runs, or links to them
+//                         (COHORT_SUMMARY_DIR, cluster/summary_location.h)
 //
 // There is no daemon: every command reads these files. Writes that others read whole (status,
 // spec) go to a temporary file that is renamed into place, so a kill -9 at any moment leaves the
@@ -32,6 +35,9 @@
 #include "job/job_kind.h"
 
 namespace cohort::exec {
+
+// The folder of a job's directory that holds each replica's summaries directory.
+inline constexpr char kSummariesDirectoryName[] = "summaries";
 
 // $COHORT_HOME, else ~/.cohort.
 std::filesystem::path DefaultCohortHome();

@@ -129,6 +129,7 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
   LocalProcessBackend::Options options;
   options.logs_directory = store_.JobDirectory(key) / "logs";
   options.termination_messages_directory = store_.JobDirectory(key) / "termination";
+  options.summaries_directory = store_.JobDirectory(key) / kSummariesDirectoryName;
   options.ports = std::move(*ports);
   options.secret = std::move(*secret);
   options.images = images;

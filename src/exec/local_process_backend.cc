@@ -13,6 +13,7 @@
 
 #include "base/file.h"
 #include "cluster/peer_report.h"
+#include "cluster/summary_location.h"
 #include "exec/kernel_log.h"
 #include "exec/process.h"
 #include "exec/replica_environment.h"
@@ -110,6 +111,12 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
     std::filesystem::create_directories(options_.termination_messages_directory, error);
     if (Status emptied = WriteFileInPlace(message_path, ""); !emptied.ok()) return emptied;
     spec.environment[cluster::kTerminationMessagePathVariable] = message_path.string();
+  }
+  if (!options_.summaries_directory.empty()) {
+    // Created by the runtime when it writes; kept across restarts, so that a resumed run's files
+    // follow the interrupted run's.
+    spec.environment[cluster::kSummaryDirectoryVariable] =
+        (options_.summaries_directory / name).string();
   }
   std::error_code size_error;
   const std::uintmax_t log_size = std::filesystem::file_size(log_path, size_error);

@@ -47,6 +47,9 @@ class LocalProcessBackend : public ReplicaBackend {
     // Each replica's termination-message file, <replica>.termination-log, goes here, named to it
     // by COHORT_TERMINATION_MESSAGE_PATH (cluster/peer_report.h). Empty: none is given.
     std::filesystem::path termination_messages_directory;
+    // Each replica's TensorBoard directory, <replica>/, goes here, named to it by
+    // COHORT_SUMMARY_DIR (cluster/summary_location.h). Empty: none is given.
+    std::filesystem::path summaries_directory;
   };
 
   // Installs the SIGCHLD handler and its self-pipe.

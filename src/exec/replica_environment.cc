@@ -1,6 +1,7 @@
 #include "exec/replica_environment.h"
 
 #include "cluster/peer_report.h"
+#include "cluster/summary_location.h"
 #include "job/job_kind.h"
 #include "job/reconciler.h"
 
@@ -37,8 +38,9 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
   // cohort must never leak in.
   const job::JobKind& kind = *job.job_kind;
   for (const std::string& name : kind.EnvironmentNames()) environment.erase(name);
-  for (const char* name : {"COHORT_JOB_NAME", "COHORT_REPLICA_TYPE", "COHORT_REPLICA_INDEX",
-                           "COHORT_JOB_SECRET", cluster::kTerminationMessagePathVariable}) {
+  for (const char* name :
+       {"COHORT_JOB_NAME", "COHORT_REPLICA_TYPE", "COHORT_REPLICA_INDEX", "COHORT_JOB_SECRET",
+        cluster::kTerminationMessagePathVariable, cluster::kSummaryDirectoryVariable}) {
     environment.erase(name);
   }
   if (StatusOr<const job::Container*> container = ReplicaContainer(job, replica_type);

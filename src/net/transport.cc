@@ -176,6 +176,15 @@ Transport::~Transport() {
   if (monitor_wake_fd_ >= 0) close(monitor_wake_fd_);
 }
 
+const std::string& Transport::HostIdentity(int rank) const {
+  if (rank == rank_) return ThisProcess().host_identity;
+  return connections_[rank]->peer_process().host_identity;
+}
+
+bool Transport::CanReadMemoryOf(int rank) const {
+  return rank != rank_ && connections_[rank]->can_read_peer_memory();
+}
+
 Status Transport::health() const {
   if (!failed()) return Status::OK();
   std::lock_guard<std::mutex> lock(failure_mutex_);

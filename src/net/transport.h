@@ -125,6 +125,13 @@ class Transport {
   // so the tasks must agree (for example by an all-reduce) before relying on it.
   bool CanReadMemoryOfAllPeers() const { return can_read_all_peers_; }
 
+  // The host `rank` runs on, as its handshake described it (boot id and namespaces, see
+  // same_host.h); equal strings mean the same host, and an empty one means unknown.
+  const std::string& HostIdentity(int rank) const;
+  // True when this process can read `rank`'s memory directly (another participant; see
+  // same_host.h). Decided by each task on its own, like CanReadMemoryOfAllPeers.
+  bool CanReadMemoryOf(int rank) const;
+
   // Records a failure (the first one wins) and wakes every waiting Exchange. With `tell_peers`
   // the monitor also sends it to every peer; a failure that arrived as a notice was already sent
   // to everyone by the task that detected it. `peer_report` names the peer that failed

@@ -222,15 +222,24 @@ Status ServerConnection::ResendRefusedFromMemory(std::vector<Call>& calls,
 }
 
 Status ServerConnection::Run(std::vector<Call>& calls) {
-  std::lock_guard<std::mutex> lock(mutex_);
   using Clock = std::chrono::steady_clock;
+  const Clock::time_point called = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A batch that waited while another gave up on this server gets that verdict: the server has
+  // just been unreachable for a whole retry window, and a second window would double the time
+  // before the caller names it (a prefetched pull and the push behind it, say).
+  if (!gave_up_.ok() && gave_up_at_ >= called) return gave_up_;
   std::chrono::milliseconds backoff = settings_.initial_backoff;
   Clock::time_point give_up = Clock::time_point::max();
   std::string last_error;
   bool logged_waiting = false;
   while (true) {
     Status status = Status::OK();
-    if (!socket_.valid()) status = Connect(net::Deadline::After(settings_.handshake_timeout));
+    if (!socket_.valid()) {
+      // Once retrying, no connection attempt runs past the retry window.
+      status = Connect(
+          net::Deadline::After(settings_.handshake_timeout).Min(net::Deadline::At(give_up)));
+    }
     if (status.ok()) {
       status = Exchange(calls, net::Deadline::After(settings_.request_timeout));
       if (status.ok()) {
@@ -255,14 +264,17 @@ Status ServerConnection::Run(std::vector<Call>& calls) {
     }
     if (now >= give_up) {
       if (waiting_for_creator_) {
-        return Status::Unavailable(name_ + " came back without the model and " + setup_creator_ +
-                                   " did not create it there again within " +
-                                   net::FormatSeconds(settings_.retry_timeout) +
-                                   ", giving up: " + last_error);
+        gave_up_ = Status::Unavailable(name_ + " came back without the model and " +
+                                       setup_creator_ + " did not create it there again within " +
+                                       net::FormatSeconds(settings_.retry_timeout) +
+                                       ", giving up: " + last_error);
+      } else {
+        gave_up_ = Status::Unavailable(name_ + " unreachable for " +
+                                       net::FormatSeconds(settings_.retry_timeout) +
+                                       ", giving up: " + last_error);
       }
-      return Status::Unavailable(name_ + " unreachable for " +
-                                 net::FormatSeconds(settings_.retry_timeout) +
-                                 ", giving up: " + last_error);
+      gave_up_at_ = Clock::now();
+      return gave_up_;
     }
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, give_up - now));
     backoff = std::min(backoff * 2, settings_.max_backoff);

@@ -9,16 +9,20 @@
 // When the connection fails (the server died, a deadline passed) the batch is retried on a new
 // connection, with exponential backoff between attempts, until `retry_timeout` has passed since
 // the first failure; then the batch fails with Unavailable naming the server, e.g.
-// "ps:1 (10.0.0.7:2222) unreachable for 60 s: connection refused". Each new connection first
-// replays the setup calls. The chief's are the variable creates that concern this server, so a
-// server that came back without its variables gets them again, and one that restored a
-// checkpoint keeps its values (creates are idempotent). A worker's are checks that the server
-// holds the chief's variables (AddSetupCheck): a server that came back without them answers
-// NotFound, and the worker retries as if the server were down, with the same backoff and bound,
-// until the chief has created them again; after the bound the call fails naming the chief. A
-// batch is retried whole, so a push may be applied twice when the server applied it but died
-// before answering: at-least-once, as TensorFlow's closures are. A refusal during the handshake
-// (wrong secret, not a task of the job) is not retried: waiting cannot fix it.
+// "ps:1 (10.0.0.7:2222) unreachable for 60 s: connection refused". A request not answered within
+// `request_timeout` counts as a failed connection: a server behind a network partition neither
+// answers nor closes. No connection attempt runs past the retry window, and batches that were
+// waiting for the connection when a batch gave up fail with its verdict at once, so a silent
+// server is named about request_timeout + retry_timeout after it went silent. Each new connection
+// first replays the setup calls. The chief's are the variable creates that concern this server, so
+// a server that came back without its variables gets them again, and one that restored a checkpoint
+// keeps its values (creates are idempotent). A worker's are checks that the server holds the
+// chief's variables (AddSetupCheck): a server that came back without them answers NotFound, and the
+// worker retries as if the server were down, with the same backoff and bound, until the chief has
+// created them again; after the bound the call fails naming the chief. A batch is retried whole, so
+// a push may be applied twice when the server applied it but died before answering: at-least-once,
+// as TensorFlow's closures are. A refusal during the handshake (wrong secret, not a task of the
+// job) is not retried: waiting cannot fix it.
 //
 // Same host. When the handshake proves that the server runs on this host and that process memory
 // is readable between the two, a dense push goes out as a reference to the caller's gradient
@@ -118,6 +122,10 @@ class ServerConnection {
   std::vector<uint64_t> scratch_;  // response bytes that do not go to a caller's buffer
   bool push_from_memory_ = false;  // this connection's handshake proved the memory readable
   bool memory_refused_ = false;    // the server said it cannot read this process: never again
+  // The last time a batch gave up on the server, and why; batches that were already waiting then
+  // fail with the same verdict.
+  std::chrono::steady_clock::time_point gave_up_at_;
+  Status gave_up_ = Status::OK();
 };
 
 }  // namespace cohort::ps

@@ -62,6 +62,10 @@ struct BatchLogs {
   double loss = 0;
   std::map<std::string, double> metrics;  // the model's named metrics ("accuracy"), by name
   double samples_per_second = 0;          // global samples (all workers) per second this epoch
+  double step_seconds = 0;  // wall time of this step: waiting for the batch, computing, summing
+  // What this step waited, after its backward pass, for the all-reduce of its gradients to
+  // finish (0 with one worker): the communication that computation did not hide.
+  double allreduce_wait_seconds = 0;
 };
 
 // What OnEpochEnd reports: metrics over all workers.

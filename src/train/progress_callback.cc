@@ -39,8 +39,8 @@ std::string Figures(const std::string& prefix, double loss,
 
 }  // namespace
 
-ProgressCallback ProgressCallback::ForStdout() {
-  return ProgressCallback(stdout, ::isatty(STDOUT_FILENO) == 1);
+ProgressCallback ProgressCallback::ForStdout(std::chrono::milliseconds line_interval) {
+  return ProgressCallback(stdout, ::isatty(STDOUT_FILENO) == 1, line_interval);
 }
 
 Status ProgressCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state) {
@@ -49,8 +49,8 @@ Status ProgressCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state)
 }
 
 Status ProgressCallback::OnEpochBegin(const FitPlan& plan, int epoch) {
-  epoch_start_ = Clock::now();
-  last_draw_ = Clock::time_point();
+  epoch_start_ = now_();
+  lines_.Restart();
   if (bar_) std::fprintf(out_, "Epoch %d/%d\n", epoch + 1, plan.epochs);
   std::fflush(out_);
   return Status::OK();
@@ -58,15 +58,29 @@ Status ProgressCallback::OnEpochBegin(const FitPlan& plan, int epoch) {
 
 Status ProgressCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state,
                                     const BatchLogs& logs) {
-  if (!bar_) return Status::OK();
-  const auto now = Clock::now();
   const bool last = logs.position.step == plan.steps_per_epoch;
-  if (!last && now - last_draw_ < std::chrono::milliseconds(100)) return Status::OK();
-  last_draw_ = now;
-  const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
+  if (!bar_) {
+    // The epoch's own line follows its last step at once.
+    if (last || !lines_.Ready()) return Status::OK();
+  } else if (!redraws_.Ready() && !last) {
+    return Status::OK();
+  }
+  const double elapsed = std::chrono::duration<double>(now_() - epoch_start_).count();
   const int64_t run = logs.position.step - first_step_of_epoch_;
   const double left =
       run > 0 ? elapsed / run * static_cast<double>(plan.steps_per_epoch - logs.position.step) : 0;
+  if (!bar_) {
+    std::fprintf(out_,
+                 "epoch %d/%d step %lld/%lld (global %lld): %s - %.0f samples/s - step %.3f s "
+                 "(all-reduce wait %.3f s) - ETA %s\n",
+                 logs.position.epoch + 1, plan.epochs, static_cast<long long>(logs.position.step),
+                 static_cast<long long>(plan.steps_per_epoch),
+                 static_cast<long long>(logs.global_step),
+                 Figures("", logs.loss, logs.metrics).c_str(), logs.samples_per_second,
+                 logs.step_seconds, logs.allreduce_wait_seconds, FormatDuration(left).c_str());
+    std::fflush(out_);
+    return Status::OK();
+  }
   std::fprintf(out_, "\r%6lld/%lld %s - ETA %s - %s - %.0f samples/s ",
                static_cast<long long>(logs.position.step),
                static_cast<long long>(plan.steps_per_epoch),

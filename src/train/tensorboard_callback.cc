@@ -23,7 +23,7 @@ std::vector<Scalar> Scalars(const std::string& prefix, double loss,
 }  // namespace
 
 Status TensorBoardCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state) {
-  const std::filesystem::path dir = WriteDirPath(options_.log_dir, plan);
+  const std::filesystem::path dir = WriteDir(plan);
   auto train = EventFileWriter::Create((dir / "train").string());
   if (!train.ok()) return train.status().WithContext("TensorBoard");
   auto validation = EventFileWriter::Create((dir / "validation").string());
@@ -41,12 +41,28 @@ Status TensorBoardCallback::OnTrainBegin(const FitPlan& plan, TrainingState& sta
   return Status::OK();
 }
 
+std::string TensorBoardCallback::WriteDir(const FitPlan& plan) const {
+  return options_.own_directory ? options_.log_dir : WriteDirPath(options_.log_dir, plan);
+}
+
+Status TensorBoardCallback::OnEpochBegin(const FitPlan& plan, int epoch) {
+  batch_updates_.Restart();  // the first figures of an epoch come one interval into it
+  return Status::OK();
+}
+
 Status TensorBoardCallback::OnBatchEnd(const FitPlan& plan, TrainingState& state,
                                        const BatchLogs& logs) {
-  if (options_.update_every_steps <= 0 || logs.global_step % options_.update_every_steps != 0) {
-    return Status::OK();
-  }
-  return train_->WriteScalars(logs.global_step, Scalars("batch_", logs.loss, logs.metrics));
+  const bool by_steps =
+      options_.update_every_steps > 0 && logs.global_step % options_.update_every_steps == 0;
+  const bool by_time = batch_updates_.Ready();
+  if (!by_steps && !by_time) return Status::OK();
+  std::vector<Scalar> scalars = Scalars("batch_", logs.loss, logs.metrics);
+  scalars.emplace_back("batch_samples_per_second", static_cast<float>(logs.samples_per_second));
+  scalars.emplace_back("batch_step_seconds", static_cast<float>(logs.step_seconds));
+  scalars.emplace_back("batch_allreduce_wait_seconds",
+                       static_cast<float>(logs.allreduce_wait_seconds));
+  COHORT_RETURN_IF_ERROR(train_->WriteScalars(logs.global_step, scalars));
+  return by_time ? train_->Flush() : Status::OK();
 }
 
 Status TensorBoardCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
@@ -71,7 +87,7 @@ Status TensorBoardCallback::OnTrainEnd(const FitPlan& plan, TrainingState& state
   train_.reset();
   validation_.reset();
   COHORT_RETURN_IF_ERROR(flushed);
-  return RemoveTempWriteDir(options_.log_dir, plan);
+  return options_.own_directory ? Status::OK() : RemoveTempWriteDir(options_.log_dir, plan);
 }
 
 }  // namespace cohort::train

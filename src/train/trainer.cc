@@ -195,6 +195,9 @@ struct Trainer::Impl : public TrainingState {
 
   // ---- Training ----
 
+  // What the last TrainStep waited for its gradient sums after backward.
+  double last_allreduce_wait_seconds = 0;
+
   // One optimizer step on this worker's batch; with several workers the gradients are averaged
   // across them before the step. Returns the batch's mean loss and its metric sums.
   StatusOr<std::pair<double, std::map<std::string, double>>> TrainStep(const Batch& batch) {
@@ -206,7 +209,11 @@ struct Trainer::Impl : public TrainingState {
       }
       StepResult result = model->Step(batch);
       result.loss.backward();
-      if (buckets) COHORT_RETURN_IF_ERROR(buckets->FinishStep(options.step_timeout));
+      if (buckets) {
+        const auto wait_start = Clock::now();
+        COHORT_RETURN_IF_ERROR(buckets->FinishStep(options.step_timeout));
+        last_allreduce_wait_seconds = Seconds(Clock::now() - wait_start);
+      }
       optimizer->step();
       return std::make_pair(result.loss.item<double>(), std::move(result.metric_sums));
     } catch (const c10::Error& error) {
@@ -251,7 +258,8 @@ struct Trainer::Impl : public TrainingState {
       sums.loss_sum += result->first * batch_size;
       for (const auto& [name, sum] : result->second) sums.metric_sums[name] += sum;
       sums.samples += batch_size;
-      train_seconds += Seconds(Clock::now() - step_start);
+      const double step_seconds = Seconds(Clock::now() - step_start);
+      train_seconds += step_seconds;
       ++steps;
       ++position_.step;
 
@@ -262,6 +270,8 @@ struct Trainer::Impl : public TrainingState {
       logs.loss = averages.loss;
       logs.metrics = averages.metrics;
       logs.samples_per_second = sums.samples * plan.num_workers / train_seconds;
+      logs.step_seconds = step_seconds;
+      logs.allreduce_wait_seconds = last_allreduce_wait_seconds;
       for (Callback* callback : callbacks) {
         COHORT_RETURN_IF_ERROR(callback->OnBatchEnd(plan, *this, logs));
       }

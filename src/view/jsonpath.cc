@@ -1,6 +1,8 @@
 #include "view/jsonpath.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -10,19 +12,39 @@ namespace {
 using nlohmann::json;
 
 const char kSupported[] =
-    "cohort's jsonpath takes .field, ['field'], [N], [*], {range ...}{end} and quoted text";
+    "cohort's jsonpath takes .field, ['field'], [N], [START:END], [*], {range ...}{end} and "
+    "quoted text";
 
 Status Unsupported(const std::string& what, const std::string& expression) {
   return Status::InvalidArgument("jsonpath: " + what + " in {" + expression +
                                  "} is not supported; " + kSupported);
 }
 
-// One step of a path: a field name, an index, or every element/value.
+// One step of a path: a field name, an index, a slice [START:END] (either may be left out; a
+// negative one counts from the end, as kubectl's `{.status.conditions[-1:].type}`), or every
+// element/value.
 struct Step {
-  enum class Kind { kField, kIndex, kAll } kind = Kind::kField;
+  enum class Kind { kField, kIndex, kSlice, kAll } kind = Kind::kField;
   std::string field;
-  long index = 0;
+  long index = 0;           // kIndex, and kSlice's start
+  std::optional<long> end;  // kSlice's end, when given
+
+  static Step Field(std::string name) { return {Kind::kField, std::move(name), 0, std::nullopt}; }
+  static Step Index(long index) { return {Kind::kIndex, "", index, std::nullopt}; }
+  static Step Slice(long start, std::optional<long> end) { return {Kind::kSlice, "", start, end}; }
+  static Step All() { return {Kind::kAll, "", 0, std::nullopt}; }
 };
+
+// "-1" as a number; nullopt when it is not one whole number.
+std::optional<long> WholeNumber(const std::string& text) {
+  try {
+    size_t used = 0;
+    long number = std::stol(text, &used);
+    if (used == text.size()) return number;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
 
 struct Path {
   bool from_root = false;  // $ rather than the current item
@@ -48,9 +70,9 @@ StatusOr<Path> ParsePath(const std::string& expression) {
       std::string name = e.substr(start, i - start);
       if (name.empty()) continue;  // "{.}" is the current item
       if (name == "*") {
-        path.steps.push_back({Step::Kind::kAll, "", 0});
+        path.steps.push_back(Step::All());
       } else {
-        path.steps.push_back({Step::Kind::kField, name, 0});
+        path.steps.push_back(Step::Field(name));
       }
       continue;
     }
@@ -62,26 +84,31 @@ StatusOr<Path> ParsePath(const std::string& expression) {
       std::string inside = e.substr(i + 1, close - i - 1);
       i = close + 1;
       if (inside == "*") {
-        path.steps.push_back({Step::Kind::kAll, "", 0});
+        path.steps.push_back(Step::All());
       } else if (!inside.empty() && inside[0] == '?') {
         return Unsupported("a filter [" + inside + "]", expression);
-      } else if (inside.find(':') != std::string::npos) {
-        return Unsupported("a slice [" + inside + "]", expression);
+      } else if (size_t colon = inside.find(':'); colon != std::string::npos) {
+        const std::string start = inside.substr(0, colon), end = inside.substr(colon + 1);
+        if (end.find(':') != std::string::npos) {
+          return Unsupported("a slice with a step [" + inside + "]", expression);
+        }
+        std::optional<long> start_number = start.empty() ? 0 : WholeNumber(start);
+        std::optional<long> end_number = end.empty() ? std::nullopt : WholeNumber(end);
+        if (!start_number || (!end.empty() && !end_number)) {
+          return Status::InvalidArgument("jsonpath: [" + inside + "] in {" + expression +
+                                         "} is not a slice of whole numbers");
+        }
+        path.steps.push_back(Step::Slice(*start_number, end_number));
       } else if (inside.find(',') != std::string::npos) {
         return Unsupported("a union [" + inside + "]", expression);
       } else if (inside.size() >= 2 && (inside[0] == '\'' || inside[0] == '"') &&
                  inside.back() == inside[0]) {
-        path.steps.push_back({Step::Kind::kField, inside.substr(1, inside.size() - 2), 0});
+        path.steps.push_back(Step::Field(inside.substr(1, inside.size() - 2)));
+      } else if (std::optional<long> index = WholeNumber(inside)) {
+        path.steps.push_back(Step::Index(*index));
       } else {
-        try {
-          size_t used = 0;
-          long index = std::stol(inside, &used);
-          if (used != inside.size()) throw std::invalid_argument(inside);
-          path.steps.push_back({Step::Kind::kIndex, "", index});
-        } catch (const std::exception&) {
-          return Status::InvalidArgument("jsonpath: [" + inside + "] in {" + expression +
-                                         "} is neither an index, * nor a quoted name");
-        }
+        return Status::InvalidArgument("jsonpath: [" + inside + "] in {" + expression +
+                                       "} is neither an index, a slice, * nor a quoted name");
       }
       continue;
     }
@@ -105,6 +132,15 @@ std::vector<const json*> Select(const Path& path, const json& root, const json& 
             long size = static_cast<long>(node->size());
             long index = step.index < 0 ? size + step.index : step.index;
             if (index >= 0 && index < size) next.push_back(&(*node)[static_cast<size_t>(index)]);
+          }
+          break;
+        case Step::Kind::kSlice:
+          if (node->is_array()) {
+            const long size = static_cast<long>(node->size());
+            auto clamp = [&](long at) { return std::clamp(at < 0 ? size + at : at, 0L, size); };
+            const long begin = clamp(step.index);
+            const long end = step.end ? clamp(*step.end) : size;
+            for (long i = begin; i < end; ++i) next.push_back(&(*node)[static_cast<size_t>(i)]);
           }
           break;
         case Step::Kind::kAll:

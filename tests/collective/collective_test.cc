@@ -49,6 +49,9 @@ struct GroupSetup {
   RingTuning ring;
   std::chrono::milliseconds peer_timeout = 30s;
   std::chrono::milliseconds heartbeat_interval = 1s;
+  // The host labels each rank passes to its Communicator (CommunicatorOptions::host_labels), by
+  // rank: several hosts emulated on this machine. Unset: what the handshakes said.
+  std::function<std::vector<int>(int rank)> host_labels;
 };
 
 // Runs body(communicator, rank) in `setup.ranks` processes; a non-OK result is reported and fails
@@ -80,13 +83,18 @@ std::vector<ChildOutcome> RunGroup(
         communicator_options.ring = setup.ring;
         communicator_options.same_host_memory = setup.path == Path::kSameHost;
         communicator_options.same_host_min_bytes = 1;
+        if (setup.host_labels) communicator_options.host_labels = setup.host_labels(rank);
         auto communicator = Communicator::Create(std::move(*transport), communicator_options);
         if (!communicator.ok()) {
           Report(communicator.status().ToString());
           return 11;
         }
-        if (setup.path == Path::kSameHost && setup.ranks > 1 &&
-            !(*communicator)->uses_same_host_memory()) {
+        // Over emulated hosts, only the hierarchical all-reduce reads memory (within hosts).
+        const bool expects_same_host =
+            setup.path == Path::kSameHost && setup.ranks > 1 &&
+            (!setup.host_labels || (*communicator)->uses_hierarchical_all_reduce());
+        if (expects_same_host && !(*communicator)->uses_same_host_memory() &&
+            !(*communicator)->uses_same_host_memory_within_hosts()) {
           Report("same-host memory is not available here");
           return 12;
         }
@@ -322,6 +330,95 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, AllReduceTest,
                            return std::to_string(std::get<0>(info.param)) + "Ranks" +
                                   (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
                          });
+
+// Groups laid out over emulated hosts (CommunicatorOptions::host_labels): the hierarchical
+// all-reduce where every host runs the same number of ranks, at least two, and otherwise the ring
+// visiting the ranks host by host.
+struct HostLayout {
+  std::string name;
+  std::vector<int> labels;  // by rank
+  bool hierarchical;
+  int hosts;
+};
+
+void PrintTo(const HostLayout& layout, std::ostream* out) { *out << layout.name; }
+
+class HostLayoutTest : public ::testing::TestWithParam<std::tuple<HostLayout, Path>> {};
+
+TEST_P(HostLayoutTest, MatchesTheSerialReference) {
+  const HostLayout& layout = std::get<0>(GetParam());
+  const Path path = std::get<1>(GetParam());
+  GroupSetup setup;
+  setup.ranks = static_cast<int>(layout.labels.size());
+  setup.path = path;
+  setup.ring.segment_bytes = 4000;
+  setup.ring.receive_slots = 2;
+  setup.host_labels = [&](int) { return layout.labels; };
+  auto outcomes = RunGroup(setup, [&](Communicator& communicator, int) -> Status {
+    const bool same_host = path == Path::kSameHost;
+    if (communicator.uses_hierarchical_all_reduce() != layout.hierarchical ||
+        communicator.topology().hosts() != layout.hosts ||
+        communicator.uses_same_host_memory() != (same_host && layout.hosts == 1) ||
+        communicator.uses_same_host_memory_within_hosts() != (same_host && layout.hierarchical)) {
+      return Status::Internal(
+          "topology " + communicator.topology().Describe() +
+          (communicator.uses_hierarchical_all_reduce() ? ", hierarchical" : ", ring") +
+          (communicator.uses_same_host_memory() ? ", same-host memory" : "") +
+          (communicator.uses_same_host_memory_within_hosts() ? ", memory within hosts" : ""));
+    }
+    return AllReduceSweep(communicator, kCounts, false);
+  });
+  ExpectAllSucceeded(outcomes);
+  ExpectSameDigests(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, HostLayoutTest,
+    ::testing::Combine(::testing::Values(HostLayout{"TwoHostsOfTwo", {0, 0, 1, 1}, true, 2},
+                                         HostLayout{
+                                             "TwoHostsOfTwoInterleaved", {5, 9, 5, 9}, true, 2},
+                                         HostLayout{"ThreeHostsOfTwo", {0, 1, 2, 0, 1, 2}, true, 3},
+                                         HostLayout{"TwoHostsOfThree", {0, 0, 0, 1, 1, 1}, true, 2},
+                                         HostLayout{"TwoHostsOfOne", {0, 1}, false, 2},
+                                         HostLayout{"UnevenHosts", {0, 1, 0}, false, 2},
+                                         HostLayout{"OneHostOfFour", {3, 3, 3, 3}, false, 1}),
+                       ::testing::Values(Path::kTcp, Path::kSameHost)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name +
+             (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
+    });
+
+// Ranks that disagree about the topology (here: rank 0 alone believes in two hosts) all fall
+// back to the flat ring instead of running different algorithms.
+TEST(HostLayoutAgreementTest, DisagreeingRanksAllUseTheFlatRing) {
+  GroupSetup setup;
+  setup.ranks = 4;
+  setup.host_labels = [](int rank) {
+    return rank == 0 ? std::vector<int>{0, 0, 1, 1} : std::vector<int>{0, 1, 2, 3};
+  };
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int) -> Status {
+    if (communicator.uses_hierarchical_all_reduce() || communicator.topology().hosts() != 4) {
+      return Status::Internal("expected the flat ring over 4 hosts, got " +
+                              communicator.topology().Describe());
+    }
+    return AllReduceSweep(communicator, {0, 1, 7, 1001}, false);
+  });
+  ExpectAllSucceeded(outcomes);
+  ExpectSameDigests(outcomes);
+}
+
+TEST(HostLayoutAgreementTest, LabelsForTheWrongNumberOfRanksAreRefused) {
+  GroupSetup setup;
+  setup.ranks = 2;
+  setup.host_labels = [](int) { return std::vector<int>{0, 0, 1}; };
+  auto outcomes = RunGroup(setup, [](Communicator&, int) { return Status::OK(); });
+  for (const ChildOutcome& outcome : outcomes) {
+    EXPECT_EQ(outcome.exit_code, 11) << Describe(outcomes);
+    EXPECT_NE(outcome.report.find("host_labels names 3 ranks, but the group has 2"),
+              std::string::npos)
+        << Describe(outcomes);
+  }
+}
 
 TEST(AllReduceDefaultsTest, EightRanksWithDefaultSegments) {
   GroupSetup setup;
@@ -603,13 +700,17 @@ auto KillOnceReady(int victim, double* killed_at) {
 }
 
 // A rank killed in the middle of an all-reduce: every other rank fails within the detection
-// bound, naming the dead task, and none hangs.
-class KilledRankTest : public ::testing::TestWithParam<Path> {};
+// bound, naming the dead task, and none hangs; on one host, and on 2 emulated hosts of 2 ranks
+// (the hierarchical all-reduce).
+class KilledRankTest : public ::testing::TestWithParam<std::tuple<Path, bool>> {};
 
 TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
   GroupSetup setup;
   setup.ranks = 4;
-  setup.path = GetParam();
+  setup.path = std::get<0>(GetParam());
+  if (std::get<1>(GetParam())) {
+    setup.host_labels = [](int) { return std::vector<int>{0, 0, 1, 1}; };
+  }
   setup.peer_timeout = 5s;
   setup.heartbeat_interval = 500ms;
   double killed_at = 0;
@@ -645,9 +746,13 @@ TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest, ::testing::Values(Path::kTcp, Path::kSameHost),
+INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest,
+                         ::testing::Combine(::testing::Values(Path::kTcp, Path::kSameHost),
+                                            ::testing::Bool()),
                          [](const auto& info) {
-                           return std::string(info.param == Path::kTcp ? "Tcp" : "SameHost");
+                           return std::string(std::get<0>(info.param) == Path::kTcp ? "Tcp"
+                                                                                    : "SameHost") +
+                                  (std::get<1>(info.param) ? "TwoHostsOfTwo" : "");
                          });
 
 // The asynchronous form fails the same way: of several all-reduces queued when a rank is killed,

@@ -146,5 +146,16 @@ TEST(ReplicaEnvironmentTest, DropsAnInheritedTerminationMessagePath) {
   unsetenv("COHORT_TERMINATION_MESSAGE_PATH");
 }
 
+// Likewise its TensorBoard directory (cluster/summary_location.h): a `cohort run` started inside
+// a replica must not hand its own replicas the outer replica's directory.
+TEST(ReplicaEnvironmentTest, DropsAnInheritedSummaryDirectory) {
+  setenv("COHORT_SUMMARY_DIR", "/tmp/inherited-summaries", 1);
+  job::Job job = ShellJob("summaries", 1, "true");
+  std::map<std::string, std::string> environment =
+      ReplicaEnvironment(job, "Worker", 0, {{"worker-0", 4000}}, "s3cret");
+  EXPECT_EQ(environment.count("COHORT_SUMMARY_DIR"), 0u);
+  unsetenv("COHORT_SUMMARY_DIR");
+}
+
 }  // namespace
 }  // namespace cohort::exec

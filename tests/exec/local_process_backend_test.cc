@@ -256,6 +256,24 @@ TEST_F(LocalProcessBackendTest, ATerminationMessageComesBackWithTheExit) {
   EXPECT_EQ(states[0].termination_message, "");
 }
 
+// Each replica is told its own TensorBoard directory, <summaries>/<type>-<index>, the same on
+// every run (cluster/summary_location.h).
+TEST_F(LocalProcessBackendTest, EachReplicaIsToldItsSummaryDirectory) {
+  LocalProcessBackend::Options options;
+  options.logs_directory = scratch_.path();
+  options.summaries_directory = scratch_.path() / "summaries";
+  StatusOr<std::unique_ptr<LocalProcessBackend>> backend =
+      LocalProcessBackend::Create(std::move(options));
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  job::Job job = ShellJob("summaries", 1, "echo \"summaries: $COHORT_SUMMARY_DIR\"");
+  ASSERT_TRUE((*backend)->Start({kWorker0, &job, 0, 0}).ok());
+  ObserveUntil(**backend, [](const auto& states) {
+    return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+  });
+  EXPECT_THAT(Log(),
+              HasSubstr("summaries: " + (scratch_.path() / "summaries" / "worker-0").string()));
+}
+
 TEST_F(LocalProcessBackendTest, ARestartIsAnnouncedInTheLog) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);

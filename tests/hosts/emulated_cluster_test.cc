@@ -110,6 +110,39 @@ TEST_F(EmulatedClusterTest, HostsHaveTheirNamesAndReachEachOtherByName) {
   }
 }
 
+// A process that someone else started (a replica of a `cohort` supervisor running outside the
+// hosts) enters a host by its HostPid: its children then have the host's name, its /etc/hosts,
+// its mount namespace.
+TEST_F(EmulatedClusterTest, AProcessStartedElsewhereEntersAHostByItsPid) {
+  auto cluster = Make(Hosts(2, 10'000'000'000, {{1, {"the-service"}}}));
+  ASSERT_TRUE(cluster);
+  const pid_t host_pid = cluster->HostPid(1);
+  const pid_t child = fork();
+  if (child == 0) {
+    // Single-threaded here, as EnterEmulatedHost requires.
+    if (!EnterEmulatedHost(host_pid).ok()) _exit(10);
+    const pid_t on_host = fork();
+    if (on_host == 0) {
+      char name[64] = {};
+      gethostname(name, sizeof(name) - 1);
+      if (std::string(name) != "host-1") _exit(11);
+      // The host's /etc/hosts names its aliases.
+      const CommandResult hosts = RunCommand("grep -c the-service /etc/hosts");
+      _exit(hosts.exit_code == 0 ? 0 : 12);
+    }
+    int status = 0;
+    waitpid(on_host, &status, 0);
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 14);
+  }
+  ASSERT_GT(child, 0);
+  EXPECT_EQ(WaitForChildOrSignal(child, 20s, SIGKILL), 0)
+      << "10: entering failed, 11: wrong host name, 12: no alias in /etc/hosts, 14: killed";
+  // Entering the host of a process that is not one fails, naming what it could not open.
+  const Status bad = EnterEmulatedHost(999999999);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.ToString().find("/proc/999999999/ns/net"), std::string::npos) << bad.ToString();
+}
+
 TEST_F(EmulatedClusterTest, AHostSeesNeitherAnotherHostsProcessesNorItsLoopback) {
   auto cluster = Make(Hosts(2));
   ASSERT_NE(cluster, nullptr);

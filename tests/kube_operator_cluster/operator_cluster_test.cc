@@ -7,7 +7,9 @@
 // every restart policy, backoffLimit, activeDeadlineSeconds, cleanPodPolicy, suspend and resume,
 // TTL, successPolicy, a hung worker terminated on its peer's report, an operator restart in the
 // middle of a job, two operators and one Lease, a 409 Conflict on a status write and an expired
-// (410) watch, both forced by the test. Each test works in a namespace of its own.
+// (410) watch, both forced by the test, gang scheduling against the PodGroup APIs of Volcano and
+// scheduler-plugins (their CRDs' shapes, tests/data/kube), and an operator holding only the rights
+// deploy/kubernetes grants. Each test works in a namespace of its own.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -377,6 +379,40 @@ class OperatorClusterTest : public KubeClusterTest {
       _exit(127);
     }
     return pid;
+  }
+
+  // Installs a CustomResourceDefinition from tests/data/kube and waits until it is served.
+  void InstallCrd(const std::string& file, const std::string& name) {
+    StatusOr<std::string> crd = ReadWholeFile(std::string(COHORT_TEST_DATA_DIR) + "/kube/" + file);
+    ASSERT_TRUE(crd.ok()) << crd.status().ToString();
+    KubectlResult applied = cluster().Kubectl("apply -f -", *crd);
+    ASSERT_TRUE(applied.ok()) << applied.Describe();
+    KubectlResult established =
+        cluster().Kubectl("wait --for=condition=Established --timeout=60s crd/" + name);
+    ASSERT_TRUE(established.ok()) << established.Describe();
+  }
+
+  // A gang-scheduled TFJob: 2 workers of 1 CPU and 1Gi each, with `scheduling_policy` lines
+  // (already indented for schedulingPolicy).
+  void ApplyGangJob(const std::string& name, const std::string& scheduling_policy) {
+    std::string manifest = "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: " + name +
+                           "\nspec:\n  runPolicy:\n    schedulingPolicy:\n" + scheduling_policy +
+                           "  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n"
+                           "      restartPolicy: Never\n      template:\n        spec:\n"
+                           "          automountServiceAccountToken: false\n"
+                           "          containers:\n          - name: tensorflow\n"
+                           "            image: cohort-test/none\n            resources:\n"
+                           "              requests: {cpu: \"1\", memory: 1Gi}\n";
+    KubectlResult applied = Kubectl("apply -f -", manifest);
+    ASSERT_TRUE(applied.ok()) << applied.Describe() << "\n" << manifest;
+  }
+
+  // Both workers of `job` run and succeed; the job then shows Succeeded.
+  void RunBothWorkersToSuccess(const std::string& job) {
+    for (const std::string& pod : {job + "-worker-0", job + "-worker-1"}) Run(pod);
+    ASSERT_TRUE(StateBecomes(job, "Running"));
+    for (const std::string& pod : {job + "-worker-0", job + "-worker-1"}) Exit(pod, 0);
+    ASSERT_TRUE(StateBecomes(job, "Succeeded"));
   }
 
   std::string namespace_;
@@ -781,6 +817,132 @@ TEST_F(OperatorClusterTest, AnExpiredWatchListsAgainAndMissesNothing) {
   Run("before-worker-0");
   ASSERT_TRUE(StateBecomes("before", "Running"));
   EXPECT_EQ(Events("SuccessfulCreatePod"), 2);
+}
+
+const Resource kVolcanoPodGroups{"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", true};
+const Resource kSchedulerPluginsPodGroups{"scheduling.x-k8s.io", "v1alpha1", "podgroups",
+                                          "PodGroup", true};
+
+// Gang scheduling with Volcano, against Volcano's PodGroup API on the real server: the PodGroup
+// comes first, owned by the job, with the policy's fields where Volcano reads them; no pod is
+// created until the test, playing Volcano, admits the group; the pods then name the group and the
+// scheduler; the group goes when the job has succeeded.
+TEST_F(OperatorClusterTest, GangSchedulesWithAVolcanoPodGroupTheServerAccepts) {
+  InstallCrd("volcano-podgroup-crd.yaml", "podgroups.scheduling.volcano.sh");
+  operator_ = std::make_unique<Operator>(*api_, KubeObjectBuilders(), [&] {
+    OperatorOptions options = Options("operator-under-test");
+    options.objects.gang_scheduler = "volcano";
+    return options;
+  }());
+  operator_->Start();
+  ApplyGangJob("gang", "      minAvailable: 2\n      queue: training\n");
+  ASSERT_TRUE(WaitUntil([&] { return Get(kVolcanoPodGroups, "gang").has_value(); }, kWait))
+      << "no PodGroup gang";
+  const nlohmann::json group = *Get(kVolcanoPodGroups, "gang");
+  EXPECT_EQ(group["spec"].value("minMember", 0), 2);
+  EXPECT_EQ(group["spec"].value("queue", ""), "training");
+  EXPECT_EQ(group["spec"]["minResources"], nlohmann::json({{"cpu", "2"}, {"memory", "2Gi"}}))
+      << group.dump();
+  ASSERT_EQ(group["metadata"]["ownerReferences"].size(), 1u) << group.dump();
+  EXPECT_EQ(group["metadata"]["ownerReferences"][0].value("kind", ""), "TFJob");
+  EXPECT_TRUE(group["metadata"]["ownerReferences"][0].value("controller", false));
+
+  // Not admitted yet: no pod, however often the operator looks (it looks again every second).
+  EXPECT_FALSE(WaitUntil([&] { return !Pods().empty(); }, 3s)) << "pods before admission";
+  StatusOr<nlohmann::json> admitted = http_api_->Patch(kVolcanoPodGroups, namespace_, "gang",
+                                                       {{"status", {{"phase", "Inqueue"}}}}, false);
+  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_TRUE(PodsBecome({"gang-worker-0", "gang-worker-1"}));
+  const nlohmann::json pod = *Get(PodResource(), "gang-worker-1");
+  EXPECT_EQ(pod["spec"].value("schedulerName", ""), "volcano");
+  EXPECT_EQ(pod["metadata"]["annotations"].value("scheduling.k8s.io/group-name", ""), "gang");
+  EXPECT_EQ(pod["metadata"]["annotations"].value("volcano.sh/task-spec", ""), "worker");
+
+  RunBothWorkersToSuccess("gang");
+  ASSERT_TRUE(WaitUntil([&] { return !Get(kVolcanoPodGroups, "gang").has_value(); }, kWait))
+      << "the PodGroup outlived the job";
+  ASSERT_TRUE(WaitUntil([&] { return Events("SuccessfulDeletePodGroup") == 1; }, kWait));
+}
+
+// Gang scheduling with the scheduler-plugins coscheduling plugin: its PodGroup API on the real
+// server, pods created at once (that scheduler holds them back itself), labelled with the group.
+TEST_F(OperatorClusterTest, GangSchedulesWithASchedulerPluginsPodGroupTheServerAccepts) {
+  InstallCrd("scheduler-plugins-podgroup-crd.yaml", "podgroups.scheduling.x-k8s.io");
+  operator_ = std::make_unique<Operator>(*api_, KubeObjectBuilders(), [&] {
+    OperatorOptions options = Options("operator-under-test");
+    options.objects.gang_scheduler = "scheduler-plugins-scheduler";
+    return options;
+  }());
+  operator_->Start();
+  ApplyGangJob("coscheduled", "      minAvailable: 1\n      scheduleTimeoutSeconds: 120\n");
+  ASSERT_TRUE(PodsBecome({"coscheduled-worker-0", "coscheduled-worker-1"}));
+  std::optional<nlohmann::json> group = Get(kSchedulerPluginsPodGroups, "coscheduled");
+  ASSERT_TRUE(group.has_value()) << "no PodGroup coscheduled";
+  EXPECT_EQ((*group)["spec"].value("minMember", 0), 1);
+  EXPECT_EQ((*group)["spec"].value("scheduleTimeoutSeconds", 0), 120);
+  EXPECT_EQ((*group)["spec"]["minResources"], nlohmann::json({{"cpu", "1"}, {"memory", "1Gi"}}))
+      << group->dump();
+  const nlohmann::json pod = *Get(PodResource(), "coscheduled-worker-0");
+  EXPECT_EQ(pod["spec"].value("schedulerName", ""), "scheduler-plugins-scheduler");
+  EXPECT_EQ(pod["metadata"]["labels"].value("scheduling.x-k8s.io/pod-group", ""), "coscheduled");
+  RunBothWorkersToSuccess("coscheduled");
+  ASSERT_TRUE(
+      WaitUntil([&] { return !Get(kSchedulerPluginsPodGroups, "coscheduled").has_value(); }, kWait))
+      << "the PodGroup outlived the job";
+}
+
+// The rights deploy/kubernetes grants are enough, and are what the operator uses: an operator
+// signed in as a user with only the shipped ClusterRole (bound in this namespace) and the shipped
+// leader-election Role runs a gang-scheduled job through every step that needs a right: the Lease,
+// watching jobs, pods, services and PodGroups, creating and deleting them, status writes, Events.
+TEST_F(OperatorClusterTest, TheShippedRbacRulesAreEnoughToRunAJob) {
+  InstallCrd("volcano-podgroup-crd.yaml", "podgroups.scheduling.volcano.sh");
+  const std::string deploy = std::string(COHORT_TEST_DATA_DIR) + "/../../deploy/kubernetes/";
+  StatusOr<std::string> cluster_role = ReadWholeFile(deploy + "cluster-role.yaml");
+  StatusOr<std::string> lease_role = ReadWholeFile(deploy + "leader-election-role.yaml");
+  ASSERT_TRUE(cluster_role.ok() && lease_role.ok());
+  KubectlResult applied = cluster().Kubectl("apply -f -", *cluster_role);
+  ASSERT_TRUE(applied.ok()) << applied.Describe();
+  // The shipped Role and its binding, moved into this namespace and given to the test's user.
+  std::string role = *lease_role;
+  for (size_t at; (at = role.find("namespace: cohort-system")) != std::string::npos;) {
+    role.replace(at, 24, "namespace: " + namespace_);
+  }
+  role = role.substr(0, role.find("subjects:")) +
+         "subjects:\n  - kind: User\n    name: cohort-test-nobody\n"
+         "    apiGroup: rbac.authorization.k8s.io\n";
+  applied = cluster().Kubectl("apply -f -", role);
+  ASSERT_TRUE(applied.ok()) << applied.Describe() << "\n" << role;
+  applied = Kubectl(
+      "create rolebinding cohort-operator --clusterrole=cohort-operator "
+      "--user=cohort-test-nobody");
+  ASSERT_TRUE(applied.ok()) << applied.Describe();
+
+  StatusOr<ConnectionConfig> nobody = LoadKubeconfig({cluster().unprivileged_kubeconfig()}, "");
+  ASSERT_TRUE(nobody.ok()) << nobody.status().ToString();
+  HttpApi least_rights(*nobody, HttpApiOptions{});
+  operator_ = std::make_unique<Operator>(least_rights, KubeObjectBuilders(), [&] {
+    OperatorOptions options = Options("operator-under-test");
+    options.objects.gang_scheduler = "volcano";
+    return options;
+  }());
+  operator_->Start();
+  ApplyGangJob("rights", "      minAvailable: 2\n");
+  ASSERT_TRUE(WaitUntil([&] { return Get(kVolcanoPodGroups, "rights").has_value(); }, kWait));
+  ASSERT_TRUE(http_api_
+                  ->Patch(kVolcanoPodGroups, namespace_, "rights",
+                          {{"status", {{"phase", "Inqueue"}}}}, false)
+                  .ok());
+  ASSERT_TRUE(PodsBecome({"rights-worker-0", "rights-worker-1"}));
+  Exit("rights-worker-0", 1);  // Never: the job fails, which records events and a status
+  ASSERT_TRUE(StateBecomes("rights", "Failed"));
+  ASSERT_TRUE(WaitUntil([&] { return !Get(kVolcanoPodGroups, "rights").has_value(); }, kWait));
+  EXPECT_GE(Events("SuccessfulCreatePod"), 2);
+  std::optional<nlohmann::json> lease = Get(LeaseResource(), "cohort-operator");
+  ASSERT_TRUE(lease.has_value()) << "the operator held no Lease";
+  EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "operator-under-test");
+  operator_->Stop();
+  operator_.reset();
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // checkpoints. The model's "accuracy" metric flows into the log lines, the evaluations and the
 // saved model's manifest.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "testing/ps_cluster.h"
 #include "testing/scratch_directory.h"
 #include "testing/synthetic_data.h"
+#include "testing/wait.h"
 #include "train/model_manifest.h"
 #include "train/parameter_server/checkpoint_evaluator.h"
 #include "train/parameter_server/model_evaluation.h"
@@ -278,6 +281,58 @@ TEST(ParameterServerTrainer, TrainsAModelThatIsNotTheTaxiModel) {
   EXPECT_EQ(metrics.at("global_step").get<int64_t>(), final_step);
   EXPECT_TRUE(metrics.contains("accuracy")) << metrics.dump(2);
   EXPECT_FALSE(fs::is_empty(dir + "/logs/train"));
+}
+
+// A ps that stops answering without closing its connections, as one behind a network partition
+// does (here: its process stopped with SIGSTOP, so the kernel still accepts but nothing answers),
+// fails the training task after the request timeout plus the retry timeout, naming the ps.
+TEST(ParameterServerTrainer, ServerThatStopsAnsweringFailsTheTaskAfterTheRequestTimeout) {
+  cohort::testing::PsCluster cluster(1, 0);
+  ps::ParameterServerOptions server_options = cluster.ServerOptions(0);
+  cohort::testing::Child server = cluster.Spawn(
+      [server_options] { return cohort::testing::ServeUntilShutdown(server_options); },
+      server_options.listening_fd);
+  cluster.CloseHandedOver({0});
+
+  const ToyLogisticRegression model;
+  const ToyExamples train(2000, 1), eval(500, 2);
+  ParameterServerTrainingOptions options;
+  options.config.cluster = cluster.spec();
+  options.config.task = {"chief", 0};
+  options.job_name = cohort::testing::kTestJob;
+  options.secret = net::JobSecret(cohort::testing::kTestSecret);
+  options.epochs = 100000;  // it must still be training when the server stops
+  options.per_worker_batch = 50;
+  options.request_timeout = std::chrono::seconds(1);
+  options.retry_timeout = std::chrono::seconds(1);
+  std::atomic<bool> training{false};
+  options.print = [&](const std::string& line) {
+    if (line.find("starts at global step") != std::string::npos) training = true;
+  };
+  StatusOr<ParameterServerTrainingResult> result = Status::Internal("not run");
+  std::chrono::steady_clock::time_point stopped_at;
+  std::thread chief([&] { result = TrainWithParameterServers(options, model, train, eval); });
+  const bool started =
+      cohort::testing::WaitUntil([&] { return training.load(); }, std::chrono::seconds(60));
+  if (started) {
+    ASSERT_EQ(kill(server.pid(), SIGSTOP), 0);
+    stopped_at = std::chrono::steady_clock::now();
+  }
+  chief.join();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  kill(server.pid(), SIGCONT);
+  server.Kill();
+  ASSERT_TRUE(started) << "the chief did not start training within 60 s";
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), Status::Code::kUnavailable) << result.status().ToString();
+  EXPECT_NE(result.status().message().find("ps:0"), std::string::npos)
+      << result.status().ToString();
+  // 1 s for the answer and 1 s of retries (no connection attempt runs past them, and a batch that
+  // waited behind the one that gave up fails with it), plus room for a busy machine: far below
+  // the 120 s of the default request timeout, and below the 10 s that one connection attempt
+  // alone took before (its handshake timeout).
+  EXPECT_LT(waited, 8) << result.status().ToString();
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ TEST(TaxiTrainCli, HelpDocumentsEveryFlag) {
                            "--max_staleness",
                            "--checkpoint_every_steps",
                            "--ps_retry_timeout_s",
+                           "--ps_request_timeout_s",
                            "--ps_timeout_s",
                            "--evaluator_timeout_s",
                            "--evaluate",
@@ -64,6 +65,15 @@ TEST(TaxiTrainCli, BadFlagsExitWithTwoAndSayWhy) {
   result = RunTaxiTrain("--model=cnn --data_dir=/tmp");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("--model: cnn not in {wide_deep}"), std::string::npos)
+      << result.output;
+
+  // A sync push is answered when its step completes: a request timeout within the sync timeout
+  // would mistake every slow sync step for a partitioned ps.
+  result =
+      RunTaxiTrain("--mode=sync --sync_timeout_s=30 --ps_request_timeout_s=10 --data_dir=/tmp");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--ps_request_timeout_s 10 must be more than --sync_timeout_s 30"),
+            std::string::npos)
       << result.output;
 
   result = RunTaxiTrain("--model=wide_deep --epochs=1");

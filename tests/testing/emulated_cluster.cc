@@ -649,6 +649,30 @@ void EmulatedCluster::TearDown() {
   }
 }
 
+Status EnterEmulatedHost(pid_t host_pid) {
+  std::error_code cwd_error;
+  const std::filesystem::path cwd = std::filesystem::current_path(cwd_error);
+  const std::string init = "/proc/" + std::to_string(host_pid) + "/ns/";
+  // Network, UTS and PID first, mount last: it changes the root.
+  const std::pair<const char*, int> namespaces[] = {
+      {"net", CLONE_NEWNET}, {"uts", CLONE_NEWUTS}, {"pid", CLONE_NEWPID}, {"mnt", CLONE_NEWNS}};
+  for (const auto& [kind, type] : namespaces) {
+    const int fd = open((init + kind).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError("opening " + init + kind + ": " + ErrnoMessage(errno));
+    const int entered = setns(fd, type);
+    const int error = errno;
+    close(fd);
+    if (entered != 0) {
+      return Status::IOError("entering " + init + kind + ": " + ErrnoMessage(error));
+    }
+  }
+  if (!cwd_error && chdir(cwd.c_str()) != 0) {
+    return Status::IOError("changing back to " + cwd.string() +
+                           " on the host: " + ErrnoMessage(errno));
+  }
+  return Status::OK();
+}
+
 int SweepEmulatedHostLeftovers() {
   int removed = 0;
   std::error_code error;

@@ -106,6 +106,10 @@ class EmulatedCluster {
   const std::string& NetworkNamespace(int host) const { return hosts_.at(host).netns; }
   // The prefix shared by every namespace this cluster made.
   const std::string& name_prefix() const { return prefix_; }
+  // The first process of host i's PID namespace, as this process numbers it. Entering its
+  // namespaces (EnterEmulatedHost) puts a program on host i: for a program that someone else
+  // starts, such as a replica started by a `cohort` supervisor running outside the hosts.
+  pid_t HostPid(int host) const { return hosts_.at(host).init_pid; }
 
   // Runs `command` with /bin/sh on `host`, in the caller's working directory and environment.
   StatusOr<std::unique_ptr<HostProcess>> Start(int host, const std::string& command);
@@ -145,6 +149,13 @@ class EmulatedCluster {
   std::vector<Host> hosts_;
   int next_output_ = 0;
 };
+
+// Makes the calling process enter the network, UTS, PID and mount namespaces of the emulated host
+// whose first process is `host_pid` (EmulatedCluster::HostPid), keeping its working directory.
+// The process itself stays in its PID namespace; the children it forks afterwards are on the
+// host. Call it while the process has one thread (setns refuses a mount namespace otherwise).
+// Errors name the namespace that could not be entered.
+Status EnterEmulatedHost(pid_t host_pid);
 
 // Removes what killed runs left: namespaces named cohort-emu-<pid>-... whose process <pid> is
 // gone (killing any process still inside them) and their scratch directories. Returns how many

@@ -169,10 +169,26 @@ StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Start(kube::Api& api, NodeAgentO
   std::unique_ptr<NodeAgent> agent(new NodeAgent(api, std::move(options)));
   if (Status bridge = agent->CreateBridge(); !bridge.ok()) return bridge;
   agent->RefreshHosts();
-  if (!agent->options_.schedule_namespace.empty()) {
-    agent->schedule_thread_ = std::thread([a = agent.get()] { a->ScheduleLoop(); });
+  // Both watches are the operator's informers: list, then watch, listing again on 410.
+  kube::InformerOptions watching;
+  watching.watch_timeout = std::chrono::seconds(1);
+  watching.retry_delay = std::chrono::milliseconds(200);
+  NodeAgent* a = agent.get();
+  if (!a->options_.schedule_namespace.empty()) {
+    // The scheduler's watch: unbound pods it may take.
+    a->unbound_pods_ = std::make_unique<kube::Informer>(
+        api, kube::PodResource(), a->options_.schedule_namespace,
+        kube::Selector{a->options_.schedule_label_selector, "spec.nodeName="}, watching,
+        [a](const json& pod, bool deleted) {
+          if (!deleted) a->BindToThisNode(pod);
+        });
+    a->schedule_thread_ = std::thread([a] { a->unbound_pods_->Run(); });
   }
-  agent->kubelet_thread_ = std::thread([a = agent.get()] { a->KubeletLoop(); });
+  // The kubelet's watch: pods bound to its node, in every namespace.
+  a->bound_pods_ = std::make_unique<kube::Informer>(
+      api, kube::PodResource(), "", kube::Selector{"", "spec.nodeName=" + a->options_.node_name},
+      watching, [a](const json& pod, bool deleted) { a->OnPod(pod, deleted); });
+  a->kubelet_thread_ = std::thread([a] { a->bound_pods_->Run(); });
   agent->supervise_thread_ = std::thread([a = agent.get()] { a->SuperviseLoop(); });
   return agent;
 }
@@ -186,6 +202,9 @@ Status NodeAgent::CreateBridge() {
 
 NodeAgent::~NodeAgent() {
   stopping_ = true;
+  for (kube::Informer* informer : {unbound_pods_.get(), bound_pods_.get()}) {
+    if (informer) informer->Stop();
+  }
   for (std::thread* thread : {&schedule_thread_, &kubelet_thread_, &supervise_thread_}) {
     if (thread->joinable()) thread->join();
   }
@@ -230,81 +249,19 @@ std::string NodeAgent::PodIp(const std::string& namespace_name, const std::strin
   return "";
 }
 
-// The scheduler's part: bind each unbound pod it may take to its node.
-void NodeAgent::ScheduleLoop() {
-  kube::Selector selector{options_.schedule_label_selector, "spec.nodeName="};
-  auto bind = [&](const json& pod) {
-    const json& metadata = pod.value("metadata", json::object());
-    if (metadata.contains("deletionTimestamp")) return;
-    if (!String(pod.value("spec", json::object()), "nodeName").empty()) return;
-    json binding = {
-        {"apiVersion", "v1"},
-        {"kind", "Binding"},
-        {"metadata", {{"name", String(metadata, "name")}}},
-        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}}}};
-    kube::Resource resource{"", "v1", "pods/" + String(metadata, "name") + "/binding", "Binding"};
-    // Bound meanwhile or gone: the next event says so; nothing to do here.
-    (void)api_.Create(resource, options_.schedule_namespace, binding);
-  };
-  while (!stopping_) {
-    StatusOr<kube::ObjectList> listed =
-        api_.List(kube::PodResource(), options_.schedule_namespace, selector);
-    if (!listed.ok()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
-    }
-    for (const json& pod : listed->items) bind(pod);
-    std::string version = listed->resource_version;
-    while (!stopping_) {
-      Status watched = api_.Watch(kube::PodResource(), options_.schedule_namespace, selector,
-                                  version, std::chrono::seconds(1), [&](const kube::WatchEvent& e) {
-                                    version = String(e.object.value("metadata", json::object()),
-                                                     "resourceVersion");
-                                    if (e.type == kube::WatchEvent::Type::kAdded ||
-                                        e.type == kube::WatchEvent::Type::kModified) {
-                                      bind(e.object);
-                                    }
-                                    return !stopping_.load();
-                                  });
-      if (!watched.ok()) {  // expired or failed: list again (after a pause, when it failed)
-        if (watched.code() != Status::Code::kOutOfRange) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        break;
-      }
-    }
-  }
-}
-
-// The kubelet's watch: pods bound to its node, in every namespace.
-void NodeAgent::KubeletLoop() {
-  kube::Selector selector{"", "spec.nodeName=" + options_.node_name};
-  while (!stopping_) {
-    StatusOr<kube::ObjectList> listed = api_.List(kube::PodResource(), "", selector);
-    if (!listed.ok()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
-    }
-    for (const json& pod : listed->items) OnPod(pod, false);
-    std::string version = listed->resource_version;
-    while (!stopping_) {
-      Status watched = api_.Watch(kube::PodResource(), "", selector, version,
-                                  std::chrono::seconds(1), [&](const kube::WatchEvent& e) {
-                                    version = String(e.object.value("metadata", json::object()),
-                                                     "resourceVersion");
-                                    if (e.type != kube::WatchEvent::Type::kBookmark) {
-                                      OnPod(e.object, e.type == kube::WatchEvent::Type::kDeleted);
-                                    }
-                                    return !stopping_.load();
-                                  });
-      if (!watched.ok()) {  // expired or failed: list again (after a pause, when it failed)
-        if (watched.code() != Status::Code::kOutOfRange) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        break;
-      }
-    }
-  }
+// The scheduler's part: bind an unbound pod it may take to its node.
+void NodeAgent::BindToThisNode(const json& pod) {
+  const json& metadata = pod.value("metadata", json::object());
+  if (metadata.contains("deletionTimestamp")) return;
+  if (!String(pod.value("spec", json::object()), "nodeName").empty()) return;
+  json binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata", {{"name", String(metadata, "name")}}},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}}}};
+  kube::Resource resource{"", "v1", "pods/" + String(metadata, "name") + "/binding", "Binding"};
+  // Bound meanwhile or gone: the next event says so; nothing to do here.
+  (void)api_.Create(resource, options_.schedule_namespace, binding);
 }
 
 void NodeAgent::OnPod(const json& pod, bool deleted) {

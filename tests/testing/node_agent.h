@@ -5,8 +5,9 @@
 // What it plays:
 //   - the scheduler, for the pods it is told to take (a namespace and a label selector): every
 //     such pod without spec.nodeName is bound to the agent's node (POST pods/NAME/binding);
-//   - the kubelet, for every pod bound to its node (a watch with the field selector
-//     spec.nodeName=NODE, listed again when the watch's version expires):
+//   - the kubelet, for every pod bound to its node (the field selector spec.nodeName=NODE; both
+//     this watch and the scheduler's are the operator's kube::Informer, which lists again when
+//     the watch's version expires):
 //       * each container runs as a local process: the image names a command through the same
 //         ImageMap as `cohort run --image IMG=COMMAND` (exec/image_map.h; a container's own
 //         command wins), with its args, its env (plain values only) and its workingDir (default: a
@@ -71,6 +72,7 @@
 #include "base/status.h"
 #include "exec/image_map.h"
 #include "kube/api/api.h"
+#include "kube/operator/informer.h"
 
 namespace cohort::testing {
 
@@ -125,8 +127,7 @@ class NodeAgent {
 
   NodeAgent(kube::Api& api, NodeAgentOptions options);
   Status CreateBridge();
-  void ScheduleLoop();
-  void KubeletLoop();
+  void BindToThisNode(const nlohmann::json& pod);
   void SuperviseLoop();
   void OnPod(const nlohmann::json& pod, bool deleted);
   Status StartPod(const nlohmann::json& pod);
@@ -150,8 +151,10 @@ class NodeAgent {
   std::set<int> used_addresses_;                         // host numbers in the subnet
   std::string hosts_contents_;
 
-  std::thread schedule_thread_;
-  std::thread kubelet_thread_;
+  std::unique_ptr<kube::Informer> unbound_pods_;  // with a schedule_namespace
+  std::unique_ptr<kube::Informer> bound_pods_;
+  std::thread schedule_thread_;  // runs unbound_pods_
+  std::thread kubelet_thread_;   // runs bound_pods_
   std::thread supervise_thread_;
 };
 

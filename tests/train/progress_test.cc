@@ -76,5 +76,87 @@ TEST(ProgressCallback, AnEpochResumedAfterItsLastStepShowsNoTrainingFigures) {
             "val_accuracy 0.8750 - ETA 10s\n");
 }
 
+// A clock the test moves by hand.
+struct FakeClock {
+  RateLimiter::Clock::time_point now{};
+  RateLimiter::Now Function() {
+    return [this] { return now; };
+  }
+};
+
+// Off a terminal, within an epoch: a line once per interval of the (fake) clock, however many
+// steps run in between, none before the first interval has passed, none for the last step (the
+// epoch's own line follows it).
+TEST(ProgressCallback, LinesWithinAnEpochAtABoundedRate) {
+  FakeClock clock;
+  std::FILE* out = std::tmpfile();
+  ProgressCallback progress(out, /*bar=*/false, std::chrono::seconds(10), clock.Function());
+  FitPlan plan;
+  plan.epochs = 2;
+  plan.steps_per_epoch = 100;
+  NoState state;
+  ASSERT_TRUE(progress.OnTrainBegin(plan, state).ok());
+  ASSERT_TRUE(progress.OnEpochBegin(plan, 0).ok());
+  for (int64_t step = 1; step <= 100; ++step) {
+    clock.now += std::chrono::milliseconds(450);  // 45 s in all: lines at 10, 20, 30 and 40 s
+    BatchLogs logs;
+    logs.position = {0, step};
+    logs.global_step = step;
+    logs.loss = 0.5;
+    logs.metrics = {{"accuracy", 0.75}};
+    logs.samples_per_second = 2950;
+    logs.step_seconds = 0.043;
+    logs.allreduce_wait_seconds = 0.005;
+    ASSERT_TRUE(progress.OnBatchEnd(plan, state, logs).ok());
+  }
+  std::rewind(out);
+  std::string text;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), out)) text.append(buffer, n);
+  std::fclose(out);
+  // 10 s in: step 23 (10.35 s), 77 steps left at 0.45 s each.
+  EXPECT_EQ(text.substr(0, text.find('\n') + 1),
+            "epoch 1/2 step 23/100 (global 23): loss 0.5000 - accuracy 0.7500 - 2950 samples/s - "
+            "step 0.043 s (all-reduce wait 0.005 s) - ETA 35s\n");
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  EXPECT_EQ(lines, 4u) << text;
+}
+
+TEST(ProgressCallback, NoLinesWithinAnEpochWhenTheIntervalIsZero) {
+  FakeClock clock;
+  std::FILE* out = std::tmpfile();
+  ProgressCallback progress(out, /*bar=*/false, std::chrono::seconds(0), clock.Function());
+  FitPlan plan;
+  plan.steps_per_epoch = 10;
+  NoState state;
+  ASSERT_TRUE(progress.OnEpochBegin(plan, 0).ok());
+  for (int64_t step = 1; step <= 10; ++step) {
+    clock.now += std::chrono::hours(1);
+    BatchLogs logs;
+    logs.position = {0, step};
+    ASSERT_TRUE(progress.OnBatchEnd(plan, state, logs).ok());
+  }
+  EXPECT_EQ(std::ftell(out), 0);
+  std::fclose(out);
+}
+
+TEST(RateLimiter, ReadyOncePerIntervalFromTheStart) {
+  FakeClock clock;
+  RateLimiter limiter(std::chrono::seconds(5), clock.Function());
+  EXPECT_FALSE(limiter.Ready());
+  clock.now += std::chrono::seconds(4);
+  EXPECT_FALSE(limiter.Ready());
+  clock.now += std::chrono::seconds(1);
+  EXPECT_TRUE(limiter.Ready());
+  EXPECT_FALSE(limiter.Ready());
+  clock.now += std::chrono::seconds(12);
+  EXPECT_TRUE(limiter.Ready());
+  EXPECT_FALSE(limiter.Ready());  // a long pause gives one line, not two
+  limiter.Restart();
+  clock.now += std::chrono::seconds(4);
+  EXPECT_FALSE(limiter.Ready());
+}
+
 }  // namespace
 }  // namespace cohort::train

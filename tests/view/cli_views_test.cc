@@ -213,10 +213,22 @@ TEST(JsonPathTest, FieldsIndexesWildcardsAndRanges) {
   EXPECT_EQ(*EvaluateJsonPath("{.absent.field}", list), "");
 }
 
+TEST(JsonPathTest, SlicesAsKubectlTakesThem) {
+  nlohmann::json object = nlohmann::json::parse(
+      R"({"conditions": [{"type": "Created"}, {"type": "Running"}, {"type": "Succeeded"}]})");
+  EXPECT_EQ(*EvaluateJsonPath("{.conditions[-1:].type}", object), "Succeeded");
+  EXPECT_EQ(*EvaluateJsonPath("{.conditions[0:2].type}", object), "Created Running");
+  EXPECT_EQ(*EvaluateJsonPath("{.conditions[1:].type}", object), "Running Succeeded");
+  EXPECT_EQ(*EvaluateJsonPath("{.conditions[:-2].type}", object), "Created");
+  EXPECT_EQ(*EvaluateJsonPath("{.conditions[-9:9].type}", object), "Created Running Succeeded");
+  EXPECT_EQ(*EvaluateJsonPath("{.conditions[2:1].type}", object), "");
+  EXPECT_EQ(*EvaluateJsonPath("{.absent[-1:].type}", object), "");
+}
+
 TEST(JsonPathTest, UnsupportedFormsAreRefused) {
   nlohmann::json object = {{"a", 1}};
-  for (const char* bad : {"{.items[?(@.a==1)]}", "{..name}", "{.items[0:2]}", "{.items[0,1]}",
-                          "{.a", "{range .items[*]}{.a}", "{end}", "{.a[x]}"}) {
+  for (const char* bad : {"{.items[?(@.a==1)]}", "{..name}", "{.items[0:2:1]}", "{.items[0,1]}",
+                          "{.items[a:]}", "{.a", "{range .items[*]}{.a}", "{end}", "{.a[x]}"}) {
     StatusOr<std::string> result = EvaluateJsonPath(bad, object);
     EXPECT_EQ(result.status().code(), Status::Code::kInvalidArgument) << bad;
     EXPECT_THAT(result.status().message(), HasSubstr("jsonpath")) << bad;

@@ -109,6 +109,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   client_options.connection.self = options.config.task;
   client_options.connection.secret = options.secret;
   client_options.connection.retry_timeout = options.retry_timeout;
+  client_options.connection.request_timeout = options.request_timeout;
   client_options.connection.log = [&](const std::string& line) { print(line); };
   client_options.cluster = options.config.cluster;
   client_options.sync = options.sync;

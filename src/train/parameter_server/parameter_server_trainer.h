@@ -70,6 +70,11 @@ struct ParameterServerTrainingOptions {
   std::string data_dir;                // recorded in the saved model
   int64_t eval_batch = 4096;
   std::chrono::milliseconds retry_timeout{60000};
+  // How long a request to a ps waits for its answer; then the connection counts as failed and
+  // retry_timeout begins. A ps behind a network partition sends nothing, not even a reset, so
+  // this bounds how long a task waits before it notices. In sync mode a push is answered when its
+  // step completes, so it must exceed the servers' sync timeout.
+  std::chrono::milliseconds request_timeout{120000};
   // How long a worker waits for the chief to initialise the model.
   std::chrono::milliseconds model_ready_timeout{300000};
   int64_t log_every_steps = 100;

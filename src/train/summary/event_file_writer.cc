@@ -5,9 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
+#include "cluster/summary_location.h"
 #include "train/summary/event.pb.h"
 
 namespace cohort::train {
@@ -43,12 +45,45 @@ Status WriteEvent(TfRecordWriter& records, const proto::Event& event) {
   return records.Write(bytes);
 }
 
+// Places the link <COHORT_SUMMARY_DIR>/<run name> -> `run_dir` (cluster/summary_location.h),
+// unless `run_dir` is in that directory already. The link is made beside and renamed over an older
+// one, so a reader never finds it missing.
+Status LinkIntoSummaryDirectory(const std::filesystem::path& run_dir) {
+  namespace fs = std::filesystem;
+  const std::string variable = cluster::SummaryDirectoryFromEnvironment();
+  if (variable.empty()) return Status::OK();
+  std::error_code error;
+  const fs::path summaries = fs::absolute(variable, error).lexically_normal();
+  const fs::path run = fs::absolute(run_dir, error).lexically_normal();
+  if (error) return Status::IOError("cannot resolve " + run_dir.string() + ": " + error.message());
+  fs::path name = run.filename();
+  if (name.empty()) name = run.parent_path().filename();
+  if (run.parent_path() == summaries || name.empty()) return Status::OK();
+  const fs::path link = summaries / name;
+  const fs::path temporary = summaries / ("." + name.string() + ".link" + std::to_string(getpid()));
+  fs::create_directories(summaries, error);
+  fs::remove(temporary, error);
+  fs::create_directory_symlink(run, temporary, error);
+  if (!error) fs::rename(temporary, link, error);
+  if (error) {
+    fs::remove(temporary, error);
+    return Status::IOError("cannot link " + link.string() + " to " + run.string() + ": " +
+                           error.message());
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const std::string& run_dir) {
   std::error_code error;
   std::filesystem::create_directories(run_dir, error);
   if (error) return Status::IOError("cannot create " + run_dir + ": " + error.message());
+  if (Status linked = LinkIntoSummaryDirectory(run_dir); !linked.ok()) {
+    // The run is written all the same; only the dashboard will not find it.
+    std::fprintf(stderr, "TensorBoard: %s: the dashboard will not show %s\n",
+                 linked.message().c_str(), run_dir.c_str());
+  }
   auto records =
       TfRecordWriter::Create((std::filesystem::path(run_dir) / EventFileName()).string());
   if (!records.ok()) return records.status();

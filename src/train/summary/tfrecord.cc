@@ -63,35 +63,52 @@ Status TfRecordWriter::Flush() {
   return Status::OK();
 }
 
+TfRecordScan ScanTfRecords(std::string_view bytes, const std::string& name, uint64_t offset,
+                           uint64_t max_record_bytes) {
+  constexpr size_t kHeaderBytes = 12;  // length and its CRC
+  constexpr size_t kFooterBytes = 4;   // the data's CRC
+  TfRecordScan scan;
+  size_t at = 0;
+  while (bytes.size() - at >= kHeaderBytes) {
+    const std::string where = name + ": record at byte " + std::to_string(offset + at);
+    const char* header = bytes.data() + at;
+    const uint64_t length = ReadLittleEndian(header, 8);
+    const auto length_crc = static_cast<uint32_t>(ReadLittleEndian(header + 8, 4));
+    if (crc32c::Unmask(length_crc) != crc32c::Value(header, 8)) {
+      scan.corruption = Status::InvalidArgument(where + ": length CRC mismatch");
+      break;
+    }
+    if (length > max_record_bytes) {
+      scan.corruption = Status::InvalidArgument(where + ": " + std::to_string(length) +
+                                                " bytes announced, more than the limit of " +
+                                                std::to_string(max_record_bytes));
+      break;
+    }
+    if (bytes.size() - at - kHeaderBytes < length + kFooterBytes) break;  // incomplete
+    const std::string_view data = bytes.substr(at + kHeaderBytes, length);
+    const auto data_crc =
+        static_cast<uint32_t>(ReadLittleEndian(bytes.data() + at + kHeaderBytes + length, 4));
+    if (crc32c::Unmask(data_crc) != crc32c::Value(data)) {
+      scan.corruption = Status::InvalidArgument(where + ": data CRC mismatch");
+      break;
+    }
+    scan.records.push_back(data);
+    at += kHeaderBytes + length + kFooterBytes;
+  }
+  scan.consumed = at;
+  return scan;
+}
+
 StatusOr<std::vector<std::string>> ReadTfRecordFile(const std::string& path) {
   StatusOr<std::string> contents = ReadWholeFile(path);
   if (!contents.ok()) return contents.status();
-  const std::string& bytes = *contents;
-  std::vector<std::string> records;
-  size_t offset = 0;
-  while (offset < bytes.size()) {
-    const std::string where = path + ": record at byte " + std::to_string(offset);
-    if (bytes.size() - offset < 12) return Status::InvalidArgument(where + ": truncated header");
-    const uint64_t length = ReadLittleEndian(bytes.data() + offset, 8);
-    const uint32_t length_crc =
-        static_cast<uint32_t>(ReadLittleEndian(bytes.data() + offset + 8, 4));
-    if (crc32c::Unmask(length_crc) != crc32c::Value(bytes.data() + offset, 8)) {
-      return Status::InvalidArgument(where + ": length CRC mismatch");
-    }
-    if (bytes.size() - offset - 12 < length + 4) {
-      return Status::InvalidArgument(where + ": truncated data (" + std::to_string(length) +
-                                     " bytes announced)");
-    }
-    std::string data = bytes.substr(offset + 12, length);
-    const uint32_t data_crc =
-        static_cast<uint32_t>(ReadLittleEndian(bytes.data() + offset + 12 + length, 4));
-    if (crc32c::Unmask(data_crc) != crc32c::Value(data)) {
-      return Status::InvalidArgument(where + ": data CRC mismatch");
-    }
-    records.push_back(std::move(data));
-    offset += 12 + length + 4;
+  const TfRecordScan scan = ScanTfRecords(*contents, path, 0, contents->size());
+  COHORT_RETURN_IF_ERROR(scan.corruption);
+  if (scan.consumed < contents->size()) {
+    return Status::InvalidArgument(path + ": record at byte " + std::to_string(scan.consumed) +
+                                   ": truncated (the file ends inside it)");
   }
-  return records;
+  return std::vector<std::string>(scan.records.begin(), scan.records.end());
 }
 
 }  // namespace cohort::train

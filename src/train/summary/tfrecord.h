@@ -42,6 +42,24 @@ class TfRecordWriter {
   std::FILE* file_;
 };
 
+// The whole records at the start of a span of a TFRecord file, as ScanTfRecords finds them.
+struct TfRecordScan {
+  std::vector<std::string_view> records;  // payloads, pointing into the scanned bytes
+  // Bytes of the span that the records take; what follows is an incomplete record (a writer
+  // mid-record, or one killed there) to read again once the file has grown.
+  size_t consumed = 0;
+  // Not OK when a record is corrupt: a CRC mismatch, or a length over the bound. The records
+  // before it are good; nothing after it can be trusted.
+  Status corruption;
+};
+
+// Scans the records of `bytes`, a span of the TFRecord file `name` that starts on a record
+// boundary at byte `offset` of the file, checking both CRCs of each and refusing a record longer
+// than `max_record_bytes` before anything of it is read. An incomplete last record is left
+// unconsumed, not an error. Corruption messages name the file and the byte offset.
+TfRecordScan ScanTfRecords(std::string_view bytes, const std::string& name, uint64_t offset,
+                           uint64_t max_record_bytes);
+
 // Reads every record of a TFRecord file and checks both CRCs of each. A torn final record (a
 // writer that died mid-write) is an error too, naming the file and the byte offset.
 StatusOr<std::vector<std::string>> ReadTfRecordFile(const std::string& path);

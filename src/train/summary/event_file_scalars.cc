@@ -1,0 +1,120 @@
+#include "train/summary/event_file_scalars.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "base/file.h"
+#include "train/summary/event.pb.h"
+#include "train/summary/tfrecord.h"
+
+namespace cohort::train {
+namespace {
+
+// Bytes read per chunk: large enough for any record the limits allow, small enough that a big
+// file never sits in memory whole.
+constexpr uint64_t kChunkBytes = uint64_t{8} << 20;
+
+}  // namespace
+
+EventFileScalars::EventFileScalars(std::string path, EventFileLimits limits)
+    : path_(std::move(path)), limits_(limits) {}
+
+void EventFileScalars::Reset() {
+  offset_ = 0;
+  size_seen_ = 0;
+  stopped_ = Status::OK();
+  series_.clear();
+  unordered_tags_.clear();
+  earliest_start_.reset();
+  point_count_ = 0;
+  dropped_points_ = 0;
+}
+
+Status EventFileScalars::Refresh() {
+  struct stat info {};
+  if (stat(path_.c_str(), &info) != 0) {
+    const int error = errno;
+    const std::string message = "cannot read " + path_ + ": " + ErrnoMessage(error);
+    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
+  }
+  if (!S_ISREG(info.st_mode)) return Status::InvalidArgument(path_ + " is not a regular file");
+  const auto size = static_cast<uint64_t>(info.st_size);
+  const int64_t mtime_ns = int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec;
+  const auto inode = static_cast<uint64_t>(info.st_ino);
+  if (inode != inode_seen_ || size < size_seen_) Reset();  // replaced or truncated
+  if (size == size_seen_ && mtime_ns == mtime_seen_ns_ && inode == inode_seen_) return stopped_;
+  inode_seen_ = inode;
+  mtime_seen_ns_ = mtime_ns;
+  if (!stopped_.ok()) {
+    size_seen_ = size;
+    return stopped_;
+  }
+  if (size > limits_.max_file_bytes) {
+    stopped_ = Status::InvalidArgument(
+        path_ + " holds " + std::to_string(size) + " bytes, more than the limit of " +
+        std::to_string(limits_.max_file_bytes) + " for an event file");
+    size_seen_ = size;
+    return stopped_;
+  }
+  Status read = ReadAppended(size);
+  size_seen_ = size;
+  if (!read.ok()) stopped_ = read;
+  return read;
+}
+
+Status EventFileScalars::ReadAppended(uint64_t file_size) {
+  const uint64_t chunk_bytes = std::max(kChunkBytes, limits_.max_record_bytes + 16);
+  while (offset_ < file_size) {
+    StatusOr<std::string> chunk =
+        ReadFileRange(path_, offset_, std::min<uint64_t>(chunk_bytes, file_size - offset_));
+    if (!chunk.ok()) return chunk.status();
+    if (chunk->empty()) return Status::OK();  // truncated meanwhile: the next Refresh sees it
+    const TfRecordScan scan = ScanTfRecords(*chunk, path_, offset_, limits_.max_record_bytes);
+    for (std::string_view record : scan.records) AddRecord(record);
+    offset_ += scan.consumed;
+    if (!scan.corruption.ok()) return scan.corruption;
+    if (scan.consumed == 0) return Status::OK();  // an incomplete record at the end
+  }
+  return Status::OK();
+}
+
+void EventFileScalars::AddRecord(std::string_view record) {
+  // One message reused for every record: its fields keep their memory between parses.
+  thread_local proto::Event event;
+  if (!event.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+    ++dropped_points_;  // the CRC held, yet it is no Event: nothing to plot
+    return;
+  }
+  if (event.has_session_log() && event.session_log().status() == proto::SessionLog::START) {
+    const int64_t step = event.step();
+    earliest_start_ = earliest_start_ ? std::min(*earliest_start_, step) : step;
+    DropFrom(step);
+    return;
+  }
+  if (!event.has_summary()) return;
+  for (const proto::Summary::Value& value : event.summary().value()) {
+    if (!value.has_simple_value()) continue;
+    if (point_count_ >= limits_.max_points) {
+      ++dropped_points_;
+      continue;
+    }
+    std::vector<ScalarPoint>& points = series_[value.tag()];
+    if (!points.empty() && event.step() < points.back().step) unordered_tags_.insert(value.tag());
+    points.push_back(
+        ScalarPoint{event.step(), event.wall_time(), static_cast<double>(value.simple_value())});
+    ++point_count_;
+  }
+}
+
+void EventFileScalars::DropFrom(int64_t step) {
+  for (auto& [tag, points] : series_) {
+    const size_t before = points.size();
+    std::erase_if(points, [step](const ScalarPoint& point) { return point.step >= step; });
+    point_count_ -= before - points.size();
+  }
+}
+
+}  // namespace cohort::train
