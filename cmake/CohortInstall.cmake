@@ -55,8 +55,8 @@ if(COHORT_WITH_TORCH)
   target_compile_features(cohort_library INTERFACE cxx_std_17)
   set_target_properties(cohort_library PROPERTIES OUTPUT_NAME cohort EXPORT_NAME cohort
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
-  # In-tree users (tests, examples built with the project) name it as installed users do.
-  add_library(Cohort::cohort ALIAS cohort_library)
+  # In the tree, Cohort::cohort is the static cohort_api (examples/CMakeLists.txt), so that the
+  # examples build before anything is installed; installed users get this library by that name.
 
   install(TARGETS cohort_library EXPORT CohortTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)

@@ -23,8 +23,10 @@
 //      optimizer state and position to every worker, so all start identical;
 //   3. for each epoch: each worker trains on its own per_worker_batch samples per step (data.h:
 //      shuffled per epoch, disjoint between workers); gradients are averaged over the workers
-//      while backward runs; every worker applies the same optimizer step; at the epoch end the
-//      validation source is evaluated (split over the workers) and the callbacks run;
+//      while backward runs; every worker applies the same optimizer step; buffers (batch norm's
+//      running statistics) are the chief's before every step and at the end, as with DDP's
+//      broadcast_buffers; at the epoch end the validation source is evaluated (split over the
+//      workers) and the callbacks run;
 //   4. evaluates the final model on the validation source, saves it (chief: saved_model_dir),
 //      then ends the backup (callbacks.h).
 // The module is in train() mode while training and eval() mode while evaluating. With one

@@ -7,6 +7,7 @@
 
 #include "api/internal.h"
 #include "base/file.h"
+#include "cohort/collectives.h"
 #include "net/auth.h"
 #include "train/backup_and_restore.h"
 #include "train/run_identity.h"
@@ -51,12 +52,37 @@ class SourceAdapter : public train::BatchSource {
   std::string what_;
 };
 
+// One broadcast per type of buffer: the buffers of that type, flattened and concatenated.
+void BroadcastBuffers(MultiWorkerMirrored& strategy, torch::nn::Module& module) {
+  if (strategy.world_size() == 1) return;
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_type;
+  for (const torch::Tensor& buffer : module.buffers()) {
+    by_type[buffer.scalar_type()].push_back(buffer);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [type, buffers] : by_type) {
+    std::vector<torch::Tensor> flat;
+    for (const torch::Tensor& buffer : buffers) flat.push_back(buffer.reshape({-1}));
+    torch::Tensor joined = torch::cat(flat).contiguous();
+    Broadcast(strategy, joined, /*root=*/0);
+    int64_t offset = 0;
+    for (torch::Tensor& buffer : buffers) {
+      buffer.copy_(joined.slice(0, offset, offset + buffer.numel()).view_as(buffer));
+      offset += buffer.numel();
+    }
+  }
+}
+
 // The user's module, forward, loss and metrics as the fit loop's model.
 class ModelAdapter : public train::TrainableModel {
  public:
-  ModelAdapter(const Model& model, const LossFunction& loss, const std::vector<Metric>& metrics,
-               std::string name)
-      : model_(model), loss_(loss), metrics_(metrics), name_(std::move(name)) {}
+  ModelAdapter(MultiWorkerMirrored& strategy, const Model& model, const LossFunction& loss,
+               const std::vector<Metric>& metrics, std::string name)
+      : strategy_(strategy),
+        model_(model),
+        loss_(loss),
+        metrics_(metrics),
+        name_(std::move(name)) {}
 
   const std::string& name() const override { return name_; }
   torch::nn::Module& module() override { return *model_.module; }
@@ -67,6 +93,11 @@ class ModelAdapter : public train::TrainableModel {
         input_shape_.push_back(batch.inputs.size(dim));
       }
     }
+    // Buffers (batch norm's running statistics) become the chief's before every training forward,
+    // as DDP's broadcast_buffers makes them (not after it: autograd saved them for backward): each
+    // worker would otherwise drift to statistics of its own batches. Not while evaluating, where
+    // workers may run different numbers of batches.
+    if (model_.module->is_training()) BroadcastBuffers(strategy_, *model_.module);
     torch::Tensor output = model_.forward(batch.inputs);
     train::StepResult result;
     result.loss = loss_(output, batch.targets);
@@ -85,6 +116,7 @@ class ModelAdapter : public train::TrainableModel {
   }
 
  private:
+  MultiWorkerMirrored& strategy_;
   Model model_;
   LossFunction loss_;
   std::vector<Metric> metrics_;
@@ -217,7 +249,7 @@ FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::O
   auto run = std::make_shared<Run>(train, validation);
   const train::ModelFactory factory = [&]() -> StatusOr<std::unique_ptr<train::TrainableModel>> {
     return std::unique_ptr<train::TrainableModel>(
-        std::make_unique<ModelAdapter>(model, loss, options.metrics, options.model_name));
+        std::make_unique<ModelAdapter>(strategy, model, loss, options.metrics, options.model_name));
   };
   run->trainer = ValueOrThrow(train::Trainer::Create(trainer_options, factory, &run->train_source,
                                                      &run->validation_source,
@@ -230,6 +262,13 @@ FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::O
   if (!trained.ok()) {
     StrategyAccess::KeepUntilCollectivesEnd(strategy, run);
     ThrowError(trained);
+  }
+  // The last step's statistics, the chief's, for the final evaluation and the saved model.
+  try {
+    BroadcastBuffers(strategy, *model.module);
+  } catch (const c10::Error& error) {
+    ThrowError(Status::Internal(std::string("broadcasting the chief's buffers: ") +
+                                error.what_without_backtrace()));
   }
 
   // The end of a run, in the order a task killed anywhere survives without training again: the
