@@ -31,6 +31,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/hello ${PROJECT_SOURCE_DIR}/exa
 install(FILES ${PROJECT_SOURCE_DIR}/examples/taxi/tfjob.yaml
   ${PROJECT_SOURCE_DIR}/examples/taxi/ai-platform.yaml
   DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/examples/taxi COMPONENT runtime)
+# The public API's examples as projects of their own, to copy anywhere and build against the
+# installed package (find_package(Cohort)): with the headers, in the development component.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/custom-model ${PROJECT_SOURCE_DIR}/examples/custom-loop
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/examples COMPONENT development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/kubernetes
   DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/deploy COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}

@@ -156,55 +156,6 @@ StatusOr<std::string> ReadWholeFile(const fs::path& path, size_t max_bytes) {
   return contents;
 }
 
-namespace {
-
-// At most `max_bytes` of the regular file `path` past `offset`: its first ones, or its last ones
-// when `from_end`. Fewer when the file ends sooner.
-StatusOr<std::string> ReadRegularFileSpan(const fs::path& path, size_t offset, size_t max_bytes,
-                                          bool from_end) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    const std::string message = "cannot open " + path.string() + ": " + ErrnoMessage(error);
-    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
-  }
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
-    return Status::IOError("cannot read " + path.string() + ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(info.st_size);
-  size_t start = offset;
-  size_t end = size;
-  if (from_end) {
-    start = std::max(offset, size > max_bytes ? size - max_bytes : size_t{0});
-  } else if (start < size) {
-    end = size - start > max_bytes ? start + max_bytes : size;
-  }
-  std::string contents;
-  if (start < end) {
-    contents.resize(end - start);
-    size_t done = 0;
-    while (done < contents.size()) {
-      const ssize_t n = pread(fd, contents.data() + done, contents.size() - done,
-                              static_cast<off_t>(start + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int error = errno;
-        close(fd);
-        return Status::IOError("cannot read " + path.string() + ": " + ErrnoMessage(error));
-      }
-      if (n == 0) break;  // truncated meanwhile
-      done += static_cast<size_t>(n);
-    }
-    contents.resize(done);
-  }
-  close(fd);
-  return contents;
-}
-
-}  // namespace
-
 StatusOr<FileReader> FileReader::Open(const fs::path& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -243,7 +194,9 @@ uint64_t FileReader::Size() const {
 }
 
 StatusOr<std::string> FileReader::ReadAt(uint64_t offset, size_t max_bytes) const {
-  std::string contents(max_bytes, '\0');
+  const uint64_t size = Size();
+  if (offset >= size) return std::string();
+  std::string contents(static_cast<size_t>(std::min<uint64_t>(max_bytes, size - offset)), '\0');
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = pread(fd_, contents.data() + done, contents.size() - done,
@@ -256,6 +209,26 @@ StatusOr<std::string> FileReader::ReadAt(uint64_t offset, size_t max_bytes) cons
   contents.resize(done);
   return contents;
 }
+
+namespace {
+
+// At most `max_bytes` of the regular file `path` past `offset`: its first ones, or its last ones
+// when `from_end`. Fewer when the file ends sooner.
+StatusOr<std::string> ReadRegularFileSpan(const fs::path& path, size_t offset, size_t max_bytes,
+                                          bool from_end) {
+  StatusOr<FileReader> file = FileReader::Open(path);
+  if (!file.ok()) {
+    return file.status().code() == Status::Code::kInvalidArgument
+               ? Status::IOError(file.status().message())
+               : file.status();
+  }
+  const uint64_t size = file->Size();
+  uint64_t start = offset;
+  if (from_end) start = std::max<uint64_t>(offset, size > max_bytes ? size - max_bytes : 0);
+  return file->ReadAt(start, max_bytes);
+}
+
+}  // namespace
 
 StatusOr<std::string> ReadFileTail(const fs::path& path, size_t offset, size_t max_bytes) {
   return ReadRegularFileSpan(path, offset, max_bytes, /*from_end=*/true);

@@ -4,13 +4,21 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
+#include <malloc.h>
 
+#include <cstdlib>
 #include <fstream>
 
 namespace cohort::train {
 
+void KeepFreedMemory() {
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 Status SetComputeThreads(int threads) {
   if (threads < 1) return Status::InvalidArgument("threads must be at least 1");
+  KeepFreedMemory();
   // Flush-to-zero and denormals-are-zero, as TensorFlow's executor threads run: late in training
   // Adam's second moments of tiny gradients become subnormal, and arithmetic on them is many times
   // slower (docs/performance.md, "subnormal numbers"). Threads created after this call (libtorch's

@@ -14,12 +14,21 @@
 namespace cohort::train {
 
 // Sets libtorch's intra-op and inter-op thread counts and OpenBLAS's thread count to `threads`,
-// and makes the calling thread (and every thread it starts afterwards) flush subnormal floats to
-// zero.
+// makes the calling thread (and every thread it starts afterwards) flush subnormal floats to
+// zero, and keeps freed tensor memory in the process (KeepFreedMemory).
 // Must run before the first tensor operation: libtorch fixes its inter-op pool on first use.
 // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main, so its count is set through
 // openblas_set_num_threads, looked up at run time because the reference BLAS lacks it.
 Status SetComputeThreads(int threads);
+
+// glibc's malloc hands every freed block of 128 KiB or more back to the kernel (munmap, or a trim
+// of the heap), so each training step faults its large tensors (the classic CNN's 11 MB of
+// gradients, the optimizer's temporaries) back in page by page, zeroed by the kernel: about 8,000
+// minor faults a step, which doubled the step time of a one-worker run. This raises the mmap
+// threshold to 32 MiB and the trim threshold to 1 GiB, so freed blocks are reused. Where the
+// environment sets MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ (glibc's own knobs) that
+// setting stays as the user chose.
+void KeepFreedMemory();
 
 enum class BlasKind { kOpenBlas, kReference, kOther, kNotLoaded };
 

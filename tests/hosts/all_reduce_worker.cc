@@ -18,6 +18,7 @@
 
 #include "collective/communicator.h"
 #include "collective/data_type.h"
+#include "collective/element_value.h"
 
 namespace cohort::collective {
 namespace {
@@ -59,43 +60,6 @@ void SetElement(DataType type, uint8_t* bytes, size_t i, int value) {
       return;
     }
   }
-}
-
-double GetElement(DataType type, const uint8_t* bytes, size_t i) {
-  const uint8_t* at = bytes + i * SizeOf(type);
-  switch (type) {
-    case DataType::kFloat32: {
-      float v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case DataType::kFloat64: {
-      double v;
-      std::memcpy(&v, at, 8);
-      return v;
-    }
-    case DataType::kInt32: {
-      int32_t v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    case DataType::kInt64: {
-      int64_t v;
-      std::memcpy(&v, at, 8);
-      return static_cast<double>(v);
-    }
-    case DataType::kBFloat16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      return BFloat16ToFloat(v);
-    }
-    case DataType::kFloat16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      return Float16ToFloat(v);
-    }
-  }
-  return 0;
 }
 
 double Expected(DataType type, ReduceOp op, int ranks, size_t i) {
@@ -163,7 +127,7 @@ int Run(int rank, const std::vector<std::string>& endpoints) {
         }
         for (size_t i = 0; i < count; ++i) {
           const double expected = Expected(type, op, communicator.size(), i);
-          const double got = GetElement(type, data.data(), i);
+          const double got = ElementValue(type, data.data(), i);
           if (got != expected) {
             std::printf("rank %d: %s %s of %zu: element %zu is %g, expected %g\n", rank, Name(type),
                         Name(op), count, i, got, expected);

@@ -50,18 +50,7 @@ const std::string kVersion = COHORT_PROJECT_VERSION;
     GTEST_SKIP() << reason;              \
   } while (false)
 
-// `text` in single quotes for /bin/sh.
-std::string Quoted(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
+std::string Quoted(const std::string& text) { return ShellQuote(text); }
 
 std::string Quoted(const fs::path& path) { return Quoted(path.string()); }
 
@@ -160,6 +149,43 @@ void BuildAndRunConsumer(const fs::path& scratch, const std::string& path,
   EXPECT_NE(run.output.find("consumer: "), std::string::npos) << run.output;
 }
 
+// The API's examples as a user takes them: examples/custom-loop and examples/custom-model copied
+// from `share` (<prefix>/share/cohort) to `scratch`, each configured with `cmake_arguments` alone
+// and built; custom-loop then trains as a 2-worker job of the installed `cohort run` (3 epochs).
+// custom-model's full run (3 workers to 0.91 accuracy) is too long for this test: it is built.
+void BuildAndRunExamples(const fs::path& share, const fs::path& scratch, const std::string& path,
+                         const std::string& cmake_arguments) {
+  for (const std::string name : {"custom-loop", "custom-model"}) {
+    const fs::path source = scratch / name;
+    fs::create_directories(source);
+    fs::copy(share / "examples" / name, source, fs::copy_options::recursive);
+    CommandResult configure = RunClean(path, scratch,
+                                       kCMake + " -S " + Quoted(source) + " -B " +
+                                           Quoted(source / "build") + " " + cmake_arguments,
+                                       300);
+    ASSERT_EQ(configure.exit_code, 0) << name << ":\n" << configure.output;
+    CommandResult build =
+        RunClean(path, scratch, kCMake + " --build " + Quoted(source / "build"), 900);
+    ASSERT_EQ(build.exit_code, 0) << name << ":\n" << build.output;
+    ASSERT_TRUE(fs::exists(source / "build" / name)) << build.output;
+  }
+  std::string manifest = ReadText(scratch / "custom-loop/tfjob.yaml");
+  ASSERT_NE(manifest.find("--epochs=20"), std::string::npos) << manifest;
+  manifest = std::regex_replace(manifest, std::regex("--epochs=20"), "--epochs=3");
+  manifest = std::regex_replace(manifest, std::regex("/tmp/cohort-custom-loop"),
+                                (scratch / "custom-loop-work").string());
+  WriteText(scratch / "custom-loop.yaml", manifest);
+  CommandResult job = RunClean(
+      path, scratch,
+      "cohort run " + Quoted(scratch / "custom-loop.yaml") +
+          " --image cohort/custom-loop=" + Quoted(scratch / "custom-loop/build/custom-loop"),
+      300);
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  CommandResult log = RunClean(path, scratch, "cohort logs custom-loop --replica worker-0", 60);
+  EXPECT_NE(log.output.find("epoch 3/3"), std::string::npos) << log.output;
+  EXPECT_TRUE(fs::exists(scratch / "custom-loop-work/model.pt")) << job.output;
+}
+
 // The RUNPATH or RPATH entries of an ELF file ("" when it has none).
 std::string RunPath(const fs::path& elf) {
   CommandResult dynamic = RunCommand("readelf -d " + Quoted(elf));
@@ -237,6 +263,12 @@ TEST_F(InstallTreeTest, InstalledProgramsRunTheDemoJobs) {
 
 TEST_F(InstallTreeTest, ProjectConfiguredWithOnlyThePrefixBuildsAndRuns) {
   BuildAndRunConsumer(scratch(), "/usr/bin:/bin", "-DCMAKE_PREFIX_PATH=" + Quoted(prefix()));
+}
+
+TEST_F(InstallTreeTest, TheApiExamplesBuildOutOfTreeAndTrainAsAJob) {
+  BuildAndRunExamples(prefix() / "share/cohort", scratch() / "examples",
+                      (prefix() / "bin").string() + ":/usr/bin:/bin",
+                      "-DCMAKE_PREFIX_PATH=" + Quoted(prefix()));
 }
 
 // A package name and what dpkg-query says of it ("" when dpkg knows nothing of it).
@@ -359,6 +391,7 @@ TEST_F(DebianPackageTest, InstallsRunsTheDemoAndRemovesCleanly) {
   ExpectVersions("/usr/bin", scratch_.path());
   RunDemoJobs("/usr/bin", "/usr/share/cohort", scratch_.path() / "jobs");
   BuildAndRunConsumer(scratch_.path(), "/usr/bin:/bin", "");
+  BuildAndRunExamples("/usr/share/cohort", scratch_.path() / "examples", "/usr/bin:/bin", "");
 
   CommandResult purge = RunCommand("timeout 300 dpkg --purge cohort-dev cohort 2>&1");
   ASSERT_EQ(purge.exit_code, 0) << purge.output;

@@ -36,19 +36,6 @@ constexpr size_t kMaxLogBytes = size_t{64} << 20;
 constexpr seconds kKubectlTimeout{120};
 constexpr seconds kStopTimeout{10};
 
-// `text` quoted for /bin/sh.
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
 std::string Base64(const std::string& bytes) {
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -82,4 +82,16 @@ std::vector<pid_t> ProcessesWithEnvironment(const std::map<std::string, std::str
   return pids;
 }
 
+std::string ShellQuote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
 }  // namespace cohort::testing

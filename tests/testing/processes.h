@@ -23,6 +23,9 @@ struct CommandResult {
 //   RunCommand("FOO=1 " + binary + " --help").
 CommandResult RunCommand(const std::string& command);
 
+// `text` in single quotes for /bin/sh, for a command line given to RunCommand.
+std::string ShellQuote(const std::string& text);
+
 // True while a process with this pid exists and is not a zombie waiting to be reaped.
 bool ProcessAlive(pid_t pid);
 
