@@ -213,9 +213,13 @@ int main(int argc, char** argv) {
   double scalars = Measure(client, "scalars (cached, 2000 of them)",
                            {job + "/scalars?tag=batch_loss"}, flags.rounds, &bytes);
   if (auto answer = client.Get(job + "/scalars?tag=batch_loss"); answer) {
-    size_t at = answer->body.find("\"totalPoints\":");
-    std::printf("scalars: %s points in the series\n",
-                at == std::string::npos ? "no" : answer->body.substr(at + 14, 12).c_str());
+    const size_t at = answer->body.find("\"totalPoints\":");
+    const std::string total =
+        at == std::string::npos
+            ? "no"
+            : answer->body.substr(
+                  at + 14, answer->body.find_first_not_of("0123456789", at + 14) - (at + 14));
+    std::printf("scalars: %s points in the series\n", total.c_str());
   }
   long rss_before_stream = PeakResidentKib();
   // The largest log, whole: streamed, so the peak memory should not grow by its size.
