@@ -8,6 +8,7 @@
 #include "collective/hierarchical_all_reduce.h"
 #include "collective/ring_all_gather.h"
 #include "collective/same_host_algorithms.h"
+#include "collective/staged_all_reduce.h"
 
 namespace cohort::collective {
 namespace {
@@ -137,7 +138,41 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
       self.options_.hierarchical_all_reduce && self.topology_.IsUniformWithSeveralRanksPerHost();
   self.same_host_within_hosts_ = self.hierarchical_ && agreement[1] == 1;
   self.ring_plan_.members = self.topology_.RingOrder();
+  if (self.same_host_ && self.options_.same_host_staging_bytes > 0) {
+    COHORT_RETURN_IF_ERROR(self.SetUpStaging());
+  }
   return communicator;
+}
+
+Status Communicator::SetUpStaging() {
+  // Rank 0 creates the area; the others open it through rank 0's descriptor; then all agree (a
+  // minimum of "mapped it") before anyone uses it, and rank 0 closes its descriptor.
+  const size_t slot_bytes = options_.same_host_staging_bytes;
+  std::unique_ptr<StagingArea> area;
+  int64_t placement[2] = {-1, -1};  // rank 0's process id and descriptor
+  if (rank() == 0) {
+    auto created = StagingArea::Create(size(), slot_bytes);
+    if (created.ok()) {
+      area = std::move(*created);
+      placement[0] = area->process_id();
+      placement[1] = area->descriptor();
+    }
+  }
+  COHORT_RETURN_IF_ERROR(Broadcast(placement, 2, DataType::kInt64, 0));
+  if (rank() != 0 && placement[1] >= 0) {
+    auto opened = StagingArea::Open(static_cast<uint32_t>(placement[0]),
+                                    static_cast<int>(placement[1]), size(), slot_bytes);
+    if (opened.ok()) area = std::move(*opened);
+  }
+  int32_t mapped = area != nullptr ? 1 : 0;
+  COHORT_RETURN_IF_ERROR(AllReduce(&mapped, 1, DataType::kInt32, ReduceOp::kMin));
+  if (area != nullptr) area->CloseDescriptor();
+  if (mapped == 1) staging_ = std::move(area);
+  return Status::OK();
+}
+
+void Communicator::Announce(const OperationContext& context, uint64_t bytes) {
+  if (staging_ != nullptr) AnnounceOperation(*staging_, rank(), context.tag, bytes);
 }
 
 Communicator::Communicator(std::shared_ptr<net::Transport> transport, CommunicatorOptions options)
@@ -245,6 +280,10 @@ Status Communicator::AllReduceBody(const OperationContext& context, void* data, 
   if (data == nullptr || BytesOverflow(count, type)) {
     return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
   }
+  Announce(context, count * SizeOf(type));
+  if (staging_ != nullptr && count * SizeOf(type) >= options_.same_host_min_bytes) {
+    return StagedAllReduce(context, *staging_, &next_staging_chunk_, data, count, type, op).Run();
+  }
   if (same_host_ && count * SizeOf(type) >= options_.same_host_min_bytes) {
     return SameHostAllReduce(context, data, count, type, op, options_.ring.segment_bytes, &scratch_)
         .Run();
@@ -267,6 +306,7 @@ Status Communicator::BroadcastBody(const OperationContext& context, void* data, 
     return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
   }
   const size_t bytes = count * SizeOf(type);
+  Announce(context, bytes);
   if (same_host_ && bytes >= options_.same_host_min_bytes) {
     return SameHostBroadcast(context, data, bytes, root).Run();
   }
@@ -284,6 +324,7 @@ Status Communicator::AllGatherBody(const OperationContext& context, const void* 
   uint8_t* own_block = static_cast<uint8_t*>(output) + rank() * block_bytes;
   if (input != own_block) std::memcpy(own_block, input, block_bytes);
   if (size() == 1) return Status::OK();
+  Announce(context, block_bytes);
   if (same_host_ && block_bytes * size() >= options_.same_host_min_bytes) {
     return SameHostAllGather(context, output, block_bytes).Run();
   }
@@ -313,7 +354,8 @@ Status Communicator::AllGather(const void* input, void* output, size_t count, Da
 }
 
 Status Communicator::Barrier() {
-  return RunNow("barrier", kBarrierKind, "", [](const OperationContext& context) {
+  return RunNow("barrier", kBarrierKind, "", [this](const OperationContext& context) {
+    Announce(context, 0);
     return DisseminationBarrier(context).Run();
   });
 }
@@ -343,8 +385,10 @@ std::shared_ptr<PendingOperation> Communicator::StartAllGather(const void* input
 }
 
 std::shared_ptr<PendingOperation> Communicator::StartBarrier() {
-  return Start("barrier", kBarrierKind, "",
-               [](const OperationContext& context) { return DisseminationBarrier(context).Run(); });
+  return Start("barrier", kBarrierKind, "", [this](const OperationContext& context) {
+    Announce(context, 0);
+    return DisseminationBarrier(context).Run();
+  });
 }
 
 }  // namespace cohort::collective

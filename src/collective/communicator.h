@@ -52,6 +52,7 @@
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/ring_all_reduce.h"
+#include "collective/staging_area.h"
 #include "collective/topology.h"
 #include "net/transport.h"
 
@@ -67,6 +68,10 @@ struct CommunicatorOptions {
   // rank can read the other ranks of its host).
   bool same_host_memory = true;
   size_t same_host_min_bytes = 256 * 1024;
+  // When every rank runs on this host, all-reduce those buffers through shared memory that the
+  // ranks map (staged_all_reduce.h) in chunks of this many bytes; 0: read peers' buffers with
+  // process_vm_readv instead (same_host_algorithms.h), as broadcast and all-gather always do.
+  size_t same_host_staging_bytes = 512 * 1024;
   // The host of each rank, by rank (equal labels: the same host), in place of what the handshakes
   // said; for tests and benchmarks that emulate several hosts on one machine. Empty: from the
   // handshakes (net::Transport::HostIdentity).
@@ -121,6 +126,9 @@ class Communicator {
   const Topology& topology() const { return topology_; }
   // Whether all-reduce uses HierarchicalAllReduce (the same answer on every rank).
   bool uses_hierarchical_all_reduce() const { return hierarchical_; }
+  // Whether large all-reduces go through shared memory (staged_all_reduce.h) on the same-host
+  // path (the same answer on every rank).
+  bool uses_shared_memory_staging() const { return staging_ != nullptr; }
   // Whether its steps within a host read the host's other ranks' memory (for buffers of at least
   // same_host_min_bytes) rather than use loopback TCP (the same answer on every rank).
   bool uses_same_host_memory_within_hosts() const { return same_host_within_hosts_; }
@@ -170,6 +178,11 @@ class Communicator {
   Status AllGatherBody(const OperationContext& context, const void* input, void* output,
                        size_t count, DataType type);
   Status CheckRoot(int root) const;
+  // Maps a staging area shared by every rank, when all agree they could (after same_host_ is
+  // known); leaves staging_ empty otherwise.
+  Status SetUpStaging();
+  // Tells the peers through the staging area, if any, which operation this rank runs now.
+  void Announce(const OperationContext& context, uint64_t bytes);
 
   const std::shared_ptr<net::Transport> transport_;
   const CommunicatorOptions options_;
@@ -178,6 +191,8 @@ class Communicator {
   bool hierarchical_ = false;
   bool same_host_within_hosts_ = false;
   RingPlan ring_plan_;  // every rank, host by host
+  std::unique_ptr<StagingArea> staging_;
+  uint32_t next_staging_chunk_ = 0;  // used under run_mutex_
 
   // submit_mutex_ orders operations: numbering and queueing happen under it. run_mutex_ is held
   // while an operation runs. Lock order: submit_mutex_, then run_mutex_.
