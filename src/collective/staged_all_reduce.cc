@@ -73,24 +73,41 @@ Status StagedAllReduce::Run() {
   chunks_ = SegmentCount(count_, chunk_elements);
   first_chunk_ = *next_chunk_;
   StagingProgress& mine = area_.progress(rank);
-  for (size_t index = 0; index < chunks_; ++index) {
-    const uint32_t chunk = first_chunk_ + static_cast<uint32_t>(index);
+  // Where chunk `index` lies in the buffer, and its part for each rank.
+  struct Chunk {
+    uint32_t number;  // across operations
+    uint8_t* data;
+    BlockPartition parts;
+  };
+  auto chunk_at = [&](size_t index) {
     const size_t first = index * chunk_elements;
-    const BlockPartition parts(std::min(chunk_elements, count_ - first), size);
-    uint8_t* const chunk_data = data_ + first * element_size;
-    auto at = [&](uint8_t* base, int part) { return base + parts.offset(part) * element_size; };
-    auto bytes_of = [&](int part) { return parts.size(part) * element_size; };
+    return Chunk{first_chunk_ + static_cast<uint32_t>(index), data_ + first * element_size,
+                 BlockPartition(std::min(chunk_elements, count_ - first), size)};
+  };
+  auto at = [&](const Chunk& chunk, uint8_t* base, int part) {
+    return base + chunk.parts.offset(part) * element_size;
+  };
+  auto bytes_of = [&](const Chunk& chunk, int part) {
+    return chunk.parts.size(part) * element_size;
+  };
 
-    // 1. Stage the parts the peers reduce, once they are done with this slot's last chunk.
+  // 1. Stage the parts the peers reduce, once they are done with this slot's last chunk.
+  auto stage = [&](size_t index) -> Status {
+    const Chunk chunk = chunk_at(index);
+    COHORT_RETURN_IF_ERROR(WaitForPeers(&StagingProgress::consumed, chunk.number - 1, index,
+                                        "be done with the slot for"));
+    uint8_t* const slot = area_.slot(rank, chunk.number);
+    for (int peer : peers_) {
+      std::memcpy(at(chunk, slot, peer), at(chunk, chunk.data, peer), bytes_of(chunk, peer));
+    }
+    StagingArea::Publish(mine, mine.staged, chunk.number + 1);
+    return Status::OK();
+  };
+  // 2. Reduce this rank's part from every peer's slot; publish the result in this rank's slot.
+  auto reduce = [&](size_t index) -> Status {
+    const Chunk chunk = chunk_at(index);
     COHORT_RETURN_IF_ERROR(
-        WaitForPeers(&StagingProgress::consumed, chunk - 1, index, "be done with the slot for"));
-    uint8_t* const slot = area_.slot(rank, chunk);
-    for (int peer : peers_) std::memcpy(at(slot, peer), at(chunk_data, peer), bytes_of(peer));
-    StagingArea::Publish(mine, mine.staged, chunk + 1);
-
-    // 2. Reduce this rank's part from every peer's slot; publish the result in this rank's slot.
-    COHORT_RETURN_IF_ERROR(
-        WaitForPeers(&StagingProgress::staged, chunk + 1, index, "stage its input of"));
+        WaitForPeers(&StagingProgress::staged, chunk.number + 1, index, "stage its input of"));
     if (index == 0) {
       // Every peer staged this operation's first chunk, so it announced this operation.
       for (int peer : peers_) {
@@ -98,21 +115,36 @@ Status StagedAllReduce::Run() {
                                                  /*may_lag=*/false));
       }
     }
-    uint8_t* const own = at(chunk_data, rank);
+    uint8_t* const own = at(chunk, chunk.data, rank);
+    const size_t elements = chunk.parts.size(rank);
     for (int peer : peers_) {
-      ReduceInto(type_, op_, own, at(area_.slot(peer, chunk), rank), parts.size(rank));
+      ReduceInto(type_, op_, own, at(chunk, area_.slot(peer, chunk.number), rank), elements);
     }
-    if (op_ == ReduceOp::kAverage) DivideInPlace(type_, own, parts.size(rank), size);
-    std::memcpy(at(slot, rank), own, bytes_of(rank));
-    StagingArea::Publish(mine, mine.reduced, chunk + 1);
-
-    // 3. Copy every peer's final part.
+    if (op_ == ReduceOp::kAverage) DivideInPlace(type_, own, elements, size);
+    std::memcpy(at(chunk, area_.slot(rank, chunk.number), rank), own, bytes_of(chunk, rank));
+    StagingArea::Publish(mine, mine.reduced, chunk.number + 1);
+    return Status::OK();
+  };
+  // 3. Copy every peer's final part.
+  auto copy_out = [&](size_t index) -> Status {
+    const Chunk chunk = chunk_at(index);
     COHORT_RETURN_IF_ERROR(
-        WaitForPeers(&StagingProgress::reduced, chunk + 1, index, "reduce its part of"));
+        WaitForPeers(&StagingProgress::reduced, chunk.number + 1, index, "reduce its part of"));
     for (int peer : peers_) {
-      std::memcpy(at(chunk_data, peer), at(area_.slot(peer, chunk), peer), bytes_of(peer));
+      std::memcpy(at(chunk, chunk.data, peer), at(chunk, area_.slot(peer, chunk.number), peer),
+                  bytes_of(chunk, peer));
     }
-    StagingArea::Publish(mine, mine.consumed, chunk + 1);
+    StagingArea::Publish(mine, mine.consumed, chunk.number + 1);
+    return Status::OK();
+  };
+
+  // Staging the next chunk between reducing this one and copying it out gives the peers that
+  // much longer to finish their parts: fewer waits find a peer not yet done.
+  COHORT_RETURN_IF_ERROR(stage(0));
+  for (size_t index = 0; index < chunks_; ++index) {
+    COHORT_RETURN_IF_ERROR(reduce(index));
+    if (index + 1 < chunks_) COHORT_RETURN_IF_ERROR(stage(index + 1));
+    COHORT_RETURN_IF_ERROR(copy_out(index));
   }
   *next_chunk_ = first_chunk_ + static_cast<uint32_t>(chunks_);
   return Status::OK();
