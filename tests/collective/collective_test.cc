@@ -40,8 +40,21 @@ const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBF
                            DataType::kFloat16, DataType::kInt32,   DataType::kInt64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax};
 
-// How a group runs: over TCP only, or with the same-host path for every size.
-enum class Path { kTcp, kSameHost };
+// How a group runs: over TCP only, or with the same-host path for every size: all-reduce through
+// shared memory (the default), or reading peers' memory with process_vm_readv.
+enum class Path { kTcp, kSameHost, kSameHostReads };
+
+std::string PathName(Path path) {
+  switch (path) {
+    case Path::kTcp:
+      return "Tcp";
+    case Path::kSameHost:
+      return "SameHost";
+    case Path::kSameHostReads:
+      return "SameHostReads";
+  }
+  return "?";
+}
 
 struct GroupSetup {
   int ranks = 2;
@@ -52,6 +65,9 @@ struct GroupSetup {
   // The host labels each rank passes to its Communicator (CommunicatorOptions::host_labels), by
   // rank: several hosts emulated on this machine. Unset: what the handshakes said.
   std::function<std::vector<int>(int rank)> host_labels;
+  // CommunicatorOptions::same_host_staging_bytes (Path::kSameHost) and same_host_min_bytes.
+  size_t staging_bytes = CommunicatorOptions().same_host_staging_bytes;
+  size_t same_host_min_bytes = 1;
 };
 
 // Runs body(communicator, rank) in `setup.ranks` processes; a non-OK result is reported and fails
@@ -81,8 +97,10 @@ std::vector<ChildOutcome> RunGroup(
         }
         CommunicatorOptions communicator_options;
         communicator_options.ring = setup.ring;
-        communicator_options.same_host_memory = setup.path == Path::kSameHost;
-        communicator_options.same_host_min_bytes = 1;
+        communicator_options.same_host_memory = setup.path != Path::kTcp;
+        communicator_options.same_host_min_bytes = setup.same_host_min_bytes;
+        communicator_options.same_host_staging_bytes =
+            setup.path == Path::kSameHost ? setup.staging_bytes : 0;
         if (setup.host_labels) communicator_options.host_labels = setup.host_labels(rank);
         auto communicator = Communicator::Create(std::move(*transport), communicator_options);
         if (!communicator.ok()) {
@@ -91,11 +109,16 @@ std::vector<ChildOutcome> RunGroup(
         }
         // Over emulated hosts, only the hierarchical all-reduce reads memory (within hosts).
         const bool expects_same_host =
-            setup.path == Path::kSameHost && setup.ranks > 1 &&
+            setup.path != Path::kTcp && setup.ranks > 1 &&
             (!setup.host_labels || (*communicator)->uses_hierarchical_all_reduce());
         if (expects_same_host && !(*communicator)->uses_same_host_memory() &&
             !(*communicator)->uses_same_host_memory_within_hosts()) {
           Report("same-host memory is not available here");
+          return 12;
+        }
+        if (setup.path == Path::kSameHost && setup.ranks > 1 && !setup.host_labels &&
+            !(*communicator)->uses_shared_memory_staging()) {
+          Report("shared-memory staging is not available here");
           return 12;
         }
         Status status = body(**communicator, rank);
@@ -316,6 +339,8 @@ TEST_P(AllReduceTest, MatchesTheSerialReference) {
   // Small, odd segments: many segments per block, and segments that split elements unevenly.
   setup.ring.segment_bytes = 4000;
   setup.ring.receive_slots = 2;
+  // Small staging slots: many chunks per operation, parts that split elements unevenly.
+  setup.staging_bytes = 8192;
   auto outcomes = RunGroup(setup, [](Communicator& communicator, int) {
     return AllReduceSweep(communicator, kCounts, false);
   });
@@ -325,10 +350,11 @@ TEST_P(AllReduceTest, MatchesTheSerialReference) {
 
 INSTANTIATE_TEST_SUITE_P(RankCounts, AllReduceTest,
                          ::testing::Combine(::testing::Values(2, 3, 5),
-                                            ::testing::Values(Path::kTcp, Path::kSameHost)),
+                                            ::testing::Values(Path::kTcp, Path::kSameHost,
+                                                              Path::kSameHostReads)),
                          [](const auto& info) {
                            return std::to_string(std::get<0>(info.param)) + "Ranks" +
-                                  (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
+                                  PathName(std::get<1>(info.param));
                          });
 
 // Groups laid out over emulated hosts (CommunicatorOptions::host_labels): the hierarchical
@@ -688,6 +714,58 @@ TEST(MismatchTest, DifferentCountsFailInsteadOfHanging) {
   }
 }
 
+// Through shared memory too: sizes on either side of same_host_min_bytes (one rank stages, the
+// others run the TCP ring) fail with the mismatch rather than wait for the deadline.
+TEST(MismatchTest, SizesAcrossTheSameHostThresholdFail) {
+  GroupSetup setup;
+  setup.ranks = 3;
+  setup.path = Path::kSameHost;
+  setup.same_host_min_bytes = 256 * 1024;
+  auto outcomes = RunGroup(
+      setup,
+      [](Communicator& communicator, int rank) -> Status {
+        COHORT_RETURN_IF_ERROR(communicator.Barrier());
+        std::vector<float> data(rank == 0 ? 100000 : 1000, 1.0f);
+        Status status =
+            communicator.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
+        if (status.ok()) return Status::Internal("mismatched all-reduce succeeded");
+        Report("error: " + status.ToString());
+        return Status::OK();
+      },
+      60s);
+  for (const ChildOutcome& outcome : outcomes) {
+    ASSERT_NE(outcome.exit_code, 12) << Describe(outcomes);
+    EXPECT_EQ(outcome.exit_code, 0) << Describe(outcomes);
+    EXPECT_NE(outcome.report.find("different sizes"), std::string::npos) << Describe(outcomes);
+  }
+}
+
+// A rank in an all-reduce through shared memory while its peer broadcasts: both fail, saying
+// the collectives were called in different orders, instead of waiting for the deadline.
+TEST(MismatchTest, DifferentCollectivesThroughSharedMemoryFail) {
+  GroupSetup setup;
+  setup.ranks = 2;
+  setup.path = Path::kSameHost;
+  auto outcomes = RunGroup(
+      setup,
+      [](Communicator& communicator, int rank) -> Status {
+        std::vector<float> data(100000, 1.0f);
+        Status status =
+            rank == 0 ? communicator.AllReduce(data.data(), data.size(), DataType::kFloat32,
+                                               ReduceOp::kSum)
+                      : communicator.Broadcast(data.data(), data.size(), DataType::kFloat32, 0);
+        if (status.ok()) return Status::Internal("mismatched collectives succeeded");
+        Report("error: " + status.ToString());
+        return Status::OK();
+      },
+      60s);
+  for (const ChildOutcome& outcome : outcomes) {
+    ASSERT_NE(outcome.exit_code, 12) << Describe(outcomes);
+    EXPECT_EQ(outcome.exit_code, 0) << Describe(outcomes);
+    EXPECT_NE(outcome.report.find("same order"), std::string::npos) << Describe(outcomes);
+  }
+}
+
 // The parent's side of a killed-rank test: waits (at most 20 s) for rank `victim` to report that
 // it is under way, then SIGKILLs it and records when.
 auto KillOnceReady(int victim, double* killed_at) {
@@ -747,13 +825,60 @@ TEST_P(KilledRankTest, OthersFailPromptlyNamingIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, KilledRankTest,
-                         ::testing::Combine(::testing::Values(Path::kTcp, Path::kSameHost),
+                         ::testing::Combine(::testing::Values(Path::kTcp, Path::kSameHost,
+                                                              Path::kSameHostReads),
                                             ::testing::Bool()),
                          [](const auto& info) {
-                           return std::string(std::get<0>(info.param) == Path::kTcp ? "Tcp"
-                                                                                    : "SameHost") +
+                           return PathName(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "TwoHostsOfTwo" : "");
                          });
+
+// A rank that hangs (stopped) in the middle of all-reduces through shared memory: the others
+// fail within the peer timeout, naming it. The parent kills it well after that bound.
+TEST(HungRankTest, OthersFailWithinThePeerTimeoutNamingIt) {
+  GroupSetup setup;
+  setup.ranks = 3;
+  setup.path = Path::kSameHost;
+  setup.peer_timeout = 2s;
+  setup.heartbeat_interval = 200ms;
+  double stopped_at = 0;
+  auto outcomes = RunGroup(
+      setup,
+      [](Communicator& communicator, int rank) -> Status {
+        std::vector<float> data(1 << 20, 1.0f);
+        for (int round = 0; round < 1000000; ++round) {
+          if (round == 1 && rank == 2) Report("ready");
+          Status status =
+              communicator.AllReduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
+          if (!status.ok()) {
+            Report("failed at " + std::to_string(MonotonicSeconds()) + ": " + status.ToString());
+            return Status::OK();
+          }
+        }
+        return Status::Internal("never failed");
+      },
+      60s,
+      [&stopped_at](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
+        cohort::testing::WaitForFirstReport(report_fds[2]);
+        std::this_thread::sleep_for(20ms);
+        kill(pids[2], SIGSTOP);
+        stopped_at = MonotonicSeconds();
+        // Ends the stopped rank long after the others must have failed (the detection bound is
+        // 2 s); a survivor that only failed because of this kill fails the bound below.
+        std::this_thread::sleep_for(8s);
+        kill(pids[2], SIGKILL);
+      });
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& report = outcomes[rank].report;
+    ASSERT_NE(outcomes[rank].exit_code, 12) << Describe(outcomes);
+    ASSERT_EQ(outcomes[rank].exit_code, 0) << Describe(outcomes);
+    EXPECT_NE(report.find("worker:2 (127.0.0.1:"), std::string::npos) << report;
+    size_t at = report.find("failed at ");
+    ASSERT_NE(at, std::string::npos) << report;
+    const double failed_at = std::stod(report.substr(at + 10));
+    EXPECT_LT(failed_at - stopped_at, 4.0) << report;  // peer timeout, heartbeats, scheduling
+  }
+}
 
 // The asynchronous form fails the same way: of several all-reduces queued when a rank is killed,
 // every one that had not finished fails within the detection bound, naming the dead task, and
