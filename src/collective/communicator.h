@@ -71,7 +71,7 @@ struct CommunicatorOptions {
   // When every rank runs on this host, all-reduce those buffers through shared memory that the
   // ranks map (staged_all_reduce.h) in chunks of this many bytes; 0: read peers' buffers with
   // process_vm_readv instead (same_host_algorithms.h), as broadcast and all-gather always do.
-  size_t same_host_staging_bytes = 512 * 1024;
+  size_t same_host_staging_bytes = 1024 * 1024;
   // The host of each rank, by rank (equal labels: the same host), in place of what the handshakes
   // said; for tests and benchmarks that emulate several hosts on one machine. Empty: from the
   // handshakes (net::Transport::HostIdentity).
