@@ -29,8 +29,9 @@
 //
 // Algorithms, chosen per call: ring reduce-scatter + all-gather for all-reduce, a pipelined chain
 // for broadcast, a ring for all-gather and a dissemination barrier, all over TCP; and, when every
-// rank runs on this host and may read the others' memory, the same-host algorithms of
-// same_host_algorithms.h for buffers of at least same_host_min_bytes. The Communicator knows which
+// rank runs on this host and may read the others' memory, for buffers of at least
+// same_host_min_bytes, all-reduce through shared memory (staged_all_reduce.h) and the other
+// same-host algorithms of same_host_algorithms.h. The Communicator knows which
 // ranks share a host (topology.h, from the host identity in every handshake): over several hosts
 // with the same number of ranks each, at least two, all-reduce is hierarchical
 // (hierarchical_all_reduce.h); otherwise the all-reduce ring visits the ranks host by host, so
@@ -63,9 +64,9 @@ struct CommunicatorOptions {
   // detected much sooner (TransportOptions::peer_timeout); this catches a live but stuck peer.
   std::chrono::milliseconds operation_timeout = std::chrono::minutes(30);
   RingTuning ring;
-  // Use process_vm_readv between ranks on this host (when every rank can) for buffers of at
-  // least same_host_min_bytes; and within each host in the hierarchical all-reduce (when every
-  // rank can read the other ranks of its host).
+  // Use the same-host path between ranks on this host (when every rank can read every other's
+  // memory) for buffers of at least same_host_min_bytes; and process_vm_readv within each host in
+  // the hierarchical all-reduce (when every rank can read the other ranks of its host).
   bool same_host_memory = true;
   size_t same_host_min_bytes = 256 * 1024;
   // When every rank runs on this host, all-reduce those buffers through shared memory that the
