@@ -5,7 +5,9 @@
 // the files are where docs/architecture.md ("Install layout") says, nothing points back into the
 // build tree, the installed programs say their version and run the demo's jobs with only the
 // prefix's bin/ on PATH, and a project of its own (tests/install/consumer) configured with nothing
-// but -DCMAKE_PREFIX_PATH=<prefix> builds and runs.
+// but -DCMAKE_PREFIX_PATH=<prefix> builds and runs; so do the API's examples (custom-loop as a job
+// with a worker SIGKILLed, custom-model alone). CustomModelJobResumesAfterAKilledWorker, the
+// issue's "done when", runs apart (ctest install_custom_model_job, label long: minutes).
 //
 // DebianPackageTest builds the packages from the same build tree, installs them into this machine
 // with apt-get, runs the same jobs from /usr/bin and builds the consumer with no path at all, then
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -423,8 +426,8 @@ TEST_F(InstallTreeTest, TheApiExamplesBuildOutOfTreeAndTrainAsAJob) {
 // workers for 2 epochs (the manifest's 6 reach 0.91: examples/custom-model/README.md), worker-1
 // SIGKILLed mid-epoch once the chief's first backup (step 100 of 312) is written. The job must
 // Succeed with worker-1 restarted once, every worker resuming from the backup (not step 0) and the
-// chief saving the model at 0.88 test accuracy or better (0.894 measured). Label long: about 5
-// minutes on 2 loaded cores (2 of building, 2 to 3 of training).
+// chief saving the model at 0.88 test accuracy or better (0.8958 measured). Label long: 2 to 3
+// minutes on 2 loaded cores (120 and 154 s measured, building included).
 TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
   if (!fs::exists(kFashionMnist)) {
     COHORT_SKIP_OR_FAIL(kFashionMnist.string() + " is missing (Debian's dataset-fashion-mnist)");
@@ -465,6 +468,7 @@ TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
   EXPECT_NE(victim_runs[1].find("restart 1 of worker-1"), std::string::npos) << victim_runs[1];
   EXPECT_NE(victim_runs[1].find("(previous exit code 137)"), std::string::npos) << victim_runs[1];
   // Every worker resumed in the first epoch from a backup of step 100 or later, none from 0.
+  std::string resumed_at;
   for (const std::string replica : {"worker-0", "worker-1", "worker-2"}) {
     const std::vector<std::string> runs = ReplicaRuns(path, work, "custom-model", replica);
     ASSERT_EQ(runs.size(), 2u) << replica << ":\n" << output;
@@ -476,6 +480,7 @@ TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
     EXPECT_EQ(resumed[1], "1") << runs[1];
     EXPECT_GE(std::stoi(resumed[2]), 100) << runs[1];
     EXPECT_LT(std::stoi(resumed[2]), 312) << runs[1];
+    resumed_at = resumed[0];
   }
   // The chief restored the backup, saved the model and reached the accuracy stated above.
   const std::vector<std::string> chief_runs = ReplicaRuns(path, work, "custom-model", "worker-0");
@@ -493,6 +498,8 @@ TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
             std::string::npos)
       << ReadText(out / "model/manifest.json");
   EXPECT_FALSE(fs::exists(out / "backup/chief")) << "the backup outlived the training";
+  std::printf("custom-model's job, worker-1 SIGKILLed: %s, test accuracy %s\n", resumed_at.c_str(),
+              accuracy[1].str().c_str());
 }
 
 // A package name and what dpkg-query says of it ("" when dpkg knows nothing of it).
