@@ -32,6 +32,7 @@
 //                   [--max-bytes=67108864] [--factor=4] [--min-time=0.05] [--rounds=10]
 //                   [--segment-bytes=N] [--receive-slots=N] [--same-host-min-bytes=N]
 //                   [--staging-bytes=N (0: the same-host all-reduce reads peers' memory)]
+//                   [--staging-min-bytes=N]
 //                   [--rank=R --endpoints=HOST:PORT,... --gloo-store=DIR --label=TEXT]
 //                   [--link-bits-per-second=N] [--skip=NAME,...]
 //                   [--mpirun=PATH --mpi-bench=PATH]
@@ -127,6 +128,7 @@ struct Options {
   collective::RingTuning ring;  // Cohort's defaults unless overridden
   size_t same_host_min_bytes = collective::CommunicatorOptions().same_host_min_bytes;
   size_t staging_bytes = collective::CommunicatorOptions().same_host_staging_bytes;
+  size_t staging_min_bytes = collective::CommunicatorOptions().same_host_staging_min_bytes;
   // One rank of a group spread over hosts (--rank): its index, every rank's endpoint, Gloo's
   // file store and the configuration's name in the output.
   int rank = -1;
@@ -208,6 +210,8 @@ Options ParseOptions(int argc, char** argv) {
       options.same_host_min_bytes = ParseSize("--same-host-min-bytes", v);
     } else if (const char* v = value("--staging-bytes=")) {
       options.staging_bytes = ParseSize("--staging-bytes", v);
+    } else if (const char* v = value("--staging-min-bytes=")) {
+      options.staging_min_bytes = ParseSize("--staging-min-bytes", v);
     } else if (const char* v = value("--rank=")) {
       options.rank = static_cast<int>(ParseSize("--rank", v));
     } else if (const char* v = value("--endpoints=")) {
@@ -319,6 +323,7 @@ std::unique_ptr<Communicator> ConnectCohort(const RankPlan& plan, const Options&
   communicator_options.ring = options.ring;
   communicator_options.same_host_min_bytes = options.same_host_min_bytes;
   communicator_options.same_host_staging_bytes = options.staging_bytes;
+  communicator_options.same_host_staging_min_bytes = options.staging_min_bytes;
   auto communicator = Communicator::Create(std::move(*transport), communicator_options);
   if (!communicator.ok()) {
     Die("rank " + std::to_string(plan.rank) + ": " + communicator.status().ToString());
@@ -368,12 +373,15 @@ void RunRank(RankPlan plan, const Options& options,
     note(std::to_string(ranks) + " ranks; cohort: " +
          (plan.same_host
               ? (cohort->uses_same_host_memory()
-                     ? std::string(cohort->uses_shared_memory_staging()
-                                       ? "same-host path (shared-memory staging in chunks of " +
-                                             FormatBytes(options.staging_bytes) + ")"
-                                       : "same-host path (cross-memory attach)") +
-                           " from " + FormatBytes(options.same_host_min_bytes) +
-                           " up, TCP ring below"
+                     ? (cohort->uses_shared_memory_staging()
+                            ? "same-host path: shared-memory staging in chunks of " +
+                                  FormatBytes(options.staging_bytes) +
+                                  (options.staging_min_bytes > 0
+                                       ? " from " + FormatBytes(options.staging_min_bytes) +
+                                             " up, TCP ring below"
+                                       : std::string(" at every size"))
+                            : "same-host path (cross-memory attach) from " +
+                                  FormatBytes(options.same_host_min_bytes) + " up, TCP ring below")
                      : "same-host path unavailable here, TCP ring only")
               : "TCP ring only (same-host path off)") +
          "; reduction kernels: " + collective::ReductionKernelName());

@@ -281,7 +281,7 @@ Status Communicator::AllReduceBody(const OperationContext& context, void* data, 
     return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
   }
   Announce(context, count * SizeOf(type));
-  if (staging_ != nullptr && count * SizeOf(type) >= options_.same_host_min_bytes) {
+  if (staging_ != nullptr && count * SizeOf(type) >= options_.same_host_staging_min_bytes) {
     return StagedAllReduce(context, *staging_, &next_staging_chunk_, data, count, type, op).Run();
   }
   if (same_host_ && count * SizeOf(type) >= options_.same_host_min_bytes) {

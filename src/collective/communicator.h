@@ -29,9 +29,9 @@
 //
 // Algorithms, chosen per call: ring reduce-scatter + all-gather for all-reduce, a pipelined chain
 // for broadcast, a ring for all-gather and a dissemination barrier, all over TCP; and, when every
-// rank runs on this host and may read the others' memory, for buffers of at least
-// same_host_min_bytes, all-reduce through shared memory (staged_all_reduce.h) and the other
-// same-host algorithms of same_host_algorithms.h. The Communicator knows which
+// rank runs on this host and may read the others' memory, all-reduce through shared memory
+// (staged_all_reduce.h) and, for buffers of at least same_host_min_bytes, the other same-host
+// algorithms of same_host_algorithms.h. The Communicator knows which
 // ranks share a host (topology.h, from the host identity in every handshake): over several hosts
 // with the same number of ranks each, at least two, all-reduce is hierarchical
 // (hierarchical_all_reduce.h); otherwise the all-reduce ring visits the ranks host by host, so
@@ -69,10 +69,13 @@ struct CommunicatorOptions {
   // the hierarchical all-reduce (when every rank can read the other ranks of its host).
   bool same_host_memory = true;
   size_t same_host_min_bytes = 256 * 1024;
-  // When every rank runs on this host, all-reduce those buffers through shared memory that the
-  // ranks map (staged_all_reduce.h) in chunks of this many bytes; 0: read peers' buffers with
-  // process_vm_readv instead (same_host_algorithms.h), as broadcast and all-gather always do.
+  // When every rank runs on this host, all-reduce buffers of at least same_host_staging_min_bytes
+  // through shared memory that the ranks map (staged_all_reduce.h), in chunks of
+  // same_host_staging_bytes; 0: read peers' buffers with process_vm_readv instead
+  // (same_host_algorithms.h, from same_host_min_bytes), as broadcast and all-gather always do.
+  // Staging has no round trip over sockets, so it beats TCP at every size.
   size_t same_host_staging_bytes = 1024 * 1024;
+  size_t same_host_staging_min_bytes = 0;
   // The host of each rank, by rank (equal labels: the same host), in place of what the handshakes
   // said; for tests and benchmarks that emulate several hosts on one machine. Empty: from the
   // handshakes (net::Transport::HostIdentity).

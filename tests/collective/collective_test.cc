@@ -65,8 +65,10 @@ struct GroupSetup {
   // The host labels each rank passes to its Communicator (CommunicatorOptions::host_labels), by
   // rank: several hosts emulated on this machine. Unset: what the handshakes said.
   std::function<std::vector<int>(int rank)> host_labels;
-  // CommunicatorOptions::same_host_staging_bytes (Path::kSameHost) and same_host_min_bytes.
+  // CommunicatorOptions::same_host_staging_bytes and same_host_staging_min_bytes
+  // (Path::kSameHost), and same_host_min_bytes.
   size_t staging_bytes = CommunicatorOptions().same_host_staging_bytes;
+  size_t staging_min_bytes = 0;
   size_t same_host_min_bytes = 1;
 };
 
@@ -101,6 +103,7 @@ std::vector<ChildOutcome> RunGroup(
         communicator_options.same_host_min_bytes = setup.same_host_min_bytes;
         communicator_options.same_host_staging_bytes =
             setup.path == Path::kSameHost ? setup.staging_bytes : 0;
+        communicator_options.same_host_staging_min_bytes = setup.staging_min_bytes;
         if (setup.host_labels) communicator_options.host_labels = setup.host_labels(rank);
         auto communicator = Communicator::Create(std::move(*transport), communicator_options);
         if (!communicator.ok()) {
@@ -714,12 +717,13 @@ TEST(MismatchTest, DifferentCountsFailInsteadOfHanging) {
   }
 }
 
-// Through shared memory too: sizes on either side of same_host_min_bytes (one rank stages, the
-// others run the TCP ring) fail with the mismatch rather than wait for the deadline.
-TEST(MismatchTest, SizesAcrossTheSameHostThresholdFail) {
+// Through shared memory too: sizes on either side of same_host_staging_min_bytes (one rank
+// stages, the others run the TCP ring) fail with the mismatch rather than wait for the deadline.
+TEST(MismatchTest, SizesAcrossTheStagingThresholdFail) {
   GroupSetup setup;
   setup.ranks = 3;
   setup.path = Path::kSameHost;
+  setup.staging_min_bytes = 256 * 1024;
   setup.same_host_min_bytes = 256 * 1024;
   auto outcomes = RunGroup(
       setup,
