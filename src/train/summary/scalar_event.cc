@@ -169,7 +169,9 @@ class WireReader {
 };
 
 // The next tag of `reader`, failing on a field number 0.
-inline bool NextTag(WireReader& reader, uint32_t* tag) { return reader.ReadTag(tag) && (*tag >> 3) != 0; }
+inline bool NextTag(WireReader& reader, uint32_t* tag) {
+  return reader.ReadTag(tag) && (*tag >> 3) != 0;
+}
 
 // One Summary.Value: appends it to `scalars` when it has a simple_value.
 bool ParseValue(std::string_view bytes, int depth, std::vector<ScalarValue>* scalars) {
