@@ -11,6 +11,7 @@
 #include "exec/local_jobs.h"
 #include "job/reconciler.h"
 #include "job/status_json.h"
+#include "ui/freed_memory.h"
 #include "ui/request_store.h"
 #include "ui/selectors.h"
 #include "view/command_line.h"
@@ -698,8 +699,12 @@ ApiResponse Api::JobScalars(const ApiRequest& request, const std::string& namesp
   if (*after) query.after_step = static_cast<int64_t>(**after);
   if (*max_points) query.max_points = static_cast<size_t>(**max_points);
   std::vector<std::string> notes;
+  const size_t dropped_before = scalar_cache_.dropped_bytes();
   StatusOr<std::vector<view::ScalarSeries>> series =
       view::ReadJobScalars(store, key, query, &scalar_cache_, &notes);
+  if (scalar_cache_.dropped_bytes() - dropped_before >= kReturnFreedMemoryAfterBytes) {
+    ReturnFreedMemory();  // files dropped from the cache (a large answer returns its own later)
+  }
   if (!series.ok()) return FromStatus(series.status());
   // Written by hand: a million points as nlohmann::json values would cost far more than the text.
   std::string body = R"({"apiVersion":"v1","kind":"List","items":[)";

@@ -233,6 +233,11 @@ size_t ScalarCache::held_bytes() const {
   return HeldBytesLocked();
 }
 
+size_t ScalarCache::dropped_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_bytes_;
+}
+
 size_t ScalarCache::HeldBytesLocked() const {
   size_t held = 0;
   for (const auto& [path, entry] : files_) held += entry.file->held_bytes();
@@ -246,6 +251,7 @@ const train::EventFileScalars* ScalarCache::Refreshed(const std::string& path,
   entry.last_used = ++clock_;
   Status refreshed = entry.file->Refresh();
   if (refreshed.code() == Status::Code::kNotFound) {
+    dropped_bytes_ += entry.file->held_bytes();
     files_.erase(path);
     return nullptr;
   }
@@ -262,6 +268,7 @@ void ScalarCache::Trim() {
       return a.second.last_used < b.second.last_used;
     });
     held -= oldest->second.file->held_bytes();
+    dropped_bytes_ += oldest->second.file->held_bytes();
     files_.erase(oldest);
   }
 }

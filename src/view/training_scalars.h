@@ -107,6 +107,9 @@ class ScalarCache {
   size_t max_bytes() const { return max_bytes_; }
   // The bytes the cached files' points take now.
   size_t held_bytes() const;
+  // The bytes of the files dropped so far, to stay within the budget or because they are gone
+  // (a caller may hand that memory back to the system once it grew by much).
+  size_t dropped_bytes() const;
   size_t cached_files() const;
 
  private:
@@ -129,6 +132,7 @@ class ScalarCache {
   mutable std::mutex mutex_;
   std::map<std::string, Entry> files_;
   uint64_t clock_ = 0;
+  size_t dropped_bytes_ = 0;
 };
 
 }  // namespace cohort::view
