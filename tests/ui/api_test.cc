@@ -10,6 +10,7 @@
 
 #include "testing/cohort_runner.h"
 #include "testing/wait.h"
+#include "train/summary/event_file_writer.h"
 #include "ui/ui_server.h"
 
 namespace cohort::testing {
@@ -310,6 +311,39 @@ TEST_F(UiApiTest, HugeAndMalformedEventFilesAreReportedNotFatal) {
   // The server is still there.
   EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
   EXPECT_EQ(server_->Client()->Get("/metrics")->status, 200);
+}
+
+TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
+  // 300,000 points as one series: an answer of about 10 MB, which the server sends in pieces from
+  // the body it owns and then hands its memory back (src/ui/freed_memory.h).
+  RunHello();
+  fs::path run = sandbox_.home() / "jobs/default/hello/summaries/worker-0/train";
+  {
+    StatusOr<std::unique_ptr<train::EventFileWriter>> writer =
+        train::EventFileWriter::Create(run.string());
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    for (int64_t step = 0; step < 300000; ++step) {
+      ASSERT_TRUE((*writer)->WriteScalars(step, {{"batch_loss", 1.0f / (1 + step)}}).ok());
+    }
+    ASSERT_TRUE((*writer)->Flush().ok());
+  }
+  const std::string path = kTfJobs + "/hello/scalars?tag=batch_loss&max_points=1000000";
+  for (int round = 0; round < 2; ++round) {  // read from the files, then from the cache
+    auto response = server_->Client()->Get(path);
+    ASSERT_TRUE(response);
+    ASSERT_EQ(response->status, 200) << response->body.substr(0, 200);
+    EXPECT_GT(response->body.size(), size_t{8} << 20);
+    EXPECT_EQ(response->get_header_value("Content-Type"), "application/json");
+    json scalars = json::parse(response->body, nullptr, false);
+    ASSERT_FALSE(scalars.is_discarded()) << response->body.substr(response->body.size() - 200);
+    ASSERT_EQ(scalars["items"].size(), 1u) << scalars["notes"].dump();
+    const json& series = scalars["items"][0];
+    EXPECT_EQ(series["totalPoints"], 300000);
+    ASSERT_EQ(series["points"].size(), 300000u);
+    EXPECT_EQ(series["points"][0][0], 0);
+    EXPECT_EQ(series["points"][299999][0], 299999);
+  }
+  EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
 }
 
 TEST(UiTokenTest, ANonLoopbackAddressNeedsTheTokenOnEveryRequest) {
