@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -325,6 +326,8 @@ TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
     for (int64_t step = 0; step < 300000; ++step) {
       ASSERT_TRUE((*writer)->WriteScalars(step, {{"batch_loss", 1.0f / (1 + step)}}).ok());
     }
+    // JSON has no NaN: a gap in the curve is null.
+    ASSERT_TRUE((*writer)->WriteScalars(7, {{"gap", std::nanf("")}, {"gap", 0.25f}}).ok());
     ASSERT_TRUE((*writer)->Flush().ok());
   }
   const std::string path = kTfJobs + "/hello/scalars?tag=batch_loss&max_points=1000000";
@@ -342,7 +345,16 @@ TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
     ASSERT_EQ(series["points"].size(), 300000u);
     EXPECT_EQ(series["points"][0][0], 0);
     EXPECT_EQ(series["points"][299999][0], 299999);
+    for (int step : {0, 1, 2, 12345, 299999}) {
+      EXPECT_FLOAT_EQ(series["points"][step][2].get<float>(), 1.0f / (1 + step)) << step;
+      EXPECT_GT(series["points"][step][1].get<double>(), 1.7e9) << step;  // seconds since 1970
+    }
   }
+  json gap = GetJson(kTfJobs + "/hello/scalars?tag=gap");
+  ASSERT_EQ(gap["items"].size(), 1u) << gap.dump();
+  EXPECT_EQ(gap["items"][0]["points"].dump().substr(0, 4), "[[7,") << gap.dump();
+  EXPECT_TRUE(gap["items"][0]["points"][0][2].is_null()) << gap.dump();
+  EXPECT_EQ(gap["items"][0]["points"][1][2], 0.25) << gap.dump();
   EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
 }
 
