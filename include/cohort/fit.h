@@ -122,6 +122,9 @@ struct FitResult {
   // was restarted after the end): nothing was trained, and loss and metrics are the completed
   // run's figures.
   bool already_complete = false;
+  // True on a ps task of a ParameterServer job (parameter_server.h): it served the variables
+  // until the chief ended the job and trained nothing.
+  bool served = false;
 };
 
 // Trains `model` with `optimizer` (which must optimise the module's parameters) on `train`,
