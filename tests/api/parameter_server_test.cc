@@ -86,7 +86,7 @@ double LossOf(Tagger& net, const Data& data) {
 
 // A job of `tasks` training the tagger; each task reports what Fit returned.
 std::vector<api_testing::WorkerOutcome> TrainTagger(const std::vector<std::string>& tasks,
-                                                    bool sync, const TempDir& dir) {
+                                                    bool sync, const TempDir& dir, int epochs = 4) {
   return Job(tasks, [&](const Cluster& cluster) {
     ParameterServer strategy(cluster, TestOptions(sync));
     const Data train(640, 1), test(160, 2);
@@ -96,11 +96,14 @@ std::vector<api_testing::WorkerOutcome> TrainTagger(const std::vector<std::strin
     Tagger net;
     const double initial_loss = LossOf(net, test);
     torch::optim::Adagrad optimizer(net->parameters(), torch::optim::AdagradOptions(0.3));
+    FitOptions options = SmallFit(dir);
+    options.epochs = epochs;
     const FitResult result =
-        Fit(strategy, net, optimizer, train_source, test_source, CrossEntropyLoss(), SmallFit(dir));
+        Fit(strategy, net, optimizer, train_source, test_source, CrossEntropyLoss(), options);
     Report(strategy.Describe());
     Report("served " + std::to_string(result.served));
     Report("steps " + std::to_string(result.global_steps));
+    Report("already_complete " + std::to_string(result.already_complete));
     if (strategy.is_chief() || strategy.is_evaluator()) {
       Report("initial_loss " + std::to_string(initial_loss));
       Report("loss " + std::to_string(result.loss));
@@ -187,6 +190,27 @@ TEST(ParameterServer, SyncTrainingWithOneServer) {
   const auto outcomes = TrainTagger(tasks, /*sync=*/true, dir);
   // Sync: one global step per step of both training tasks.
   ExpectTrained(tasks, outcomes, 4 * 640 / 16 / 2, /*extra_steps=*/0);
+}
+
+TEST(ParameterServer, ARestartedJobResumesFromTheServersCheckpoints) {
+  TempDir dir;
+  const std::vector<std::string> tasks = {"chief", "worker", "ps"};
+  // A completed run of 2 epochs; then every task starts again with the same backup directory.
+  const auto first = TrainTagger(tasks, /*sync=*/true, dir, /*epochs=*/2);
+  ExpectTrained(tasks, first, 2 * 640 / 16 / 2, /*extra_steps=*/0);
+  EXPECT_EQ(Figure(first[0].report, "already_complete"), 0) << first[0].report;
+  // The ps restores the final checkpoint: the job is already at its last step, nothing trains, and
+  // the chief's figures are those of the restored variables, the first run's.
+  const auto again = TrainTagger(tasks, /*sync=*/true, dir, /*epochs=*/2);
+  ASSERT_EQ(again[0].exit_code, 0) << again[0].report;
+  EXPECT_EQ(Figure(again[0].report, "already_complete"), 1) << again[0].report;
+  EXPECT_EQ(Figure(again[0].report, "steps"), 2 * 640 / 16 / 2) << again[0].report;
+  EXPECT_NEAR(Figure(again[0].report, "loss"), Figure(first[0].report, "loss"), 1e-6)
+      << again[0].report;
+  // Asked for 4 epochs, the job continues from there to the new total.
+  const auto longer = TrainTagger(tasks, /*sync=*/true, dir, /*epochs=*/4);
+  ExpectTrained(tasks, longer, 4 * 640 / 16 / 2, /*extra_steps=*/0);
+  EXPECT_EQ(Figure(longer[0].report, "already_complete"), 0) << longer[0].report;
 }
 
 // A cluster of a ps task and a worker whose ps is never there: what fails before any connection.
