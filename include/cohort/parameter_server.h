@@ -59,10 +59,11 @@
 //
 // Callbacks: BackupAndRestore as above (its directory must be given to every task: ps tasks
 // restore from it, the evaluator follows it); ModelCheckpoint writes <dir>/ckpt-<epoch>.pt (the
-// chief's pull of the model at each epoch end; save_best_only is refused: no per-epoch
-// validation runs); TensorBoard writes the training loss and metrics every update_every_steps
-// (100 when 0) into <log_dir>/train; Progress prints the chief's and workers' step lines.
-// FitOptions' steps_per_epoch must be 0 (an epoch is one pass over the data).
+// chief pulls the whole model at each epoch end, every embedding row, which the servers then
+// hold; save_best_only is refused: no per-epoch validation runs); TensorBoard writes the training
+// loss and metrics every update_every_steps (100 when 0) into <log_dir>/train; Progress prints the
+// chief's and workers' step lines. FitOptions' steps_per_epoch must be 0 (an epoch is one pass over
+// the data).
 //
 // Failures: a ps that stops answering is retried for `retry_timeout`, then Fit throws a
 // retryable cohort::Error naming it (cohort::Main returns 138: the task is restarted and
@@ -142,10 +143,13 @@ class ParameterServer {
 // Fit (fit.h) with parameter servers: what it does depends on this task's role (above). On the
 // chief and the workers it trains `model` with the servers applying `optimizer`'s update; the
 // chief's module holds the final values when it returns (the workers' hold the last values they
-// pulled). Collective: every task of the job calls it with the same options. Throws
-// cohort::Error: a module without parameters, an unsupported optimizer or option (named), a
-// training source with fewer samples per task than one batch, a ps that stays unreachable
-// (retryable), an embedding lookup out of range (naming the step), a file that cannot be written.
+// pulled). The FitResult's figures are the chief's final evaluation and the evaluator's last one;
+// a worker's has only global_steps. already_complete: this task trained no step (the servers had
+// restored the last step from BackupAndRestore's directory). Collective: every task of the job
+// calls it with the same options. Throws cohort::Error: a module without parameters, an unsupported
+// optimizer or option (named), a training source with fewer samples per task than one batch, a ps
+// that stays unreachable (retryable), an embedding lookup out of range (naming the step), a file
+// that cannot be written.
 FitResult Fit(ParameterServer& strategy, const Model& model, torch::optim::Optimizer& optimizer,
               const BatchSource& train, const BatchSource& validation, const LossFunction& loss,
               const FitOptions& options);
