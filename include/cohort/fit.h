@@ -86,6 +86,9 @@ struct Metric {
 LossFunction CrossEntropyLoss();
 // Mean squared error.
 LossFunction MeanSquaredError();
+// Sigmoid cross entropy of logits ([N] or [N, 1]) against 0/1 targets (any number type), a binary
+// classifier's loss.
+LossFunction BinaryCrossEntropyWithLogits();
 // "accuracy": the fraction of samples whose largest logit is the target class.
 Metric Accuracy();
 

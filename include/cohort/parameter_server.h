@@ -55,7 +55,9 @@
 // the servers apply the same update: SGD (no momentum, dampening, nesterov or weight decay),
 // Adagrad (no lr_decay or weight decay) and Adam (no amsgrad or weight decay); anything else is a
 // kInvalidArgument naming it. The optimizer object itself never steps (so its state is empty);
-// its learning rate is read once.
+// its learning rate is read once. ParameterServerOptions::optimizer_for gives parts of the module
+// another update, FTRL among them (the linear part of a wide & deep model), and binary_auc adds
+// the AUC to a binary classifier's evaluations.
 //
 // Callbacks: BackupAndRestore as above (its directory must be given to every task: ps tasks
 // restore from it, the evaluator follows it); ModelCheckpoint writes <dir>/ckpt-<epoch>.pt (the
@@ -72,6 +74,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -83,6 +86,22 @@ namespace cohort {
 namespace internal {
 class ParameterServerAccess;
 }
+
+// An update the parameter servers apply, for ParameterServerOptions::optimizer_for; the formulas
+// are TensorFlow's kernels with Keras' defaults (SGD, Adagrad, Adam and FTRL, which libtorch does
+// not have and the linear part of a wide & deep model wants).
+struct ServerOptimizer {
+  enum class Kind { kSgd, kAdagrad, kAdam, kFtrl };
+  Kind kind = Kind::kSgd;
+  double learning_rate = 0.01;
+  double epsilon = 1e-7;                   // Adagrad, Adam
+  double initial_accumulator_value = 0.1;  // Adagrad, FTRL
+  double beta1 = 0.9;                      // Adam
+  double beta2 = 0.999;                    // Adam
+  double learning_rate_power = -0.5;       // FTRL
+  double l1 = 0;                           // FTRL
+  double l2 = 0;                           // FTRL
+};
 
 struct ParameterServerOptions {
   // Sync training: each step averages one gradient from every training task.
@@ -102,6 +121,14 @@ struct ParameterServerOptions {
   std::chrono::milliseconds serve_timeout = std::chrono::hours(24);
   // How long the evaluator waits for a new checkpoint.
   std::chrono::milliseconds evaluator_timeout = std::chrono::minutes(30);
+  // Parameters whose name begins with a key ("wide." for the parameters of a submodule "wide")
+  // are updated with that optimizer instead of the one Fit is given; the longest key that
+  // matches wins. A key that matches no parameter is a kInvalidArgument naming it.
+  std::map<std::string, ServerOptimizer> optimizer_for;
+  // A binary classifier: the module's output is the positive class's logit ([N] or [N, 1]) and
+  // the targets are 0 or 1; evaluations then add "auc", the area under the ROC curve over the
+  // whole validation source (which a per-batch Metric cannot compute).
+  bool binary_auc = false;
   // Embedding rows start uniform in [-embedding_init_scale, embedding_init_scale].
   float embedding_init_scale = 0.05f;
   // Whether to set libtorch's compute threads to this task's share of the host's cores, as

@@ -72,7 +72,7 @@ CallbackSettings ReadCallbacks(const std::vector<Callback>& callbacks) {
 
 // The servers' update for the user's torch::optim optimizer, or InvalidArgument naming what has
 // no server-side equivalent.
-StatusOr<ps::OptimizerConfig> ServerOptimizer(torch::optim::Optimizer& optimizer) {
+StatusOr<ps::OptimizerConfig> ServerUpdateOf(torch::optim::Optimizer& optimizer) {
   const auto& groups = optimizer.param_groups();
   if (groups.empty()) return Status::InvalidArgument("the optimizer has no parameter groups");
   const auto same_settings = [&](auto* first) {
@@ -118,6 +118,39 @@ StatusOr<ps::OptimizerConfig> ServerOptimizer(torch::optim::Optimizer& optimizer
   }
   COHORT_RETURN_IF_ERROR(ps::ValidateOptimizerConfig(config));
   return config;
+}
+
+static_assert(static_cast<int>(ServerOptimizer::Kind::kSgd) ==
+              static_cast<int>(ps::OptimizerKind::kSgd));
+static_assert(static_cast<int>(ServerOptimizer::Kind::kAdagrad) ==
+              static_cast<int>(ps::OptimizerKind::kAdagrad));
+static_assert(static_cast<int>(ServerOptimizer::Kind::kAdam) ==
+              static_cast<int>(ps::OptimizerKind::kAdam));
+static_assert(static_cast<int>(ServerOptimizer::Kind::kFtrl) ==
+              static_cast<int>(ps::OptimizerKind::kFtrl));
+
+// ParameterServerOptions::optimizer_for as the servers' configurations, each checked.
+StatusOr<std::map<std::string, ps::OptimizerConfig>> OptimizerOverrides(
+    const std::map<std::string, ServerOptimizer>& optimizers) {
+  std::map<std::string, ps::OptimizerConfig> configs;
+  for (const auto& [prefix, optimizer] : optimizers) {
+    ps::OptimizerConfig config;
+    config.kind = static_cast<ps::OptimizerKind>(optimizer.kind);
+    config.learning_rate = static_cast<float>(optimizer.learning_rate);
+    config.epsilon = static_cast<float>(optimizer.epsilon);
+    config.initial_accumulator_value = static_cast<float>(optimizer.initial_accumulator_value);
+    config.beta1 = static_cast<float>(optimizer.beta1);
+    config.beta2 = static_cast<float>(optimizer.beta2);
+    config.learning_rate_power = static_cast<float>(optimizer.learning_rate_power);
+    config.l1 = static_cast<float>(optimizer.l1);
+    config.l2 = static_cast<float>(optimizer.l2);
+    if (Status valid = ps::ValidateOptimizerConfig(config); !valid.ok()) {
+      return Status::InvalidArgument("ParameterServerOptions::optimizer_for[\"" + prefix +
+                                     "\"]: " + valid.message());
+    }
+    configs[prefix] = config;
+  }
+  return configs;
 }
 
 // One batch of the user's source, or why it could not be had (ExampleSource::Encode cannot fail,
@@ -198,10 +231,28 @@ class ModuleModel : public train::ParameterServerModel {
                                                        std::vector<Metric> metrics,
                                                        ps::OptimizerConfig optimizer,
                                                        const FitOptions& options,
-                                                       float init_scale) {
-    auto result = std::unique_ptr<ModuleModel>(new ModuleModel(
-        model, std::move(loss), std::move(metrics), optimizer, options, init_scale));
+                                                       const ParameterServerOptions& ps_options) {
+    auto overrides = OptimizerOverrides(ps_options.optimizer_for);
+    if (!overrides.ok()) return overrides.status();
+    auto result = std::unique_ptr<ModuleModel>(
+        new ModuleModel(model, std::move(loss), std::move(metrics), optimizer, options,
+                        ps_options.embedding_init_scale));
+    result->overrides_ = std::move(*overrides);
+    result->binary_auc_ = ps_options.binary_auc;
     COHORT_RETURN_IF_ERROR(result->FindVariables());
+    for (const auto& [prefix, config] : result->overrides_) {
+      bool matches = false;
+      for (const ps::VariableShape& shape : result->shapes_) {
+        matches = matches || shape.name.rfind(prefix, 0) == 0;
+      }
+      for (const Table& table : result->tables_) {
+        matches = matches || table.name.rfind(prefix, 0) == 0;
+      }
+      if (!matches) {
+        return Status::InvalidArgument("ParameterServerOptions::optimizer_for[\"" + prefix +
+                                       "\"] matches no parameter of the module");
+      }
+    }
     return result;
   }
 
@@ -220,7 +271,7 @@ class ModuleModel : public train::ParameterServerModel {
     for (size_t i = 0; i < dense_.size(); ++i) {
       torch::Tensor flat = dense_[i].detach().to(torch::kFloat32).contiguous().view({-1});
       variables.push_back(
-          {shapes_[i], optimizer_,
+          {shapes_[i], OptimizerFor(shapes_[i].name),
            std::vector<float>(flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel())});
     }
     return variables;
@@ -229,8 +280,8 @@ class ModuleModel : public train::ParameterServerModel {
   std::vector<ps::EmbeddingTableSpec> Tables() const override {
     std::vector<ps::EmbeddingTableSpec> specs;
     for (size_t i = 0; i < tables_.size(); ++i) {
-      specs.push_back(
-          {tables_[i].name, tables_[i].weight.size(1), seed_ + i, init_scale_, optimizer_});
+      specs.push_back({tables_[i].name, tables_[i].weight.size(1), seed_ + i, init_scale_,
+                       OptimizerFor(tables_[i].name)});
     }
     return specs;
   }
@@ -340,6 +391,7 @@ class ModuleModel : public train::ParameterServerModel {
       for (const Metric& metric : metrics_) {
         result.metric_sums.emplace_back(metric.name, metric.sum(output, batch.batch.targets));
       }
+      if (binary_auc_) COHORT_RETURN_IF_ERROR(ScoresAndLabels(output, batch.batch, &result));
     } catch (const c10::Error& error) {
       return Status::InvalidArgument(std::string("evaluating a batch failed: ") +
                                      error.what_without_backtrace());
@@ -426,6 +478,44 @@ class ModuleModel : public train::ParameterServerModel {
     return Status::OK();
   }
 
+  // The optimizer of the parameter `name`: the longest optimizer_for key it begins with, else
+  // Fit's.
+  ps::OptimizerConfig OptimizerFor(const std::string& name) const {
+    const ps::OptimizerConfig* chosen = &optimizer_;
+    size_t longest = 0;
+    for (const auto& [prefix, config] : overrides_) {
+      if (name.rfind(prefix, 0) == 0 && prefix.size() >= longest) {
+        chosen = &config;
+        longest = prefix.size();
+      }
+    }
+    return *chosen;
+  }
+
+  // A binary classifier's probabilities and labels, for the evaluation's AUC.
+  static Status ScoresAndLabels(const torch::Tensor& output, const cohort::Batch& batch,
+                                train::BatchEvaluation* result) {
+    if (output.numel() != batch.size()) {
+      return Status::InvalidArgument(
+          "binary_auc: the module's output has " + std::to_string(output.numel()) + " values for " +
+          std::to_string(batch.size()) +
+          " samples; a binary classifier gives one logit per sample ([N] or [N, 1])");
+    }
+    torch::Tensor scores = torch::sigmoid(output.reshape({-1})).to(torch::kFloat64).contiguous();
+    torch::Tensor labels = batch.targets.reshape({-1}).to(torch::kFloat64).contiguous();
+    const double* score = scores.data_ptr<double>();
+    const double* label = labels.data_ptr<double>();
+    for (int64_t i = 0; i < scores.numel(); ++i) {
+      if (label[i] != 0 && label[i] != 1) {
+        return Status::InvalidArgument("binary_auc: a target is " + std::to_string(label[i]) +
+                                       ", not 0 or 1");
+      }
+      result->scores.push_back(score[i]);
+      result->labels.push_back(static_cast<uint8_t>(label[i]));
+    }
+    return Status::OK();
+  }
+
   // The pulled values into the module's parameters and embedding rows.
   Status LoadValues(const std::vector<std::vector<float>>& dense,
                     const train::BatchLookups& lookups) const {
@@ -485,6 +575,8 @@ class ModuleModel : public train::ParameterServerModel {
   std::string name_;
   uint64_t seed_;
   float init_scale_;
+  std::map<std::string, ps::OptimizerConfig> overrides_;
+  bool binary_auc_ = false;
   std::vector<Table> tables_;
   std::vector<ps::VariableShape> shapes_;
   std::vector<torch::Tensor> dense_;
@@ -682,9 +774,9 @@ FitResult Fit(ParameterServer& strategy, const Model& model, torch::optim::Optim
 
   const ParameterServerOptions& ps_options = strategy.options();
   if (ps_options.set_compute_threads) SetComputeThreadsOnce(ps_options.compute_threads, config);
-  const ps::OptimizerConfig server_optimizer = ValueOrThrow(ServerOptimizer(optimizer));
-  const std::unique_ptr<ModuleModel> module_model = ValueOrThrow(ModuleModel::Create(
-      model, loss, options.metrics, server_optimizer, options, ps_options.embedding_init_scale));
+  const ps::OptimizerConfig server_optimizer = ValueOrThrow(ServerUpdateOf(optimizer));
+  const std::unique_ptr<ModuleModel> module_model = ValueOrThrow(
+      ModuleModel::Create(model, loss, options.metrics, server_optimizer, options, ps_options));
   if (strategy.is_evaluator()) {
     return EvaluateCheckpoints(strategy, *module_model, validation, options, settings);
   }

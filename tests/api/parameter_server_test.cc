@@ -48,6 +48,22 @@ struct TaggerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Tagger);
 
+// The same with one logit, for a binary classifier: a linear part over the id (a width-1
+// embedding, trained with FTRL) plus a linear layer over the features.
+struct WideTaggerImpl : torch::nn::Module {
+  WideTaggerImpl() {
+    wide = register_module("wide", torch::nn::Embedding(kIds, 1));
+    fc = register_module("fc", torch::nn::Linear(2, 1));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    torch::Tensor ids = x.select(1, 0).to(torch::kInt64);
+    return wide(ids).squeeze(1) + fc(x.slice(1, 1)).squeeze(1);
+  }
+  torch::nn::Embedding wide{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+TORCH_MODULE(WideTagger);
+
 struct NoParametersImpl : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return x; }
 };
@@ -213,6 +229,51 @@ TEST(ParameterServer, ARestartedJobResumesFromTheServersCheckpoints) {
   EXPECT_EQ(Figure(longer[0].report, "already_complete"), 0) << longer[0].report;
 }
 
+// A job training the wide tagger with FTRL (at `l1`) on its linear part; the chief's report.
+std::string TrainWideTagger(double l1) {
+  const std::vector<std::string> tasks = {"chief", "worker", "ps"};
+  const auto outcomes = Job(tasks, [&](const Cluster& cluster) {
+    ParameterServerOptions ps_options = TestOptions(/*sync=*/false);
+    ServerOptimizer ftrl;
+    ftrl.kind = ServerOptimizer::Kind::kFtrl;
+    ftrl.learning_rate = 0.5;
+    ftrl.l1 = l1;
+    ps_options.optimizer_for = {{"wide.", ftrl}};
+    ps_options.binary_auc = true;
+    ParameterServer strategy(cluster, ps_options);
+    const Data train(640, 1), test(160, 2);
+    TensorSource train_source(train.inputs, train.targets);
+    TensorSource test_source(test.inputs, test.targets);
+    WideTagger net;
+    torch::optim::Adagrad optimizer(net->parameters(), torch::optim::AdagradOptions(0.1));
+    FitOptions options;
+    options.epochs = 3;
+    options.per_worker_batch = 16;
+    const FitResult result = Fit(strategy, net, optimizer, train_source, test_source,
+                                 BinaryCrossEntropyWithLogits(), options);
+    if (strategy.is_chief()) {
+      Report("auc " + std::to_string(result.metrics.at("auc")));
+      Report("loss " + std::to_string(result.loss));
+    }
+    return 0;
+  });
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    EXPECT_EQ(outcomes[i].exit_code, 0) << tasks[i] << ": " << outcomes[i].report;
+  }
+  return outcomes[0].report;
+}
+
+TEST(ParameterServer, ABinaryClassifierWithFtrlOnItsLinearPartReportsTheAuc) {
+  // The class is the id's parity, which the linear part learns exactly.
+  const std::string trained = TrainWideTagger(/*l1=*/0);
+  EXPECT_GT(Figure(trained, "auc"), 0.99) << trained;
+  EXPECT_LT(Figure(trained, "loss"), 0.3) << trained;
+  // The linear part has FTRL's update, not Fit's Adagrad: an l1 this large keeps every weight of
+  // it at zero, and the features alone are noise.
+  const std::string sparse = TrainWideTagger(/*l1=*/1000);
+  EXPECT_LT(Figure(sparse, "auc"), 0.7) << sparse;
+}
+
 // A cluster of a ps task and a worker whose ps is never there: what fails before any connection.
 Cluster WorkerOfAbsentServer() {
   const std::vector<int> ports = api_testing::FreePorts(2);
@@ -283,6 +344,27 @@ TEST(ParameterServer, FitNamesTheMistakesBeforeConnecting) {
   error = fit_error(net, sgd, steps);
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(error.what()).find("steps_per_epoch"), std::string::npos) << error.what();
+
+  ParameterServerOptions misnamed = TestOptions(/*sync=*/false);
+  misnamed.optimizer_for = {{"deep.", ServerOptimizer{}}};
+  ParameterServer misnamed_strategy(WorkerOfAbsentServer(), misnamed);
+  error = ErrorOf(
+      [&] { Fit(misnamed_strategy, net, sgd, source, source, CrossEntropyLoss(), options); });
+  EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(error.what()).find("optimizer_for[\"deep.\"] matches no parameter"),
+            std::string::npos)
+      << error.what();
+
+  ParameterServerOptions bad_ftrl = TestOptions(/*sync=*/false);
+  bad_ftrl.optimizer_for = {
+      {"embedding.", ServerOptimizer{.kind = ServerOptimizer::Kind::kFtrl, .learning_rate = 0}}};
+  ParameterServer bad_ftrl_strategy(WorkerOfAbsentServer(), bad_ftrl);
+  error = ErrorOf(
+      [&] { Fit(bad_ftrl_strategy, net, sgd, source, source, CrossEntropyLoss(), options); });
+  EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(error.what()).find("optimizer_for[\"embedding.\"]: ftrl: learning_rate"),
+            std::string::npos)
+      << error.what();
 
   FitOptions best = options;
   best.callbacks = {ModelCheckpoint(dir / "best", /*save_best_only=*/true)};
