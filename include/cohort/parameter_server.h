@@ -17,7 +17,8 @@
 //   cohort::Fit(strategy, net, optimizer, train, test, cohort::CrossEntropyLoss(), options);
 //
 // What Fit does, by role:
-//   ps         serves its shard of the variables until the chief ends the job, then returns a
+//   ps         serves its shard of the variables until the chief ends the job (and `linger`
+//              more, for the workers' last steps), then returns a
 //              FitResult with `served` set and no figures (as a TensorFlow ps task's
 //              server.join(), except that it returns, so the program ends normally). A ps task
 //              restarted after a failure restores its shard from the newest checkpoint in
@@ -119,6 +120,9 @@ struct ParameterServerOptions {
   std::chrono::milliseconds request_timeout = std::chrono::minutes(2);
   // How long a ps serves before giving up on the chief ending the job.
   std::chrono::milliseconds serve_timeout = std::chrono::hours(24);
+  // How long a ps goes on answering after the chief ended the job, so that a worker in the middle
+  // of its last step pulls the final global step and ends cleanly instead of finding no server.
+  std::chrono::milliseconds linger = std::chrono::seconds(3);
   // How long the evaluator waits for a new checkpoint.
   std::chrono::milliseconds evaluator_timeout = std::chrono::minutes(30);
   // Parameters whose name begins with a key ("wide." for the parameters of a submodule "wide")

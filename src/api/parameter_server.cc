@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "api/internal.h"
@@ -637,6 +638,7 @@ FitResult Serve(ParameterServer& strategy, const cluster::TfConfig& config,
     std::fflush(stdout);
   }
   const Status finished = server->Wait(net::Deadline::After(options.serve_timeout));
+  if (finished.ok()) std::this_thread::sleep_for(options.linger);
   server->Stop();
   if (!finished.ok()) {
     ThrowError(Status::DeadlineExceeded(
@@ -725,6 +727,9 @@ ParameterServer::ParameterServer(const Cluster& cluster, const ParameterServerOp
   if (!(options.embedding_init_scale >= 0)) {
     ThrowError(
         Status::InvalidArgument("ParameterServerOptions::embedding_init_scale must be at least 0"));
+  }
+  if (options.linger.count() < 0) {
+    ThrowError(Status::InvalidArgument("ParameterServerOptions::linger must be at least 0"));
   }
   for (auto [name, value] : {std::pair{"sync_timeout", options.sync_timeout},
                              {"startup_timeout", options.startup_timeout},

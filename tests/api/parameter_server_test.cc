@@ -7,8 +7,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "api_test_support.h"
 #include "cohort/status.h"
@@ -78,6 +82,7 @@ ParameterServerOptions TestOptions(bool sync) {
   options.sync_timeout = std::chrono::seconds(20);
   options.serve_timeout = std::chrono::seconds(200);
   options.evaluator_timeout = std::chrono::seconds(120);
+  options.linger = std::chrono::seconds(2);
   options.compute_threads = 1;
   return options;
 }
@@ -91,6 +96,31 @@ FitOptions SmallFit(const TempDir& dir) {
   options.callbacks = {BackupAndRestore(dir / "backup"), ModelCheckpoint(dir / "checkpoints")};
   options.saved_model_dir = dir / "model";
   return options;
+}
+
+// Async training ends when the job's global step reaches its total, whoever pushed the steps: a
+// chief that starts before a worker has loaded libtorch could train the whole job alone and end
+// it, and the late worker would find no server. So each training task says it is up (a file in
+// `dir`), and the chief starts once all are, waiting at most a minute.
+void StartTogether(const Cluster& cluster, const TempDir& dir) {
+  const std::string type = cluster.task().type;
+  if (type == "ps" || type == "evaluator") return;
+  std::ofstream(dir / ("up-" + cluster.task().ToString()));
+  if (!cluster.is_chief()) return;
+  const int training_tasks = cluster.world_size();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  for (;;) {
+    int up = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      up += entry.path().filename().string().rfind("up-", 0) == 0 ? 1 : 0;
+    }
+    if (up == training_tasks) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("waited a minute for the " + std::to_string(training_tasks) +
+                               " training tasks to start; " + std::to_string(up) + " did");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 // The loss of `net` on `data` as it is now.
@@ -112,6 +142,7 @@ std::vector<api_testing::WorkerOutcome> TrainTagger(const std::vector<std::strin
     Tagger net;
     const double initial_loss = LossOf(net, test);
     torch::optim::Adagrad optimizer(net->parameters(), torch::optim::AdagradOptions(0.3));
+    if (!sync) StartTogether(cluster, dir);
     FitOptions options = SmallFit(dir);
     options.epochs = epochs;
     const FitResult result =
@@ -231,6 +262,7 @@ TEST(ParameterServer, ARestartedJobResumesFromTheServersCheckpoints) {
 
 // A job training the wide tagger with FTRL (at `l1`) on its linear part; the chief's report.
 std::string TrainWideTagger(double l1) {
+  TempDir dir;
   const std::vector<std::string> tasks = {"chief", "worker", "ps"};
   const auto outcomes = Job(tasks, [&](const Cluster& cluster) {
     ParameterServerOptions ps_options = TestOptions(/*sync=*/false);
@@ -246,6 +278,7 @@ std::string TrainWideTagger(double l1) {
     TensorSource test_source(test.inputs, test.targets);
     WideTagger net;
     torch::optim::Adagrad optimizer(net->parameters(), torch::optim::AdagradOptions(0.1));
+    StartTogether(cluster, dir);
     FitOptions options;
     options.epochs = 3;
     options.per_worker_batch = 16;
