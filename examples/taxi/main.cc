@@ -13,6 +13,8 @@
 // 2 bad flags; 3 an I/O error (a full disk), permanent; 138 a failure a restart can cure (a ps or
 // the chief stopped answering), so that a restartPolicy of OnFailure or ExitCode restarts the task,
 // which then continues from where the job is (cohort::Main's exit codes).
+#include <torch/version.h>
+
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <chrono>
@@ -399,10 +401,16 @@ int Main(int argc, char** argv) {
   app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate")
       ->check(FileSystemPath());
 
+  // The version of Cohort it was built in (the build defines TAXI_TRAIN_VERSION) and its libtorch.
+  app.set_version_flag("--version", std::string(kProgram) + " " + TAXI_TRAIN_VERSION +
+                                        "\nbuilt with libtorch " + TORCH_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::CallForVersion& version) {
+    std::printf("%s\n", version.what());
     return 0;
   } catch (const CLI::ParseError& error) {
     return Usage(std::string(error.what()) + "\nRun " + kProgram + " --help for usage.");
