@@ -72,9 +72,8 @@ TEST_P(TaxiExampleTest, ReachesTheAucGoalWithEveryRoleDoingItsPart) {
                                                         {"worker-0", "worker:0 starts at"},
                                                         {"worker-1", "worker:1 starts at"},
                                                         {"worker-2", "worker:2 starts at"}}) {
-    EXPECT_NE(output.find("[" + replica + "] " + task), std::string::npos)
-        << replica << "\n"
-        << output;
+    EXPECT_NE(output.find("[" + replica + "] " + task), std::string::npos) << replica << "\n"
+                                                                           << output;
   }
   // The evaluator evaluated the final checkpoint, the one the chief evaluated: same AUC. The
   // servers' checkpoints are in <--checkpoint_path>/ps (BackupAndRestore's layout).
