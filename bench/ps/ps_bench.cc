@@ -29,6 +29,13 @@
 //            [--same-host-pushes]
 //
 // The last line is the summary: ps: tcp dense push fraction of ring ceiling = X.XX
+//
+// Between hosts (bench/ps/run_cross_host.sh), one process per host: --role=ps runs one server on
+// --ps-endpoint, --role=worker one worker on --worker-endpoint, and the two measure, round after
+// round, the ring ceiling between them (on each endpoint's port + 1), then the worker's dense
+// push and dense pull to that server, each over the same links. The worker prints the summary,
+// whose last line is
+//   ps cross-host: dense push fraction of ring ceiling = X.XX; dense pull = Y.YY
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,6 +74,10 @@ struct Options {
   size_t chunk_bytes = 4u << 20;
   int rounds = 10;
   bool same_host_pushes = false;
+  // Between hosts: "ps" or "worker" (empty: everything forked on loopback).
+  std::string role;
+  std::string ps_endpoint;
+  std::string worker_endpoint;
 };
 
 std::vector<int> ParseList(const std::string& text) {
@@ -103,8 +114,24 @@ Options ParseOptions(int argc, char** argv) {
       options.rounds = std::max(1, std::atoi(v));
     } else if (argument == "--same-host-pushes") {
       options.same_host_pushes = true;
+    } else if (const char* v = value("--role=")) {
+      options.role = v;
+    } else if (const char* v = value("--ps-endpoint=")) {
+      options.ps_endpoint = v;
+    } else if (const char* v = value("--worker-endpoint=")) {
+      options.worker_endpoint = v;
     } else {
       std::fprintf(stderr, "unknown argument %s\n", argv[i]);
+      std::exit(2);
+    }
+  }
+  if (!options.role.empty()) {
+    if (options.role != "ps" && options.role != "worker") {
+      std::fprintf(stderr, "--role: %s is neither ps nor worker\n", options.role.c_str());
+      std::exit(2);
+    }
+    if (options.ps_endpoint.empty() || options.worker_endpoint.empty()) {
+      std::fprintf(stderr, "--role needs --ps-endpoint and --worker-endpoint (HOST:PORT)\n");
       std::exit(2);
     }
   }
@@ -125,7 +152,7 @@ struct WorkerResult {
 };
 
 void Fail(const Status& status) {
-  std::fprintf(stderr, "ps_bench worker: %s\n", status.ToString().c_str());
+  std::fprintf(stderr, "ps_bench: %s\n", status.ToString().c_str());
   _exit(1);
 }
 
@@ -265,8 +292,129 @@ bool RunConfiguration(const Options& options, int num_ps, int num_workers, Worke
   return ok;
 }
 
+// ---- Between hosts: one ps and one worker, each on its own host ----
+
+constexpr auto kCrossHostTimeout = std::chrono::minutes(10);
+
+cluster::ClusterSpec CrossHostSpec(const Options& options) {
+  cluster::ClusterSpec spec;
+  spec.jobs["ps"] = {options.ps_endpoint};
+  spec.jobs["worker"] = {options.worker_endpoint};
+  return spec;
+}
+
+// The ring ceiling's two ranks, ps first, each on its endpoint's port + 1, connected.
+std::unique_ptr<RingExchange> ConnectCeiling(const Options& options, int rank) {
+  std::vector<net::Endpoint> endpoints;
+  for (const std::string& text : {options.ps_endpoint, options.worker_endpoint}) {
+    auto endpoint = net::ParseEndpoint(text);
+    if (!endpoint.ok()) Fail(endpoint.status());
+    endpoint->port = static_cast<uint16_t>(endpoint->port + 1);
+    endpoints.push_back(*endpoint);
+  }
+  auto listener = net::ListenTcp("", endpoints[rank].port, 4);
+  if (!listener.ok()) Fail(listener.status());
+  auto ring = RingExchange::Connect(rank, endpoints, std::move(*listener),
+                                    net::Deadline::After(kCrossHostTimeout));
+  if (!ring.ok()) Fail(ring.status());
+  return std::move(*ring);
+}
+
+// The bytes one ceiling measurement moves each way: four variables' worth, at least 64 MiB.
+size_t CeilingBytes(const Options& options) {
+  return std::max<size_t>(4 * options.dense_bytes, 64u << 20);
+}
+
+// One ceiling exchange with the other host (also the rounds' barrier); returns bytes per second.
+double ExchangeCeiling(RingExchange& ring, const Options& options, std::vector<char>& send,
+                       std::vector<char>& receive) {
+  const double start = MonotonicSeconds();
+  Status exchanged = ring.Exchange(send.data(), send.size(), receive.data(), receive.size(),
+                                   CeilingBytes(options), net::Deadline::After(kCrossHostTimeout));
+  if (!exchanged.ok()) Fail(exchanged);
+  return static_cast<double>(CeilingBytes(options)) / (MonotonicSeconds() - start);
+}
+
+// The ps host: serves while the worker measures, and takes part in every ceiling exchange (two to
+// warm up, one per round, one to end).
+int RunCrossHostServer(const Options& options) {
+  ps::ParameterServerOptions server_options;
+  server_options.job_name = kJob;
+  server_options.cluster = CrossHostSpec(options);
+  server_options.secret = net::JobSecret(kSecret);
+  auto server = ps::ParameterServer::Start(server_options);
+  if (!server.ok()) Fail(server.status());
+  std::unique_ptr<RingExchange> ring = ConnectCeiling(options, 0);
+  std::vector<char> send(options.dense_bytes), receive(options.dense_bytes);
+  for (int exchange = 0; exchange < options.rounds + 3; ++exchange) {
+    ExchangeCeiling(*ring, options, send, receive);
+  }
+  (*server)->Stop();
+  return 0;
+}
+
+// The worker host: per round, the ceiling, then dense push and dense pull for --seconds each.
+int RunCrossHostWorker(const Options& options) {
+  ps::ParameterServerClientOptions client_options;
+  client_options.cluster = CrossHostSpec(options);
+  client_options.connection.job_name = kJob;
+  client_options.connection.self = {"worker", 0};
+  client_options.connection.secret = net::JobSecret(kSecret);
+  client_options.chunk_bytes = options.chunk_bytes;
+  auto client = ps::ParameterServerClient::Connect(client_options);
+  if (!client.ok()) Fail(client.status());
+  const int64_t width = 256;
+  const int64_t rows = static_cast<int64_t>(options.dense_bytes / (width * sizeof(float)));
+  ps::OptimizerConfig sgd{.kind = ps::OptimizerKind::kSgd, .learning_rate = 1e-6f};
+  if (Status created = (*client)->CreateVariables({{{"dense", rows, width}, sgd, {}}});
+      !created.ok()) {
+    Fail(created);
+  }
+  std::vector<float> values(rows * width, 0.001f);
+  const double bytes = static_cast<double>(rows * width * sizeof(float));
+  std::unique_ptr<RingExchange> ring = ConnectCeiling(options, 1);
+  std::vector<char> send(options.dense_bytes), receive(options.dense_bytes);
+  for (int warm_up = 0; warm_up < 2; ++warm_up) ExchangeCeiling(*ring, options, send, receive);
+  std::vector<double> ceiling, push, pull;
+  for (int round = 0; round < options.rounds; ++round) {
+    ceiling.push_back(ExchangeCeiling(*ring, options, send, receive));
+    push.push_back(bytes * Repeat(options.seconds, [&] {
+                     return (*client)->Push({{"dense", values.data()}});
+                   }));
+    pull.push_back(bytes * Repeat(options.seconds, [&] {
+                     return (*client)->Pull({{"dense", values.data()}});
+                   }));
+  }
+  ExchangeCeiling(*ring, options, send, receive);  // tells the server it may stop
+  auto line = [](const char* what, const std::vector<double>& figures) {
+    const Spread spread = SpreadOf(figures);
+    std::printf("# %-44s %9.1f %9.1f %9.1f MB/s\n", what, spread.min / 1e6, spread.median / 1e6,
+                spread.max / 1e6);
+  };
+  std::printf(
+      "# ps_bench between hosts: ps:0 at %s, worker:0 at %s; dense variable %.1f MiB (SGD on the "
+      "server), everything over TCP; %d rounds, min / median / max%s\n",
+      options.ps_endpoint.c_str(), options.worker_endpoint.c_str(), options.dense_bytes / 1048576.0,
+      options.rounds, options.rounds < 10 ? " (fewer than 10 rounds: not for reporting)" : "");
+  line("ring ceiling (both directions at once, tcp)", ceiling);
+  line("dense push over tcp", push);
+  line("dense pull over tcp", pull);
+  auto paired_fraction = [&](const std::vector<double>& figures) {
+    std::vector<double> fractions;
+    for (size_t round = 0; round < figures.size(); ++round) {
+      fractions.push_back(figures[round] / ceiling[round]);
+    }
+    return SpreadOf(fractions).median;
+  };
+  std::printf("ps cross-host: dense push fraction of ring ceiling = %.2f; dense pull = %.2f\n",
+              paired_fraction(push), paired_fraction(pull));
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   Options options = ParseOptions(argc, argv);
+  if (options.role == "ps") return RunCrossHostServer(options);
+  if (options.role == "worker") return RunCrossHostWorker(options);
   const char* path = options.same_host_pushes
                          ? "pushes by the same-host path (process_vm_readv), pulls over TCP"
                          : "everything over TCP (same-host pushes off, as between hosts)";

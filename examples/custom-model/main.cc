@@ -2,7 +2,7 @@
 // batch norm learns Fashion-MNIST, alone (no TF_CONFIG) or as one worker of a TFJob
 // (tfjob.yaml: 3 workers), backed up every 100 steps so that a killed worker costs little.
 //
-//   custom-model [--epochs=N] [--data_dir=DIR] [--work_dir=DIR]
+//   custom-model [--epochs=N] [--steps_per_epoch=N] [--data_dir=DIR] [--work_dir=DIR]
 #include <cohort/callbacks.h>
 #include <cohort/cluster.h>
 #include <cohort/data.h>
@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
     torch::optim::Adam optimizer(net->parameters(), 1e-3);
     cohort::FitOptions options;
     options.epochs = std::stoi(Flag(argc, argv, "epochs", "6"));
+    options.steps_per_epoch = std::stoll(Flag(argc, argv, "steps_per_epoch", "0"));  // 0: all data
     options.per_worker_batch = 64;
     options.metrics = {cohort::Accuracy()};
     options.model_name = "fashion-resnet";

@@ -5,7 +5,9 @@
 // the files are where docs/architecture.md ("Install layout") says, nothing points back into the
 // build tree, the installed programs say their version and run the demo's jobs with only the
 // prefix's bin/ on PATH, and a project of its own (tests/install/consumer) configured with nothing
-// but -DCMAKE_PREFIX_PATH=<prefix> builds and runs.
+// but -DCMAKE_PREFIX_PATH=<prefix> builds and runs; so do the API's examples (custom-loop as a job
+// with a worker SIGKILLed, custom-model alone). CustomModelJobResumesAfterAKilledWorker, the
+// issue's "done when", runs apart (ctest install_custom_model_job, label long: minutes).
 //
 // DebianPackageTest builds the packages from the same build tree, installs them into this machine
 // with apt-get, runs the same jobs from /usr/bin and builds the consumer with no path at all, then
@@ -14,10 +16,12 @@
 // install nothing but them; otherwise it skips saying why (fails, in CI). Whatever happens, the
 // packages it installed are purged before it ends.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -30,6 +34,7 @@
 #include "testing/host.h"
 #include "testing/processes.h"
 #include "testing/scratch_directory.h"
+#include "testing/wait.h"
 
 namespace cohort::testing {
 namespace {
@@ -149,41 +154,186 @@ void BuildAndRunConsumer(const fs::path& scratch, const std::string& path,
   EXPECT_NE(run.output.find("consumer: "), std::string::npos) << run.output;
 }
 
+// Starts `command` as RunClean runs it, without waiting; its output goes to `log`. Returns the pid
+// to wait for: WaitForChildOrSignal(pid, ..., SIGTERM) reaches `command` itself, since every
+// process between execs the next.
+pid_t StartClean(const std::string& path, const fs::path& scratch, const std::string& command,
+                 const fs::path& log, int timeout_seconds) {
+  fs::create_directories(scratch / "home");
+  const std::string line =
+      "exec env -i PATH=" + Quoted(path) + " HOME=" + Quoted(scratch / "home") +
+      " COHORT_HOME=" + Quoted(scratch / "cohort-home") + " LANG=C.UTF-8 /usr/bin/timeout " +
+      std::to_string(timeout_seconds) + " /bin/sh -c " + Quoted("exec " + command) + " >" +
+      Quoted(log) + " 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// The pid of `program` running as replica worker-`index` of job `job`, started by a `cohort` that
+// RunClean or StartClean ran with `scratch`; -1 when none runs.
+pid_t FindWorker(const fs::path& scratch, const std::string& job, int index,
+                 const std::string& program) {
+  for (const pid_t pid :
+       ProcessesWithEnvironment({{"COHORT_HOME", (scratch / "cohort-home").string()},
+                                 {"COHORT_JOB_NAME", job},
+                                 {"COHORT_REPLICA_TYPE", "worker"},
+                                 {"COHORT_REPLICA_INDEX", std::to_string(index)}})) {
+    std::error_code error;
+    const fs::path exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", error);
+    if (!error && exe.filename() == program) return pid;
+  }
+  return -1;
+}
+
+// Writes `manifest` (a job of the examples' tfjob.yaml) with each (pattern, replacement) of
+// `edits` applied, each pattern required to be there, as `scratch`/<name>.yaml.
+fs::path EditManifest(const fs::path& manifest, const fs::path& scratch, const std::string& name,
+                      const std::vector<std::pair<std::string, std::string>>& edits) {
+  std::string text = ReadText(manifest);
+  for (const auto& [pattern, replacement] : edits) {
+    EXPECT_NE(text.find(pattern), std::string::npos) << pattern << " is not in\n" << text;
+    text = std::regex_replace(text, std::regex(pattern), replacement);
+  }
+  const fs::path edited = scratch / (name + ".yaml");
+  WriteText(edited, text);
+  return edited;
+}
+
+// The runs of replica `replica` of job `job` that `cohort logs` prints: the log split at each
+// "===== cohort: restart" line.
+std::vector<std::string> ReplicaRuns(const std::string& path, const fs::path& scratch,
+                                     const std::string& job, const std::string& replica) {
+  const CommandResult log =
+      RunClean(path, scratch, "cohort logs " + job + " --replica " + replica, 60);
+  EXPECT_EQ(log.exit_code, 0) << log.output;
+  std::vector<std::string> runs(1);
+  for (const std::string& line : Lines(log.output)) {
+    if (line.rfind("===== cohort: restart ", 0) == 0) runs.emplace_back();
+    runs.back() += line + "\n";
+  }
+  return runs;
+}
+
+// Copies examples/`name` from `share` (<prefix>/share/cohort) to `scratch`, configures it with
+// `cmake_arguments` alone (besides the source and build folders) and builds it, as a user would.
+// Returns the program built.
+fs::path BuildExample(const fs::path& share, const fs::path& scratch, const std::string& path,
+                      const std::string& cmake_arguments, const std::string& name) {
+  const fs::path source = scratch / name;
+  fs::create_directories(source);
+  fs::copy(share / "examples" / name, source, fs::copy_options::recursive);
+  CommandResult configure = RunClean(
+      path, scratch,
+      kCMake + " -S " + Quoted(source) + " -B " + Quoted(source / "build") + " " + cmake_arguments,
+      300);
+  EXPECT_EQ(configure.exit_code, 0) << name << ":\n" << configure.output;
+  CommandResult build =
+      RunClean(path, scratch, kCMake + " --build " + Quoted(source / "build"), 900);
+  EXPECT_EQ(build.exit_code, 0) << name << ":\n" << build.output;
+  EXPECT_TRUE(fs::exists(source / "build" / name)) << build.output;
+  return source / "build" / name;
+}
+
+const fs::path kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
 // The API's examples as a user takes them: examples/custom-loop and examples/custom-model copied
 // from `share` (<prefix>/share/cohort) to `scratch`, each configured with `cmake_arguments` alone
-// and built; custom-loop then trains as a 2-worker job of the installed `cohort run` (3 epochs).
-// custom-model's full run (3 workers to 0.91 accuracy) is too long for this test: it is built.
+// and built. custom-model then trains alone (no TF_CONFIG) for a few steps and saves its model;
+// its 3-worker job, killed worker included, is CustomModelJobResumesAfterAKilledWorker (long).
+// custom-loop trains as a 2-worker job of the installed `cohort run`, twice: once uninterrupted,
+// once with worker-1 SIGKILLed after the chief's first checkpoint, which must continue from the
+// epoch after the checkpoint's and end as the uninterrupted run did.
 void BuildAndRunExamples(const fs::path& share, const fs::path& scratch, const std::string& path,
                          const std::string& cmake_arguments) {
-  for (const std::string name : {"custom-loop", "custom-model"}) {
-    const fs::path source = scratch / name;
-    fs::create_directories(source);
-    fs::copy(share / "examples" / name, source, fs::copy_options::recursive);
-    CommandResult configure = RunClean(path, scratch,
-                                       kCMake + " -S " + Quoted(source) + " -B " +
-                                           Quoted(source / "build") + " " + cmake_arguments,
-                                       300);
-    ASSERT_EQ(configure.exit_code, 0) << name << ":\n" << configure.output;
-    CommandResult build =
-        RunClean(path, scratch, kCMake + " --build " + Quoted(source / "build"), 900);
-    ASSERT_EQ(build.exit_code, 0) << name << ":\n" << build.output;
-    ASSERT_TRUE(fs::exists(source / "build" / name)) << build.output;
+  const fs::path loop = BuildExample(share, scratch, path, cmake_arguments, "custom-loop");
+  const fs::path model = BuildExample(share, scratch, path, cmake_arguments, "custom-model");
+  if (::testing::Test::HasFailure()) return;
+
+  // custom-loop, uninterrupted, then killed once.
+  const fs::path manifest = share / "examples/custom-loop/tfjob.yaml";
+  const auto loop_job = [&](const std::string& name) {
+    return EditManifest(manifest, scratch, name,
+                        {{"name: custom-loop", "name: " + name},
+                         {"/tmp/cohort-custom-loop", (scratch / (name + "-work")).string()}});
+  };
+  const std::string image = " --image cohort/custom-loop=" + Quoted(loop);
+  CommandResult reference =
+      RunClean(path, scratch, "cohort run " + Quoted(loop_job("loop-reference")) + image, 300);
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  const std::vector<std::string> reference_runs =
+      ReplicaRuns(path, scratch, "loop-reference", "worker-0");
+  ASSERT_EQ(reference_runs.size(), 1u) << reference_runs.back();
+  std::smatch last;
+  ASSERT_TRUE(std::regex_search(reference_runs[0], last, std::regex("epoch 20/20: [^\n]*")))
+      << reference_runs[0];
+  const std::string reference_end = last[0];
+
+  const fs::path log = scratch / "loop-killed.log";
+  const pid_t run =
+      StartClean(path, scratch, "cohort run " + Quoted(loop_job("loop-killed")) + image, log, 300);
+  const fs::path checkpoint = scratch / "loop-killed-work/checkpoint.pt";
+  const bool checkpointed =
+      WaitUntil([&] { return fs::exists(checkpoint); }, std::chrono::minutes(4));
+  const pid_t victim = FindWorker(scratch, "loop-killed", 1, "custom-loop");
+  if (checkpointed && victim > 0) {
+    EXPECT_EQ(kill(victim, SIGKILL), 0);
   }
-  std::string manifest = ReadText(scratch / "custom-loop/tfjob.yaml");
-  ASSERT_NE(manifest.find("--epochs=20"), std::string::npos) << manifest;
-  manifest = std::regex_replace(manifest, std::regex("--epochs=20"), "--epochs=3");
-  manifest = std::regex_replace(manifest, std::regex("/tmp/cohort-custom-loop"),
-                                (scratch / "custom-loop-work").string());
-  WriteText(scratch / "custom-loop.yaml", manifest);
-  CommandResult job = RunClean(
-      path, scratch,
-      "cohort run " + Quoted(scratch / "custom-loop.yaml") +
-          " --image cohort/custom-loop=" + Quoted(scratch / "custom-loop/build/custom-loop"),
-      300);
-  ASSERT_EQ(job.exit_code, 0) << job.output;
-  CommandResult log = RunClean(path, scratch, "cohort logs custom-loop --replica worker-0", 60);
-  EXPECT_NE(log.output.find("epoch 3/3"), std::string::npos) << log.output;
-  EXPECT_TRUE(fs::exists(scratch / "custom-loop-work/model.pt")) << job.output;
+  ASSERT_EQ(WaitForChildOrSignal(run, std::chrono::minutes(5), SIGTERM), 0) << ReadText(log);
+  ASSERT_TRUE(checkpointed) << "the chief never wrote " << checkpoint << ":\n" << ReadText(log);
+  ASSERT_GT(victim, 0) << "worker-1 was gone when the first checkpoint was there:\n"
+                       << ReadText(log);
+  EXPECT_NE(ReadText(log).find("loop-killed Succeeded"), std::string::npos) << ReadText(log);
+  // worker-1 was restarted once, after its SIGKILL; the chief continued after the epoch its
+  // checkpoint held (not from epoch 1), through the last, and ended where the reference did.
+  const std::vector<std::string> victim_runs =
+      ReplicaRuns(path, scratch, "loop-killed", "worker-1");
+  ASSERT_EQ(victim_runs.size(), 2u) << ReadText(log);
+  EXPECT_NE(victim_runs[1].find("restart 1 of worker-1"), std::string::npos) << victim_runs[1];
+  EXPECT_NE(victim_runs[1].find("(previous exit code 137)"), std::string::npos) << victim_runs[1];
+  const std::vector<std::string> chief_runs = ReplicaRuns(path, scratch, "loop-killed", "worker-0");
+  ASSERT_EQ(chief_runs.size(), 2u) << ReadText(log);
+  std::smatch resumed;
+  ASSERT_TRUE(
+      std::regex_search(chief_runs[1], resumed,
+                        std::regex("resuming from [^\n]*checkpoint\\.pt after epoch ([0-9]+)")))
+      << chief_runs[1];
+  const int epochs_done = std::stoi(resumed[1]);
+  EXPECT_GE(epochs_done, 1);
+  std::vector<int> epochs_after_restart;
+  const std::regex epoch_line("epoch ([0-9]+)/20:");
+  for (auto it = std::sregex_iterator(chief_runs[1].begin(), chief_runs[1].end(), epoch_line);
+       it != std::sregex_iterator(); ++it) {
+    epochs_after_restart.push_back(std::stoi((*it)[1]));
+  }
+  ASSERT_FALSE(epochs_after_restart.empty()) << chief_runs[1];
+  EXPECT_EQ(epochs_after_restart.front(), epochs_done + 1) << chief_runs[1];
+  EXPECT_EQ(epochs_after_restart.back(), 20) << chief_runs[1];
+  EXPECT_EQ(epochs_after_restart.size(), static_cast<size_t>(20 - epochs_done)) << chief_runs[1];
+  EXPECT_NE(chief_runs[1].find(reference_end), std::string::npos)
+      << "the reference ended with " << reference_end << "\n"
+      << chief_runs[1];
+  EXPECT_TRUE(fs::exists(scratch / "loop-killed-work/model.pt")) << ReadText(log);
+  EXPECT_FALSE(fs::exists(checkpoint)) << "the checkpoint outlived the training it was for";
+
+  // custom-model alone: no TF_CONFIG (RunClean's environment is empty), a few steps.
+  if (!fs::exists(kFashionMnist)) {
+    COHORT_SKIP_OR_FAIL(kFashionMnist.string() + " is missing (Debian's dataset-fashion-mnist)");
+  }
+  const fs::path alone = scratch / "custom-model-alone";
+  CommandResult trained =
+      RunClean(path, scratch,
+               Quoted(model) + " --epochs=1 --steps_per_epoch=20 --work_dir=" + Quoted(alone), 300);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("custom-model: single process"), std::string::npos)
+      << trained.output;
+  EXPECT_TRUE(std::regex_search(trained.output, std::regex("epoch 1/1: 20 steps")))
+      << trained.output;
+  EXPECT_NE(trained.output.find("test accuracy 0."), std::string::npos) << trained.output;
+  EXPECT_TRUE(fs::exists(alone / "model/weights.pt")) << trained.output;
 }
 
 // The RUNPATH or RPATH entries of an ELF file ("" when it has none).
@@ -269,6 +419,87 @@ TEST_F(InstallTreeTest, TheApiExamplesBuildOutOfTreeAndTrainAsAJob) {
   BuildAndRunExamples(prefix() / "share/cohort", scratch() / "examples",
                       (prefix() / "bin").string() + ":/usr/bin:/bin",
                       "-DCMAKE_PREFIX_PATH=" + Quoted(prefix()));
+}
+
+// The "done when" from the install tree, as a user would do it: examples/custom-model
+// copied and built against the prefix, its manifest run by the installed `cohort run` with its 3
+// workers for 2 epochs (the manifest's 6 reach 0.91: examples/custom-model/README.md), worker-1
+// SIGKILLed mid-epoch once the chief's first backup (step 100 of 312) is written. The job must
+// Succeed with worker-1 restarted once, every worker resuming from the backup (not step 0) and the
+// chief saving the model at 0.88 test accuracy or better (0.8938 to 0.8958 measured). Label long: 2
+// to 3 minutes on 2 loaded cores (120 to 160 s measured, building included).
+TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
+  if (!fs::exists(kFashionMnist)) {
+    COHORT_SKIP_OR_FAIL(kFashionMnist.string() + " is missing (Debian's dataset-fashion-mnist)");
+  }
+  const fs::path work = scratch() / "custom-model-job";
+  const std::string path = (prefix() / "bin").string() + ":/usr/bin:/bin";
+  const fs::path program = BuildExample(prefix() / "share/cohort", work, path,
+                                        "-DCMAKE_PREFIX_PATH=" + Quoted(prefix()), "custom-model");
+  ASSERT_FALSE(HasFailure());
+  const fs::path out = work / "out";
+  const fs::path manifest =
+      EditManifest(prefix() / "share/cohort/examples/custom-model/tfjob.yaml", work, "custom-model",
+                   {{"--epochs=6", "--epochs=2"}, {"/tmp/cohort-custom-model", out.string()}});
+  ASSERT_FALSE(HasFailure());
+
+  const fs::path log = work / "custom-model.log";
+  const pid_t run = StartClean(
+      path, work,
+      "cohort run " + Quoted(manifest) + " --image cohort/custom-model=" + Quoted(program), log,
+      900);
+  const fs::path backup_state = out / "backup/chief/checkpoint";
+  const bool backed_up =
+      WaitUntil([&] { return ReadText(backup_state).find("ckpt-") != std::string::npos; },
+                std::chrono::minutes(8), std::chrono::milliseconds(20));
+  const pid_t victim = FindWorker(work, "custom-model", 1, "custom-model");
+  if (backed_up && victim > 0) {
+    EXPECT_EQ(kill(victim, SIGKILL), 0);
+  }
+  ASSERT_EQ(WaitForChildOrSignal(run, std::chrono::minutes(14), SIGTERM), 0) << ReadText(log);
+  const std::string output = ReadText(log);
+  ASSERT_TRUE(backed_up) << "the chief never wrote a backup in " << backup_state << ":\n" << output;
+  ASSERT_GT(victim, 0) << "worker-1 was gone when the first backup was there:\n" << output;
+  EXPECT_NE(output.find("custom-model Succeeded"), std::string::npos) << output;
+
+  // worker-1 was restarted once, after its SIGKILL (the others exited with 138 to be restarted).
+  const std::vector<std::string> victim_runs = ReplicaRuns(path, work, "custom-model", "worker-1");
+  ASSERT_EQ(victim_runs.size(), 2u) << output;
+  EXPECT_NE(victim_runs[1].find("restart 1 of worker-1"), std::string::npos) << victim_runs[1];
+  EXPECT_NE(victim_runs[1].find("(previous exit code 137)"), std::string::npos) << victim_runs[1];
+  // Every worker resumed in the first epoch from a backup of step 100 or later, none from 0.
+  std::string resumed_at;
+  for (const std::string replica : {"worker-0", "worker-1", "worker-2"}) {
+    const std::vector<std::string> runs = ReplicaRuns(path, work, "custom-model", replica);
+    ASSERT_EQ(runs.size(), 2u) << replica << ":\n" << output;
+    std::smatch resumed;
+    ASSERT_TRUE(std::regex_search(runs[1], resumed,
+                                  std::regex("resuming from epoch ([0-9]+) step ([0-9]+)")))
+        << replica << ":\n"
+        << runs[1];
+    EXPECT_EQ(resumed[1], "1") << runs[1];
+    EXPECT_GE(std::stoi(resumed[2]), 100) << runs[1];
+    EXPECT_LT(std::stoi(resumed[2]), 312) << runs[1];
+    resumed_at = resumed[0];
+  }
+  // The chief restored the backup, saved the model and reached the accuracy stated above.
+  const std::vector<std::string> chief_runs = ReplicaRuns(path, work, "custom-model", "worker-0");
+  ASSERT_EQ(chief_runs.size(), 2u);
+  EXPECT_NE(chief_runs[1].find("BackupAndRestore: restored"), std::string::npos) << chief_runs[1];
+  EXPECT_NE(chief_runs[1].find("saved model: " + (out / "model").string()), std::string::npos)
+      << chief_runs[1];
+  std::smatch accuracy;
+  ASSERT_TRUE(
+      std::regex_search(chief_runs[1], accuracy, std::regex("test accuracy ([0-9]+\\.[0-9]+)")))
+      << chief_runs[1];
+  EXPECT_GE(std::stod(accuracy[1]), 0.88) << chief_runs[1];
+  EXPECT_TRUE(fs::exists(out / "model/weights.pt")) << output;
+  EXPECT_NE(ReadText(out / "model/manifest.json").find("\"val_accuracy\": " + accuracy[1].str()),
+            std::string::npos)
+      << ReadText(out / "model/manifest.json");
+  EXPECT_FALSE(fs::exists(out / "backup/chief")) << "the backup outlived the training";
+  std::printf("custom-model's job, worker-1 SIGKILLed: %s, test accuracy %s\n", resumed_at.c_str(),
+              accuracy[1].str().c_str());
 }
 
 // A package name and what dpkg-query says of it ("" when dpkg knows nothing of it).
