@@ -2,12 +2,18 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <memory>
+
+#include "ui/freed_memory.h"
 #include "ui/web_assets.h"
 
 namespace cohort::ui {
 namespace {
 
 constexpr size_t kMaxBodyBytes = 64 * 1024;
+// A large answer is written in pieces of this size.
+constexpr size_t kLargeBodyPieceBytes = size_t{1} << 20;
 constexpr char kTokenPlaceholder[] = "__COHORT_TOKEN__";
 
 RequestFacts FactsOf(const httplib::Request& request) {
@@ -58,11 +64,33 @@ void SetSafetyHeaders(httplib::Response& response) {
                       "'none'");
 }
 
-void Reply(httplib::Response& response, const ApiResponse& api) {
+void Reply(httplib::Response& response, ApiResponse api) {
   response.status = api.status;
   for (const auto& [name, value] : api.headers) response.set_header(name, value);
+  if (!api.stream && api.body.size() < kReturnFreedMemoryAfterBytes) {
+    // As set_content, with the body moved rather than copied.
+    response.body = std::move(api.body);
+    response.headers.erase("Content-Type");
+    response.set_header("Content-Type", api.content_type);
+    return;
+  }
   if (!api.stream) {
-    response.set_content(api.body, api.content_type.c_str());
+    // A large answer (a million points are tens of megabytes) is sent in pieces from the body it
+    // owns, which is freed once sent, and then the freed memory goes back to the system.
+    auto body = std::make_shared<std::string>(std::move(api.body));
+    const std::string* bytes = body.get();
+    response.set_chunked_content_provider(
+        api.content_type,
+        [bytes](size_t offset, httplib::DataSink& sink) {
+          const size_t piece = std::min(kLargeBodyPieceBytes, bytes->size() - offset);
+          if (!sink.write(bytes->data() + offset, piece)) return false;
+          if (offset + piece == bytes->size()) sink.done();
+          return true;
+        },
+        [body](bool) mutable {
+          body.reset();
+          ReturnFreedMemory();
+        });
     return;
   }
   auto stream = api.stream;
@@ -97,6 +125,7 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
   }
   server->policy_.token = options.token;
   server->options_ = options;
+  LimitRetainedMemory();  // before the pool's threads start
   ApiOptions api_options;
   api_options.home = options.home;
   server->api_ = std::make_unique<Api>(api_options);
@@ -166,7 +195,7 @@ void DashboardServer::Route() {
     api_request.last_event_id = request.get_header_value("Last-Event-ID");
     ApiResponse api_response = api_->Handle(api_request);
     api_response.headers.push_back({"Cache-Control", "no-store"});
-    Reply(response, api_response);
+    Reply(response, std::move(api_response));
   };
   auto page_handler = [this](const httplib::Request& request, httplib::Response& response) {
     std::string path = request.path == "/" ? "/index.html" : request.path;

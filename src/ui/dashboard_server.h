@@ -9,6 +9,11 @@
 // of at most 64 KiB, 10 s to read the request and 30 s per write, at most 100 requests per
 // connection; only a followed log lasts longer, up to ApiOptions::max_follow. Responses carry
 // headers that keep the pages from being framed or sniffed.
+//
+// Memory: Start limits what the C library keeps of freed memory (freed_memory.h, a setting of the
+// whole process: the server is what `cohort ui` runs); an answer of 8 MiB or more is sent in
+// pieces from the body it owns, whose memory goes back to the system once it is sent; the event
+// files read are cached within view::ScalarCache's byte budget.
 #pragma once
 
 #include <filesystem>

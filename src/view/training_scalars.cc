@@ -220,12 +220,28 @@ std::vector<ScalarPoint> Downsample(const std::vector<ScalarPoint>& points, size
   return DownsampleRanges(ranges, max_points);
 }
 
-ScalarCache::ScalarCache(train::EventFileLimits file_limits, size_t max_points)
-    : file_limits_(file_limits), max_points_(max_points) {}
+ScalarCache::ScalarCache(train::EventFileLimits file_limits, size_t max_bytes)
+    : file_limits_(file_limits), max_bytes_(max_bytes) {}
 
 size_t ScalarCache::cached_files() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return files_.size();
+}
+
+size_t ScalarCache::held_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return HeldBytesLocked();
+}
+
+size_t ScalarCache::dropped_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_bytes_;
+}
+
+size_t ScalarCache::HeldBytesLocked() const {
+  size_t held = 0;
+  for (const auto& [path, entry] : files_) held += entry.file->held_bytes();
+  return held;
 }
 
 const train::EventFileScalars* ScalarCache::Refreshed(const std::string& path,
@@ -235,6 +251,7 @@ const train::EventFileScalars* ScalarCache::Refreshed(const std::string& path,
   entry.last_used = ++clock_;
   Status refreshed = entry.file->Refresh();
   if (refreshed.code() == Status::Code::kNotFound) {
+    dropped_bytes_ += entry.file->held_bytes();
     files_.erase(path);
     return nullptr;
   }
@@ -245,13 +262,13 @@ const train::EventFileScalars* ScalarCache::Refreshed(const std::string& path,
 }
 
 void ScalarCache::Trim() {
-  size_t held = 0;
-  for (const auto& [path, entry] : files_) held += entry.file->point_count();
-  while (held > max_points_ && files_.size() > 1) {
+  size_t held = HeldBytesLocked();
+  while (held > max_bytes_ && !files_.empty()) {
     auto oldest = std::min_element(files_.begin(), files_.end(), [](const auto& a, const auto& b) {
       return a.second.last_used < b.second.last_used;
     });
-    held -= oldest->second.file->point_count();
+    held -= oldest->second.file->held_bytes();
+    dropped_bytes_ += oldest->second.file->held_bytes();
     files_.erase(oldest);
   }
 }
@@ -286,9 +303,9 @@ StatusOr<std::vector<ScalarSeries>> ReadScalarsIn(const fs::path& summaries_dire
         }
       }
       MergeRun(replica, run, run_files, query, &result);
+      files.Trim();  // the run's points are copied out: its files may go
     }
   }
-  files.Trim();
   return result;
 }
 

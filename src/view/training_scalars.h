@@ -89,16 +89,27 @@ StatusOr<std::vector<ScalarSeries>> ReadJobScalars(const exec::JobStore& store,
 std::vector<ScalarPoint> Downsample(const std::vector<ScalarPoint>& points, size_t max_points);
 
 // Event files by path, each read only as far as it grew since its last read. Thread-safe: reads
-// of jobs are serialised on its lock (a read from the cache takes milliseconds). The points held
-// are bounded by `max_points` over all files: past it the least recently read files are dropped
-// (and read again when asked for); a file that disappeared is dropped at its next read.
+// of jobs are serialised on its lock (a read from the cache takes milliseconds). The memory the
+// files' points take (EventFileScalars::held_bytes) is bounded by `max_bytes`: after each run a
+// read merged, the least recently read files are dropped (and read again when asked for) until
+// the rest fits, so between reads the cache holds at most `max_bytes`, and during one at most
+// that plus the files of the run being merged. A file that disappeared is dropped at its next
+// read.
+inline constexpr size_t kDefaultScalarCacheBytes = size_t{256} << 20;
+
 class ScalarCache {
  public:
   explicit ScalarCache(train::EventFileLimits file_limits = {},
-                       size_t max_points = size_t{64} << 20);
+                       size_t max_bytes = kDefaultScalarCacheBytes);
   ScalarCache(const ScalarCache&) = delete;
   ScalarCache& operator=(const ScalarCache&) = delete;
 
+  size_t max_bytes() const { return max_bytes_; }
+  // The bytes the cached files' points take now.
+  size_t held_bytes() const;
+  // The bytes of the files dropped so far, to stay within the budget or because they are gone
+  // (a caller may hand that memory back to the system once it grew by much).
+  size_t dropped_bytes() const;
   size_t cached_files() const;
 
  private:
@@ -114,12 +125,14 @@ class ScalarCache {
                                            std::vector<std::string>* notes);
   // With mutex_ held: drops the least recently used files while over the bound.
   void Trim();
+  size_t HeldBytesLocked() const;
 
   train::EventFileLimits file_limits_;
-  size_t max_points_;
+  size_t max_bytes_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> files_;
   uint64_t clock_ = 0;
+  size_t dropped_bytes_ = 0;
 };
 
 }  // namespace cohort::view

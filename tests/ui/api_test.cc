@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "testing/cohort_runner.h"
 #include "testing/wait.h"
+#include "train/summary/event_file_writer.h"
 #include "ui/ui_server.h"
 
 namespace cohort::testing {
@@ -310,6 +312,50 @@ TEST_F(UiApiTest, HugeAndMalformedEventFilesAreReportedNotFatal) {
   // The server is still there.
   EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
   EXPECT_EQ(server_->Client()->Get("/metrics")->status, 200);
+}
+
+TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
+  // 300,000 points as one series: an answer of about 10 MB, which the server sends in pieces from
+  // the body it owns and then hands its memory back (src/ui/freed_memory.h).
+  RunHello();
+  fs::path run = sandbox_.home() / "jobs/default/hello/summaries/worker-0/train";
+  {
+    StatusOr<std::unique_ptr<train::EventFileWriter>> writer =
+        train::EventFileWriter::Create(run.string());
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    for (int64_t step = 0; step < 300000; ++step) {
+      ASSERT_TRUE((*writer)->WriteScalars(step, {{"batch_loss", 1.0f / (1 + step)}}).ok());
+    }
+    // JSON has no NaN: a gap in the curve is null.
+    ASSERT_TRUE((*writer)->WriteScalars(7, {{"gap", std::nanf("")}, {"gap", 0.25f}}).ok());
+    ASSERT_TRUE((*writer)->Flush().ok());
+  }
+  const std::string path = kTfJobs + "/hello/scalars?tag=batch_loss&max_points=1000000";
+  for (int round = 0; round < 2; ++round) {  // read from the files, then from the cache
+    auto response = server_->Client()->Get(path);
+    ASSERT_TRUE(response);
+    ASSERT_EQ(response->status, 200) << response->body.substr(0, 200);
+    EXPECT_GT(response->body.size(), size_t{8} << 20);
+    EXPECT_EQ(response->get_header_value("Content-Type"), "application/json");
+    json scalars = json::parse(response->body, nullptr, false);
+    ASSERT_FALSE(scalars.is_discarded()) << response->body.substr(response->body.size() - 200);
+    ASSERT_EQ(scalars["items"].size(), 1u) << scalars["notes"].dump();
+    const json& series = scalars["items"][0];
+    EXPECT_EQ(series["totalPoints"], 300000);
+    ASSERT_EQ(series["points"].size(), 300000u);
+    EXPECT_EQ(series["points"][0][0], 0);
+    EXPECT_EQ(series["points"][299999][0], 299999);
+    for (int step : {0, 1, 2, 12345, 299999}) {
+      EXPECT_FLOAT_EQ(series["points"][step][2].get<float>(), 1.0f / (1 + step)) << step;
+      EXPECT_GT(series["points"][step][1].get<double>(), 1.7e9) << step;  // seconds since 1970
+    }
+  }
+  json gap = GetJson(kTfJobs + "/hello/scalars?tag=gap");
+  ASSERT_EQ(gap["items"].size(), 1u) << gap.dump();
+  EXPECT_EQ(gap["items"][0]["points"].dump().substr(0, 4), "[[7,") << gap.dump();
+  EXPECT_TRUE(gap["items"][0]["points"][0][2].is_null()) << gap.dump();
+  EXPECT_EQ(gap["items"][0]["points"][1][2], 0.25) << gap.dump();
+  EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
 }
 
 TEST(UiTokenTest, ANonLoopbackAddressNeedsTheTokenOnEveryRequest) {

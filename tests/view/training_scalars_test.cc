@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -338,6 +339,50 @@ TEST_F(TrainingScalarsTest, ADirectoryOfThousandsOfFilesIsListedWithinABound) {
   EXPECT_THAT(notes_[0], HasSubstr("holds more than 4096 entries"));
   EXPECT_THAT(notes_[1], HasSubstr("only the newest 64 are read"));
   EXPECT_LE(cache_.cached_files(), kMaxFilesPerRun);
+}
+
+TEST_F(TrainingScalarsTest, TheCacheStaysWithinItsByteBudgetAndRereadsWhatItDropped) {
+  // Eight replicas of 10,000 points each (about 240 KiB of points apiece, more with the vectors'
+  // spare capacity) and a cache of 1 MiB: reading them all, twice, keeps at most 1 MiB between
+  // reads, and a replica whose file was dropped reads back whole.
+  constexpr int kReplicas = 8;
+  constexpr int kPoints = 10000;
+  constexpr size_t kBudget = size_t{1} << 20;
+  for (int replica = 0; replica < kReplicas; ++replica) {
+    std::string records = VersionRecord();
+    for (int step = 0; step < kPoints; ++step) {
+      records += ScalarRecord(step, "batch_loss", static_cast<float>(replica));
+    }
+    Append(EventFile("worker-" + std::to_string(replica), "train"), records);
+  }
+  ScalarCache cache({}, kBudget);
+  EXPECT_EQ(cache.max_bytes(), kBudget);
+  size_t most_held = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (int replica = 0; replica < kReplicas; ++replica) {
+      std::vector<std::string> notes;
+      StatusOr<std::vector<ScalarSeries>> series =
+          ReadScalarsIn(summaries_, Query("worker-" + std::to_string(replica)), &cache, &notes);
+      ASSERT_TRUE(series.ok()) << series.status().ToString();
+      ASSERT_EQ(series->size(), 1u);
+      EXPECT_EQ((*series)[0].total_points, static_cast<size_t>(kPoints));
+      EXPECT_DOUBLE_EQ((*series)[0].points.back().value, replica);
+      EXPECT_THAT(notes, IsEmpty());
+      const size_t held = cache.held_bytes();
+      // What is held is counted: at least the points of the files kept.
+      EXPECT_GE(held, cache.cached_files() * kPoints * sizeof(ScalarPoint));
+      EXPECT_LE(held, kBudget) << "after reading worker-" << replica;
+      most_held = std::max(most_held, held);
+    }
+  }
+  EXPECT_GT(most_held, 0u);
+  EXPECT_LT(cache.cached_files(), static_cast<size_t>(kReplicas));  // some were dropped
+  // All of them at once: the runs are merged one after another, each run's files dropped as
+  // needed after it, so the cache ends within its budget too.
+  StatusOr<std::vector<ScalarSeries>> all = ReadScalarsIn(summaries_, {}, &cache);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), static_cast<size_t>(kReplicas));
+  EXPECT_LE(cache.held_bytes(), kBudget);
 }
 
 TEST_F(TrainingScalarsTest, AMissingDirectoryHoldsNoScalars) {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "base/file.h"
-#include "train/summary/event.pb.h"
+#include "train/summary/scalar_event.h"
 #include "train/summary/tfrecord.h"
 
 namespace cohort::train {
@@ -16,6 +16,8 @@ namespace {
 // Bytes read per chunk: large enough for any record the limits allow, small enough that a big
 // file never sits in memory whole.
 constexpr uint64_t kChunkBytes = uint64_t{8} << 20;
+// What a tag's map entry costs besides its name and its points: the node, its string and vector.
+constexpr size_t kSeriesOverheadBytes = 128;
 
 }  // namespace
 
@@ -29,7 +31,11 @@ void EventFileScalars::Reset() {
   series_.clear();
   unordered_tags_.clear();
   earliest_start_.reset();
+  last_tag_ = {};
+  last_series_ = nullptr;
   point_count_ = 0;
+  point_bytes_ = 0;
+  series_bytes_ = 0;
   dropped_points_ = 0;
 }
 
@@ -82,29 +88,40 @@ Status EventFileScalars::ReadAppended(uint64_t file_size) {
 }
 
 void EventFileScalars::AddRecord(std::string_view record) {
-  // One message reused for every record: its fields keep their memory between parses.
-  thread_local proto::Event event;
-  if (!event.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+  // One event reused for every record: its vector keeps its memory between parses.
+  thread_local ScalarEvent event;
+  if (!ParseScalarEvent(record, &event)) {
     ++dropped_points_;  // the CRC held, yet it is no Event: nothing to plot
     return;
   }
-  if (event.has_session_log() && event.session_log().status() == proto::SessionLog::START) {
-    const int64_t step = event.step();
-    earliest_start_ = earliest_start_ ? std::min(*earliest_start_, step) : step;
-    DropFrom(step);
+  if (event.session_start) {
+    earliest_start_ = earliest_start_ ? std::min(*earliest_start_, event.step) : event.step;
+    DropFrom(event.step);
     return;
   }
-  if (!event.has_summary()) return;
-  for (const proto::Summary::Value& value : event.summary().value()) {
-    if (!value.has_simple_value()) continue;
+  for (const ScalarValue& value : event.scalars) {
     if (point_count_ >= limits_.max_points) {
       ++dropped_points_;
       continue;
     }
-    std::vector<ScalarPoint>& points = series_[value.tag()];
-    if (!points.empty() && event.step() < points.back().step) unordered_tags_.insert(value.tag());
-    points.push_back(
-        ScalarPoint{event.step(), event.wall_time(), static_cast<double>(value.simple_value())});
+    // Records of one file mostly alternate between few tags: the last one found is kept.
+    if (last_series_ == nullptr || last_tag_ != value.tag) {
+      auto it = series_.find(value.tag);
+      if (it == series_.end()) {
+        it = series_.emplace(std::string(value.tag), std::vector<ScalarPoint>()).first;
+        series_bytes_ += kSeriesOverheadBytes + value.tag.size();
+      }
+      last_tag_ = it->first;
+      last_series_ = &it->second;
+    }
+    std::vector<ScalarPoint>& points = *last_series_;
+    if (!points.empty() && event.step < points.back().step) unordered_tags_.emplace(last_tag_);
+    if (points.size() == points.capacity()) {
+      point_bytes_ -= points.capacity() * sizeof(ScalarPoint);
+      points.reserve(std::max<size_t>(points.capacity() * 2, 64));
+      point_bytes_ += points.capacity() * sizeof(ScalarPoint);
+    }
+    points.push_back(ScalarPoint{event.step, event.wall_time, static_cast<double>(value.value)});
     ++point_count_;
   }
 }

@@ -10,6 +10,7 @@
 //   - a record may hold at most `max_record_bytes` and the file at most `max_file_bytes`, both
 //     checked before anything is read, so no input can make the reader allocate without bound;
 //   - a file that shrank or was replaced is read again from its start.
+// Records are read with ParseScalarEvent (scalar_event.h), which keeps only what a curve needs.
 // Scalars are Summary values with simple_value (what EventFileWriter writes); other values are
 // skipped. SessionLog START at step S drops this file's points at steps >= S, as TensorBoard
 // purges a restarted run's lost steps; `earliest_session_start()` lets the caller apply the same
@@ -18,11 +19,14 @@
 // Not thread-safe: the caller serialises access.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -44,17 +48,21 @@ struct EventFileLimits {
   size_t max_points = size_t{32} << 20;
 };
 
+// Every tag's points, in the file's order.
+using SeriesByTag = std::map<std::string, std::vector<ScalarPoint>, std::less<>>;
+
 class EventFileScalars {
  public:
   explicit EventFileScalars(std::string path, EventFileLimits limits = {});
+  EventFileScalars(const EventFileScalars&) = delete;
+  EventFileScalars& operator=(const EventFileScalars&) = delete;
 
   // Reads what was appended since the last call. Returns the reason when the file cannot be
   // read any further (too large, corrupt, unreadable); the points read so far stay.
   Status Refresh();
 
   const std::string& path() const { return path_; }
-  // Every tag's points, in the file's order.
-  const std::map<std::string, std::vector<ScalarPoint>>& series() const { return series_; }
+  const SeriesByTag& series() const { return series_; }
   // Whether the points of `tag` are in non-decreasing step order (as every writer writes them),
   // so that a reader may search them by step.
   bool StepsAscending(const std::string& tag) const { return !unordered_tags_.count(tag); }
@@ -62,6 +70,9 @@ class EventFileScalars {
   std::optional<int64_t> earliest_session_start() const { return earliest_start_; }
   size_t point_count() const { return point_count_; }
   size_t dropped_points() const { return dropped_points_; }
+  // The memory the points take: every series' capacity, and its tag and map entry; what a cache
+  // of files counts against its budget.
+  size_t held_bytes() const { return point_bytes_ + series_bytes_; }
   // The file's size and modification time when it was last read (to skip unchanged files).
   uint64_t size_read() const { return size_seen_; }
 
@@ -78,10 +89,16 @@ class EventFileScalars {
   int64_t mtime_seen_ns_ = -1;
   uint64_t inode_seen_ = 0;
   Status stopped_;  // set once the file cannot be read further
-  std::map<std::string, std::vector<ScalarPoint>> series_;
+  SeriesByTag series_;
+  // The series of the last point added, and its tag (the map's key), found again only when a
+  // record names another tag.
+  std::string_view last_tag_;
+  std::vector<ScalarPoint>* last_series_ = nullptr;
   std::set<std::string> unordered_tags_;
   std::optional<int64_t> earliest_start_;
   size_t point_count_ = 0;
+  size_t point_bytes_ = 0;   // the capacity of every series
+  size_t series_bytes_ = 0;  // tags and map entries
   size_t dropped_points_ = 0;
 };
 

@@ -70,16 +70,17 @@ TfRecordScan ScanTfRecords(std::string_view bytes, const std::string& name, uint
   TfRecordScan scan;
   size_t at = 0;
   while (bytes.size() - at >= kHeaderBytes) {
-    const std::string where = name + ": record at byte " + std::to_string(offset + at);
+    // Built only for a message: a million-record file must not format a million of them.
+    const auto where = [&] { return name + ": record at byte " + std::to_string(offset + at); };
     const char* header = bytes.data() + at;
     const uint64_t length = ReadLittleEndian(header, 8);
     const auto length_crc = static_cast<uint32_t>(ReadLittleEndian(header + 8, 4));
     if (crc32c::Unmask(length_crc) != crc32c::Value(header, 8)) {
-      scan.corruption = Status::InvalidArgument(where + ": length CRC mismatch");
+      scan.corruption = Status::InvalidArgument(where() + ": length CRC mismatch");
       break;
     }
     if (length > max_record_bytes) {
-      scan.corruption = Status::InvalidArgument(where + ": " + std::to_string(length) +
+      scan.corruption = Status::InvalidArgument(where() + ": " + std::to_string(length) +
                                                 " bytes announced, more than the limit of " +
                                                 std::to_string(max_record_bytes));
       break;
@@ -89,7 +90,7 @@ TfRecordScan ScanTfRecords(std::string_view bytes, const std::string& name, uint
     const auto data_crc =
         static_cast<uint32_t>(ReadLittleEndian(bytes.data() + at + kHeaderBytes + length, 4));
     if (crc32c::Unmask(data_crc) != crc32c::Value(data)) {
-      scan.corruption = Status::InvalidArgument(where + ": data CRC mismatch");
+      scan.corruption = Status::InvalidArgument(where() + ": data CRC mismatch");
       break;
     }
     scan.records.push_back(data);
