@@ -228,9 +228,10 @@ void Train(const Flags& flags) {
   torch::optim::Adagrad optimizer(
       net->parameters(),
       torch::optim::AdagradOptions(flags.learning_rate).initial_accumulator_value(0.1));
-  Print(strategy.Describe() + "; model " + kWideDeepModelName + "; batch " +
-        std::to_string(flags.per_worker_batch) + " per step; " + std::to_string(flags.epochs) +
-        " epochs of " + std::to_string(train.size()) + " trips");
+  // (Fit's Progress callback describes the job and the training.)
+  Print(cluster.task().ToString() + ": " + std::to_string(train.size()) + " train and " +
+        std::to_string(eval.size()) + " eval trips from " + flags.data_dir + " (ceiling auc " +
+        std::to_string(truth.ceiling_auc) + ")");
   const FitResult result =
       Fit(strategy, net, optimizer, train_trips, eval_trips, BinaryCrossEntropyWithLogits(), fit);
   const auto auc = result.metrics.find("auc");
