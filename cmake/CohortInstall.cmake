@@ -35,6 +35,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/examples/taxi/tfjob.yaml
 # installed package (find_package(Cohort)): with the headers, in the development component.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/custom-model ${PROJECT_SOURCE_DIR}/examples/custom-loop
   DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/examples COMPONENT development)
+# The taxi example's sources beside its manifests (which are the runtime's, for bin/taxi-train).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/taxi
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/examples COMPONENT development
+  PATTERN "*.yaml" EXCLUDE)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/kubernetes
   DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/deploy COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}

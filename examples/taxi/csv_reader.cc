@@ -1,4 +1,4 @@
-#include "taxi/csv_reader.h"
+#include "csv_reader.h"
 
 #include <zlib.h>
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "status.h"
 
 namespace cohort::taxi {
 

@@ -1,4 +1,4 @@
-#include "taxi/feature_hash.h"
+#include "feature_hash.h"
 
 namespace cohort::taxi {
 namespace {

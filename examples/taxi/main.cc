@@ -31,10 +31,10 @@
 #include "cohort/fit.h"
 #include "cohort/parameter_server.h"
 #include "cohort/status.h"
-#include "taxi/taxi_csv.h"
-#include "taxi/taxi_dataset.h"
-#include "taxi/taxi_features.h"
-#include "taxi/wide_deep_net.h"
+#include "taxi_csv.h"
+#include "taxi_dataset.h"
+#include "taxi_features.h"
+#include "wide_deep_net.h"
 
 namespace cohort::taxi {
 namespace {

@@ -1,4 +1,4 @@
-#include "taxi/portable_math.h"
+#include "portable_math.h"
 
 #include <cmath>
 #include <limits>

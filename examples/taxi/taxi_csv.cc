@@ -1,10 +1,10 @@
-#include "taxi/taxi_csv.h"
+#include "taxi_csv.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "taxi/csv_reader.h"
+#include "csv_reader.h"
 
 namespace cohort::taxi {
 namespace {
@@ -58,30 +58,30 @@ class RowParser {
                                      std::to_string(reader_.header().size()));
     }
     std::optional<int64_t> integer;
-    COHORT_RETURN_IF_ERROR(Integer(kTripStartMonth, 1, 12, /*required=*/true, &integer));
+    TAXI_RETURN_IF_ERROR(Integer(kTripStartMonth, 1, 12, /*required=*/true, &integer));
     trip->trip_start_month = static_cast<int>(*integer);
-    COHORT_RETURN_IF_ERROR(Integer(kTripStartHour, 0, 23, true, &integer));
+    TAXI_RETURN_IF_ERROR(Integer(kTripStartHour, 0, 23, true, &integer));
     trip->trip_start_hour = static_cast<int>(*integer);
-    COHORT_RETURN_IF_ERROR(Integer(kTripStartDay, 1, 7, true, &integer));
+    TAXI_RETURN_IF_ERROR(Integer(kTripStartDay, 1, 7, true, &integer));
     trip->trip_start_day = static_cast<int>(*integer);
-    COHORT_RETURN_IF_ERROR(Integer(kTripSeconds, 0, 10'000'000, true, &integer));
+    TAXI_RETURN_IF_ERROR(Integer(kTripSeconds, 0, 10'000'000, true, &integer));
     trip->trip_seconds = *integer;
-    COHORT_RETURN_IF_ERROR(Integer(kPickupCommunityArea, 1, kCommunityAreaCount, false, &integer));
+    TAXI_RETURN_IF_ERROR(Integer(kPickupCommunityArea, 1, kCommunityAreaCount, false, &integer));
     trip->pickup_community_area = ToOptionalInt(integer);
-    COHORT_RETURN_IF_ERROR(Integer(kDropoffCommunityArea, 1, kCommunityAreaCount, false, &integer));
+    TAXI_RETURN_IF_ERROR(Integer(kDropoffCommunityArea, 1, kCommunityAreaCount, false, &integer));
     trip->dropoff_community_area = ToOptionalInt(integer);
 
     std::optional<double> number;
-    COHORT_RETURN_IF_ERROR(Number(kTripMiles, 0, 10'000, true, &number));
+    TAXI_RETURN_IF_ERROR(Number(kTripMiles, 0, 10'000, true, &number));
     trip->trip_miles = *number;
-    COHORT_RETURN_IF_ERROR(Number(kFare, 0, 100'000, true, &number));
+    TAXI_RETURN_IF_ERROR(Number(kFare, 0, 100'000, true, &number));
     trip->fare = *number;
-    COHORT_RETURN_IF_ERROR(Number(kTips, 0, 100'000, true, &number));
+    TAXI_RETURN_IF_ERROR(Number(kTips, 0, 100'000, true, &number));
     trip->tips = *number;
-    COHORT_RETURN_IF_ERROR(Number(kPickupLatitude, -90, 90, false, &trip->pickup_latitude));
-    COHORT_RETURN_IF_ERROR(Number(kPickupLongitude, -180, 180, false, &trip->pickup_longitude));
-    COHORT_RETURN_IF_ERROR(Number(kDropoffLatitude, -90, 90, false, &trip->dropoff_latitude));
-    COHORT_RETURN_IF_ERROR(Number(kDropoffLongitude, -180, 180, false, &trip->dropoff_longitude));
+    TAXI_RETURN_IF_ERROR(Number(kPickupLatitude, -90, 90, false, &trip->pickup_latitude));
+    TAXI_RETURN_IF_ERROR(Number(kPickupLongitude, -180, 180, false, &trip->pickup_longitude));
+    TAXI_RETURN_IF_ERROR(Number(kDropoffLatitude, -90, 90, false, &trip->dropoff_latitude));
+    TAXI_RETURN_IF_ERROR(Number(kDropoffLongitude, -180, 180, false, &trip->dropoff_longitude));
 
     const std::string& payment_type = Field(kPaymentType);
     if (payment_type.empty()) return Missing(kPaymentType);

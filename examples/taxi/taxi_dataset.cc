@@ -1,4 +1,4 @@
-#include "taxi/taxi_dataset.h"
+#include "taxi_dataset.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -7,15 +7,15 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
-#include "base/file.h"
-#include "taxi/taxi_csv.h"
-#include "taxi/taxi_generator.h"
-#include "taxi/taxi_tip_rule.h"
-#include "train/parameter_server/binary_auc.h"
+#include "binary_auc.h"
+#include "taxi_csv.h"
+#include "taxi_generator.h"
+#include "taxi_tip_rule.h"
 
 namespace cohort::taxi {
 namespace {
@@ -74,6 +74,54 @@ std::string Describe(int version, uint64_t seed, int64_t train, int64_t eval) {
          std::to_string(train) + " train and " + std::to_string(eval) + " eval trips";
 }
 
+// Writes `contents` to a temporary file beside `path` and renames it over `path`, so that a reader
+// (or a writer killed midway) never leaves a partial file under the final name.
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::IOError("cannot create " + temporary + ": " + std::strerror(errno));
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.flush();
+    if (!out) {
+      const int error = errno;
+      std::filesystem::remove(temporary);
+      return Status::IOError("cannot write " + temporary + ": " + std::strerror(error));
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::filesystem::remove(temporary);
+    return Status::IOError("cannot rename " + temporary + " to " + path + ": " + error.message());
+  }
+  return Status::OK();
+}
+
+// The ground truth file is a few hundred kilobytes (the rule's tables); more is not one.
+constexpr size_t kMaxGroundTruthBytes = 16 << 20;
+
+// The whole of the small text file `path`: NotFound when it does not exist.
+StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return Status::NotFound(path + ": no such file");
+    return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+  }
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxGroundTruthBytes) {
+      return Status::InvalidArgument(path + ": larger than " +
+                                     std::to_string(kMaxGroundTruthBytes) + " bytes");
+    }
+  }
+  if (in.bad()) return Status::IOError("cannot read " + path + ": " + std::strerror(errno));
+  return text;
+}
+
 // An exclusive flock on `dir`/.taxi-dataset.lock for the object's lifetime. flock locks belong to
 // the open file description, so two threads of one process exclude each other as two processes
 // do.
@@ -111,7 +159,7 @@ StatusOr<double> TaxiCeilingAuc(const std::vector<TaxiTrip>& trips) {
     probabilities.push_back(TrueTipProbability(trip));
     labels.push_back(IsBigTipper(trip) ? 1 : 0);
   }
-  return train::AreaUnderRocCurve(probabilities, labels);
+  return AreaUnderRocCurve(probabilities, labels);
 }
 
 std::string FormatTaxiCsv(const std::vector<TaxiTrip>& trips) {
@@ -138,15 +186,15 @@ StatusOr<TaxiGroundTruth> WriteTaxiDataset(const std::string& dir,
   {
     const auto train = GenerateTaxiTrips(options.seed, TaxiSplit::kTrain, options.train_trips);
     truth.train_big_tipper_rate = BigTipperRate(train);
-    COHORT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kTaxiTrainFile, FormatTaxiCsv(train)));
+    TAXI_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kTaxiTrainFile, FormatTaxiCsv(train)));
   }
   const auto eval = GenerateTaxiTrips(options.seed, TaxiSplit::kEval, options.eval_trips);
   truth.eval_big_tipper_rate = BigTipperRate(eval);
   auto ceiling = TaxiCeilingAuc(eval);
   if (!ceiling.ok()) return ceiling.status().WithContext("taxi eval split");
   truth.ceiling_auc = *ceiling;
-  COHORT_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kTaxiEvalFile, FormatTaxiCsv(eval)));
-  COHORT_RETURN_IF_ERROR(
+  TAXI_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kTaxiEvalFile, FormatTaxiCsv(eval)));
+  TAXI_RETURN_IF_ERROR(
       WriteFileAtomically(dir + "/" + kTaxiGroundTruthFile, GroundTruthJson(truth)));
   return truth;
 }
@@ -183,7 +231,7 @@ StatusOr<TaxiGroundTruth> EnsureTaxiDataset(const std::string& dir,
 
 StatusOr<TaxiGroundTruth> ReadTaxiGroundTruth(const std::string& dir) {
   const std::string path = dir + "/" + kTaxiGroundTruthFile;
-  StatusOr<std::string> text = ReadWholeFile(path);
+  StatusOr<std::string> text = ReadSmallFile(path);
   if (text.status().code() == Status::Code::kNotFound) {
     return Status::NotFound(path + ": no such file");
   }
@@ -205,14 +253,14 @@ StatusOr<TaxiGroundTruth> ReadTaxiGroundTruth(const std::string& dir) {
     *value = found->template get<Value>();
     return Status::OK();
   };
-  COHORT_RETURN_IF_ERROR(get("generator_version", &truth.generator_version));
-  COHORT_RETURN_IF_ERROR(get("seed", &truth.seed));
-  COHORT_RETURN_IF_ERROR(get("train_trips", &truth.train_trips));
-  COHORT_RETURN_IF_ERROR(get("eval_trips", &truth.eval_trips));
-  COHORT_RETURN_IF_ERROR(get("ceiling_auc", &truth.ceiling_auc));
-  COHORT_RETURN_IF_ERROR(get("train_big_tipper_rate", &truth.train_big_tipper_rate));
-  COHORT_RETURN_IF_ERROR(get("eval_big_tipper_rate", &truth.eval_big_tipper_rate));
-  COHORT_RETURN_IF_ERROR(get("rule", &truth.rule));
+  TAXI_RETURN_IF_ERROR(get("generator_version", &truth.generator_version));
+  TAXI_RETURN_IF_ERROR(get("seed", &truth.seed));
+  TAXI_RETURN_IF_ERROR(get("train_trips", &truth.train_trips));
+  TAXI_RETURN_IF_ERROR(get("eval_trips", &truth.eval_trips));
+  TAXI_RETURN_IF_ERROR(get("ceiling_auc", &truth.ceiling_auc));
+  TAXI_RETURN_IF_ERROR(get("train_big_tipper_rate", &truth.train_big_tipper_rate));
+  TAXI_RETURN_IF_ERROR(get("eval_big_tipper_rate", &truth.eval_big_tipper_rate));
+  TAXI_RETURN_IF_ERROR(get("rule", &truth.rule));
   return truth;
 }
 

@@ -1,9 +1,9 @@
-#include "taxi/taxi_features.h"
+#include "taxi_features.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "taxi/feature_hash.h"
+#include "feature_hash.h"
 
 namespace cohort::taxi {
 namespace {

@@ -56,8 +56,8 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
-#include "taxi/taxi_trip.h"
+#include "status.h"
+#include "taxi_trip.h"
 
 namespace cohort::taxi {
 

@@ -1,11 +1,11 @@
-#include "taxi/taxi_generator.h"
+#include "taxi_generator.h"
 
 #include <algorithm>
 #include <cmath>
 #include <span>
 
-#include "taxi/portable_math.h"
-#include "taxi/taxi_tip_rule.h"
+#include "portable_math.h"
+#include "taxi_tip_rule.h"
 
 namespace cohort::taxi {
 namespace {

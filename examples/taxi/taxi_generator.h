@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "taxi/taxi_trip.h"
+#include "taxi_trip.h"
 
 namespace cohort::taxi {
 

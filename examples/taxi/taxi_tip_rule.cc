@@ -1,9 +1,9 @@
-#include "taxi/taxi_tip_rule.h"
+#include "taxi_tip_rule.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "taxi/portable_math.h"
+#include "portable_math.h"
 
 namespace cohort::taxi {
 namespace {

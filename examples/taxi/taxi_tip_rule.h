@@ -46,7 +46,7 @@
 #include <string>
 #include <string_view>
 
-#include "taxi/taxi_trip.h"
+#include "taxi_trip.h"
 
 namespace cohort::taxi {
 

@@ -1,7 +1,8 @@
-#include "taxi/wide_deep_net.h"
+#include "wide_deep_net.h"
 
-#include <algorithm>
-#include <numeric>
+#include <span>
+
+#include "binary_auc.h"
 
 namespace cohort::taxi {
 
@@ -75,32 +76,12 @@ Batch TaxiTrips::Get(const std::vector<int64_t>& indices) const {
 
 double BinaryAuc(const torch::Tensor& scores, const torch::Tensor& labels) {
   const torch::Tensor score = scores.to(torch::kDouble).contiguous().flatten();
-  const torch::Tensor label = labels.to(torch::kDouble).contiguous().flatten();
-  const int64_t n = score.numel();
-  const double* s = score.data_ptr<double>();
-  const double* y = label.data_ptr<double>();
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [s](int64_t a, int64_t b) { return s[a] < s[b]; });
-  // Mann-Whitney: the sum of the positives' ranks, tied scores sharing their mean rank.
-  double positive_rank_sum = 0;
-  int64_t positives = 0;
-  for (int64_t i = 0; i < n;) {
-    int64_t j = i;
-    while (j < n && s[order[j]] == s[order[i]]) ++j;
-    const double mean_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
-    for (int64_t k = i; k < j; ++k) {
-      if (y[order[k]] > 0.5) {
-        positive_rank_sum += mean_rank;
-        ++positives;
-      }
-    }
-    i = j;
-  }
-  const int64_t negatives = n - positives;
-  if (positives == 0 || negatives == 0) return 0.5;
-  return (positive_rank_sum - static_cast<double>(positives) * (positives + 1) / 2) /
-         (static_cast<double>(positives) * static_cast<double>(negatives));
+  const torch::Tensor label = (labels.flatten() > 0.5).to(torch::kUInt8).contiguous();
+  const auto n = static_cast<size_t>(score.numel());
+  const StatusOr<double> auc =
+      AreaUnderRocCurve(std::span<const double>(score.data_ptr<double>(), n),
+                        std::span<const uint8_t>(label.data_ptr<uint8_t>(), n));
+  return auc.ok() ? *auc : 0.5;
 }
 
 }  // namespace cohort::taxi

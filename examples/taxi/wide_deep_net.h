@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "cohort/data.h"
-#include "taxi/taxi_features.h"
-#include "taxi/taxi_trip.h"
+#include "taxi_features.h"
+#include "taxi_trip.h"
 
 namespace cohort::taxi {
 
@@ -65,8 +65,8 @@ class TaxiTrips : public BatchSource {
   const TaxiFeatureEncoder* encoder_;
 };
 
-// The area under the ROC curve of `scores` against 0/1 `labels` (ties count half); 0.5 when one
-// class is absent.
+// The area under the ROC curve of `scores` against 0/1 `labels` (ties count half; binary_auc.h);
+// 0.5 when it is undefined (one class absent, or a NaN score).
 double BinaryAuc(const torch::Tensor& scores, const torch::Tensor& labels);
 
 }  // namespace cohort::taxi

@@ -60,8 +60,8 @@ class CheckpointEvaluatorTest : public ::testing::Test {
     ASSERT_TRUE(ps::WriteManifest(dir_, {step, 1, {*saved}}).ok());
   }
 
-  StatusOr<Evaluation> Run(std::function<bool()> stop_requested,
-                           std::chrono::milliseconds idle_timeout) {
+  cohort::StatusOr<Evaluation> Run(std::function<bool()> stop_requested,
+                                   std::chrono::milliseconds idle_timeout) {
     CheckpointEvaluatorOptions options;
     options.checkpoint_dir = dir_;
     options.poll_interval = std::chrono::milliseconds(20);
@@ -105,7 +105,8 @@ TEST_F(CheckpointEvaluatorTest, IgnoresTheMarkerOfAnEarlierRun) {
   train::testing::WriteFile(dir_ + "/" + kFinalCheckpointFile,
                             "5 " + RunIdentity(net::JobSecret("an earlier run")) + "\n");
   auto result = Run(nullptr, std::chrono::milliseconds(300));
-  EXPECT_EQ(result.status().code(), Status::Code::kDeadlineExceeded) << result.status().ToString();
+  EXPECT_EQ(result.status().code(), cohort::Status::Code::kDeadlineExceeded)
+      << result.status().ToString();
   EXPECT_NE(result.status().message().find("last evaluated global step 5"), std::string::npos)
       << result.status().ToString();
 }
@@ -123,7 +124,7 @@ TEST_F(CheckpointEvaluatorTest, AskedToStopItEvaluatesTheNewestCheckpointFirst) 
 
 TEST_F(CheckpointEvaluatorTest, AskedToStopBeforeAnyCheckpointItSaysSo) {
   auto result = Run([] { return true; }, std::chrono::seconds(30));
-  EXPECT_EQ(result.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(result.status().code(), cohort::Status::Code::kFailedPrecondition);
   EXPECT_NE(result.status().message().find("before any whole checkpoint"), std::string::npos)
       << result.status().ToString();
 }

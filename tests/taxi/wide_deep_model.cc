@@ -90,22 +90,22 @@ torch::Tensor Logits(const WideDeepConfig& config, const TaxiFeatureBatch& batch
 
 }  // namespace
 
-StatusOr<WideDeepModel> WideDeepModel::Create(const WideDeepConfig& config) {
+cohort::StatusOr<WideDeepModel> WideDeepModel::Create(const WideDeepConfig& config) {
   if (config.embedding_width <= 0) {
-    return Status::InvalidArgument("wide & deep: embedding width must be positive, got " +
-                                   std::to_string(config.embedding_width));
+    return cohort::Status::InvalidArgument("wide & deep: embedding width must be positive, got " +
+                                           std::to_string(config.embedding_width));
   }
   if (config.hidden_units.empty()) {
-    return Status::InvalidArgument("wide & deep: the DNN needs at least one hidden layer");
+    return cohort::Status::InvalidArgument("wide & deep: the DNN needs at least one hidden layer");
   }
   for (int64_t units : config.hidden_units) {
     if (units <= 0) {
-      return Status::InvalidArgument("wide & deep: hidden units must be positive, got " +
-                                     std::to_string(units));
+      return cohort::Status::InvalidArgument("wide & deep: hidden units must be positive, got " +
+                                             std::to_string(units));
     }
   }
   if (!(config.wide_learning_rate > 0) || !(config.deep_learning_rate > 0)) {
-    return Status::InvalidArgument("wide & deep: learning rates must be positive");
+    return cohort::Status::InvalidArgument("wide & deep: learning rates must be positive");
   }
   return WideDeepModel(config);
 }
@@ -190,7 +190,7 @@ BatchLookups WideDeepModel::Lookups(const train::EncodedBatch& batch) const {
   return Lookups(FeaturesOf(batch));
 }
 
-StatusOr<double> WideDeepModel::ComputeGradients(
+cohort::StatusOr<double> WideDeepModel::ComputeGradients(
     const TaxiFeatureBatch& batch, const std::vector<std::vector<float>>& dense,
     BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const {
   try {
@@ -212,14 +212,14 @@ StatusOr<double> WideDeepModel::ComputeGradients(
     }
     return loss.item<double>();
   } catch (const c10::Error& error) {
-    return Status::Internal("wide & deep gradient computation failed: " +
-                            std::string(error.what_without_backtrace()));
+    return cohort::Status::Internal("wide & deep gradient computation failed: " +
+                                    std::string(error.what_without_backtrace()));
   }
 }
 
-StatusOr<std::vector<double>> WideDeepModel::Predict(const TaxiFeatureBatch& batch,
-                                                     const std::vector<std::vector<float>>& dense,
-                                                     const BatchLookups& lookups) const {
+cohort::StatusOr<std::vector<double>> WideDeepModel::Predict(
+    const TaxiFeatureBatch& batch, const std::vector<std::vector<float>>& dense,
+    const BatchLookups& lookups) const {
   try {
     torch::NoGradGuard no_gradients;
     Leaves leaves;
@@ -230,12 +230,12 @@ StatusOr<std::vector<double>> WideDeepModel::Predict(const TaxiFeatureBatch& bat
     const double* values = probabilities.data_ptr<double>();
     return std::vector<double>(values, values + batch.size);
   } catch (const c10::Error& error) {
-    return Status::Internal("wide & deep prediction failed: " +
-                            std::string(error.what_without_backtrace()));
+    return cohort::Status::Internal("wide & deep prediction failed: " +
+                                    std::string(error.what_without_backtrace()));
   }
 }
 
-StatusOr<train::GradientStepResult> WideDeepModel::ComputeGradients(
+cohort::StatusOr<train::GradientStepResult> WideDeepModel::ComputeGradients(
     const train::EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
     BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const {
   auto loss = ComputeGradients(FeaturesOf(batch), dense, lookups, dense_gradients);
@@ -243,7 +243,7 @@ StatusOr<train::GradientStepResult> WideDeepModel::ComputeGradients(
   return train::GradientStepResult{.loss = *loss, .metrics = {}};
 }
 
-StatusOr<train::BatchEvaluation> WideDeepModel::Evaluate(
+cohort::StatusOr<train::BatchEvaluation> WideDeepModel::Evaluate(
     const train::EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
     const BatchLookups& lookups) const {
   const TaxiFeatureBatch& features = FeaturesOf(batch);

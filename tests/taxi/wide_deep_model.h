@@ -60,7 +60,7 @@ struct WideDeepConfig {
 class WideDeepModel : public train::ParameterServerModel {
  public:
   // InvalidArgument for a non-positive width, hidden size or learning rate.
-  static StatusOr<WideDeepModel> Create(const WideDeepConfig& config);
+  static cohort::StatusOr<WideDeepModel> Create(const WideDeepConfig& config);
 
   const WideDeepConfig& config() const { return config_; }
 
@@ -79,23 +79,23 @@ class WideDeepModel : public train::ParameterServerModel {
   // Forward and backward over `batch`: fills each lookup's `gradient` and `dense_gradients`
   // (one buffer per dense variable, in DenseVariables() order) and returns the mean loss. `dense`
   // holds the dense values in the same order. libtorch errors become Internal.
-  StatusOr<double> ComputeGradients(const TaxiFeatureBatch& batch,
-                                    const std::vector<std::vector<float>>& dense,
-                                    BatchLookups& lookups,
-                                    std::vector<std::vector<float>>* dense_gradients) const;
+  cohort::StatusOr<double> ComputeGradients(const TaxiFeatureBatch& batch,
+                                            const std::vector<std::vector<float>>& dense,
+                                            BatchLookups& lookups,
+                                            std::vector<std::vector<float>>* dense_gradients) const;
   // The same for a TaxiBatch: the loss and no other metric.
-  StatusOr<train::GradientStepResult> ComputeGradients(
+  cohort::StatusOr<train::GradientStepResult> ComputeGradients(
       const train::EncodedBatch& batch, const std::vector<std::vector<float>>& dense,
       BatchLookups& lookups, std::vector<std::vector<float>>* dense_gradients) const override;
 
   // The probability of a big tip for each row of `batch`, without gradients.
-  StatusOr<std::vector<double>> Predict(const TaxiFeatureBatch& batch,
-                                        const std::vector<std::vector<float>>& dense,
-                                        const BatchLookups& lookups) const;
+  cohort::StatusOr<std::vector<double>> Predict(const TaxiFeatureBatch& batch,
+                                                const std::vector<std::vector<float>>& dense,
+                                                const BatchLookups& lookups) const;
   // Predict over a TaxiBatch: the probabilities as scores, the labels, the clamped loss.
-  StatusOr<train::BatchEvaluation> Evaluate(const train::EncodedBatch& batch,
-                                            const std::vector<std::vector<float>>& dense,
-                                            const BatchLookups& lookups) const override;
+  cohort::StatusOr<train::BatchEvaluation> Evaluate(const train::EncodedBatch& batch,
+                                                    const std::vector<std::vector<float>>& dense,
+                                                    const BatchLookups& lookups) const override;
 
  private:
   explicit WideDeepModel(const WideDeepConfig& config) : config_(config) {}
