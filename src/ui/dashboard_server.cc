@@ -1,6 +1,7 @@
 #include "ui/dashboard_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <memory>
@@ -138,6 +139,12 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
   http.set_write_timeout(30, 0);
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(5);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second `cohort ui` on a
+  // port another one holds binds too and the kernel splits the connections between the two.
+  http.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server->Route();
   int port = options.port;
   if (port == 0) {

@@ -358,6 +358,17 @@ TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
   EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
 }
 
+TEST(UiServerTest, APortAnotherDashboardHoldsIsRefused) {
+  CohortSandbox sandbox;
+  UiServer first(sandbox);
+  ASSERT_TRUE(first.ok()) << first.Output();
+  CommandResult second = sandbox.Cohort({"ui", "--port", std::to_string(first.port())}, 30s);
+  EXPECT_EQ(second.exit_code, 3) << second.output;
+  EXPECT_NE(second.output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+            std::string::npos)
+      << second.output;
+}
+
 TEST(UiTokenTest, ANonLoopbackAddressNeedsTheTokenOnEveryRequest) {
   CohortSandbox sandbox;
   CommandResult refused = sandbox.Cohort({"ui", "--address", "0.0.0.0", "--port", "0"}, 30s);
