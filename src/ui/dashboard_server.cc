@@ -183,7 +183,21 @@ void DashboardServer::Route() {
                                       httplib::Response& response) {
     SetSafetyHeaders(response);
     AccessDecision decision = CheckAccess(policy_, FactsOf(request));
-    if (decision.allowed) return httplib::Server::HandlerResponse::Unhandled;
+    if (decision.allowed) {
+      // httplib would wait for a body without a length until the read timeout (10 s), then
+      // answer 400 with nothing in it; `curl -X POST URL` sends exactly that.
+      bool has_body =
+          request.method == "POST" || request.method == "PUT" || request.method == "PATCH";
+      if (!has_body || request.has_header("Content-Length") ||
+          request.has_header("Transfer-Encoding")) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      Reply(response, StatusResponse(411, "LengthRequired",
+                                     "a " + request.method +
+                                         " needs a Content-Length header, 0 for no body "
+                                         "(curl: add -d '')"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     ApiResponse refused = StatusResponse(decision.http_status,
                                          decision.http_status == 401 ? "Unauthorized" : "Forbidden",
                                          decision.message);

@@ -1,6 +1,11 @@
 // The dashboard's API against real jobs: the real `cohort ui` process (ui_server.h) over a sandbox
 // COHORT_HOME where the real `cohort` runs jobs of shell replicas (examples/hello, replica.sh).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -367,6 +372,49 @@ TEST(UiServerTest, APortAnotherDashboardHoldsIsRefused) {
   EXPECT_NE(second.output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
             std::string::npos)
       << second.output;
+}
+
+// Sends `request` as is to 127.0.0.1:port and returns what came back until `until` showed or the
+// server closed the connection (at most 64 KiB, 10 s).
+std::string RawExchange(int port, const std::string& request, const std::string& until) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    ssize_t got;
+    while (answer.size() < 65536 && answer.find(until) == std::string::npos &&
+           (got = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+      answer.append(buffer, static_cast<size_t>(got));
+    }
+  }
+  close(fd);
+  return answer;
+}
+
+TEST(UiServerTest, APostWithoutContentLengthGetsAStatusSayingSo) {
+  CohortSandbox sandbox;
+  UiServer server(sandbox);
+  ASSERT_TRUE(server.ok()) << server.Output();
+  const std::string token = server.PageToken();
+  ASSERT_FALSE(token.empty());
+  // What `curl -X POST URL` sends: no body and no Content-Length.
+  std::string answer = RawExchange(server.port(),
+                                   "POST " + kTfJobs +
+                                       "/nosuch/suspend HTTP/1.1\r\n"
+                                       "Host: 127.0.0.1\r\nX-Cohort-Token: " +
+                                       token + "\r\nConnection: close\r\n\r\n",
+                                   "\"status\":\"Failure\"}");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 411", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"kind\":\"Status\""), std::string::npos) << answer;
+  EXPECT_NE(answer.find("needs a Content-Length header"), std::string::npos) << answer;
 }
 
 TEST(UiTokenTest, ANonLoopbackAddressNeedsTheTokenOnEveryRequest) {
