@@ -171,8 +171,18 @@ double Repeat(double seconds, Operation operation) {
   return count / elapsed;
 }
 
-WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec, int index,
-                       double start_time, bool same_host_pushes, bool dense_only) {
+// The dense variable every worker pushes and pulls: --dense-bytes as rows of 256 floats.
+constexpr int64_t kDenseWidth = 256;
+int64_t DenseRows(const Options& options) {
+  return static_cast<int64_t>(options.dense_bytes / (kDenseWidth * sizeof(float)));
+}
+
+// Worker `index`'s client, connected to every server of `spec`, with the dense variable created
+// (and the embedding table, unless `dense_only`).
+std::unique_ptr<ps::ParameterServerClient> ConnectWorker(const Options& options,
+                                                         const cluster::ClusterSpec& spec,
+                                                         int index, bool same_host_pushes,
+                                                         bool dense_only) {
   ps::ParameterServerClientOptions client_options;
   client_options.connection.same_host_pushes = same_host_pushes;
   client_options.cluster = spec;
@@ -182,21 +192,28 @@ WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec,
   client_options.chunk_bytes = options.chunk_bytes;
   auto client = ps::ParameterServerClient::Connect(client_options);
   if (!client.ok()) Fail(client.status());
-  const int64_t width = 256;
-  const int64_t rows = static_cast<int64_t>(options.dense_bytes / (width * sizeof(float)));
   ps::OptimizerConfig sgd{.kind = ps::OptimizerKind::kSgd, .learning_rate = 1e-6f};
-  Status created = (*client)->CreateVariables({{{"dense", rows, width}, sgd, {}}});
-  if (created.ok()) {
+  Status created =
+      (*client)->CreateVariables({{{"dense", DenseRows(options), kDenseWidth}, sgd, {}}});
+  if (created.ok() && !dense_only) {
     created = (*client)->CreateTable({"emb", options.row_width, 1, 0.05f, sgd});
   }
   if (!created.ok()) Fail(created);
+  return std::move(*client);
+}
+
+WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec, int index,
+                       double start_time, bool same_host_pushes, bool dense_only) {
+  std::unique_ptr<ps::ParameterServerClient> client =
+      ConnectWorker(options, spec, index, same_host_pushes, /*dense_only=*/false);
+  const int64_t rows = DenseRows(options), width = kDenseWidth;
   std::vector<float> values(rows * width, 0.001f);
   std::vector<int64_t> ids(options.rows);
   std::mt19937_64 random(index);
   for (int64_t& id : ids) id = static_cast<int64_t>(random() % 1000000);
   std::vector<float> row_values(options.rows * options.row_width, 0.001f);
   // Touch the rows once, so the sparse numbers do not include first-touch creation.
-  if (Status warm = (*client)->PullRows("emb", ids.data(), ids.size(), row_values.data());
+  if (Status warm = client->PullRows("emb", ids.data(), ids.size(), row_values.data());
       !warm.ok()) {
     Fail(warm);
   }
@@ -204,19 +221,19 @@ WorkerResult RunWorker(const Options& options, const cluster::ClusterSpec& spec,
   const double bytes = static_cast<double>(rows * width * sizeof(float));
   WorkerResult result;
   result.push_bytes_per_second = bytes * Repeat(options.seconds, [&] {
-                                   return (*client)->Push({{"dense", values.data()}});
+                                   return client->Push({{"dense", values.data()}});
                                  });
   result.pull_bytes_per_second = bytes * Repeat(options.seconds, [&] {
-                                   return (*client)->Pull({{"dense", values.data()}});
+                                   return client->Pull({{"dense", values.data()}});
                                  });
   if (dense_only) return result;
   result.push_rows_per_second =
       options.rows * Repeat(options.seconds, [&] {
-        return (*client)->PushRows("emb", ids.data(), ids.size(), row_values.data());
+        return client->PushRows("emb", ids.data(), ids.size(), row_values.data());
       });
   result.pull_rows_per_second =
       options.rows * Repeat(options.seconds, [&] {
-        return (*client)->PullRows("emb", ids.data(), ids.size(), row_values.data());
+        return client->PullRows("emb", ids.data(), ids.size(), row_values.data());
       });
   return result;
 }
@@ -355,21 +372,9 @@ int RunCrossHostServer(const Options& options) {
 
 // The worker host: per round, the ceiling, then dense push and dense pull for --seconds each.
 int RunCrossHostWorker(const Options& options) {
-  ps::ParameterServerClientOptions client_options;
-  client_options.cluster = CrossHostSpec(options);
-  client_options.connection.job_name = kJob;
-  client_options.connection.self = {"worker", 0};
-  client_options.connection.secret = net::JobSecret(kSecret);
-  client_options.chunk_bytes = options.chunk_bytes;
-  auto client = ps::ParameterServerClient::Connect(client_options);
-  if (!client.ok()) Fail(client.status());
-  const int64_t width = 256;
-  const int64_t rows = static_cast<int64_t>(options.dense_bytes / (width * sizeof(float)));
-  ps::OptimizerConfig sgd{.kind = ps::OptimizerKind::kSgd, .learning_rate = 1e-6f};
-  if (Status created = (*client)->CreateVariables({{{"dense", rows, width}, sgd, {}}});
-      !created.ok()) {
-    Fail(created);
-  }
+  std::unique_ptr<ps::ParameterServerClient> client = ConnectWorker(
+      options, CrossHostSpec(options), 0, /*same_host_pushes=*/false, /*dense_only=*/true);
+  const int64_t rows = DenseRows(options), width = kDenseWidth;
   std::vector<float> values(rows * width, 0.001f);
   const double bytes = static_cast<double>(rows * width * sizeof(float));
   std::unique_ptr<RingExchange> ring = ConnectCeiling(options, 1);
@@ -379,10 +384,10 @@ int RunCrossHostWorker(const Options& options) {
   for (int round = 0; round < options.rounds; ++round) {
     ceiling.push_back(ExchangeCeiling(*ring, options, send, receive));
     push.push_back(bytes * Repeat(options.seconds, [&] {
-                     return (*client)->Push({{"dense", values.data()}});
+                     return client->Push({{"dense", values.data()}});
                    }));
     pull.push_back(bytes * Repeat(options.seconds, [&] {
-                     return (*client)->Pull({{"dense", values.data()}});
+                     return client->Pull({{"dense", values.data()}});
                    }));
   }
   ExchangeCeiling(*ring, options, send, receive);  // tells the server it may stop

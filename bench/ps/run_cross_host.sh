@@ -23,30 +23,10 @@ run_on_hosts="${RUN_ON_HOSTS:-$build/tools/run_on_hosts}"
 rate="${RATE:-10000000000}"
 timeout_s="${TIMEOUT:-1800}"
 
-cannot_run() {
-  case "${CI:-}" in
-    "" | 0 | false) ;;
-    *)
-      echo "run_cross_host: cannot emulate hosts in CI: $1" >&2
-      exit 1
-      ;;
-  esac
-  echo "run_cross_host: skipped: $1"
-  exit 77
-}
-
-missing=""
-[ "$(id -u)" -eq 0 ] || missing="$missing root (network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN);"
-for tool in ip tc nft; do
-  command -v "$tool" >/dev/null 2>&1 || missing="$missing the $tool command;"
-done
-[ -z "$missing" ] || cannot_run "missing:$missing"
-for binary in "$bench" "$run_on_hosts"; do
-  if [ ! -x "$binary" ]; then
-    echo "run_cross_host: $binary is missing (cmake --build build --target ps_bench run_on_hosts)" >&2
-    exit 1
-  fi
-done
+script=run_cross_host
+# shellcheck source=../common/emulated_hosts.sh
+source "$root/bench/common/emulated_hosts.sh"
+require_emulated_hosts "$bench" "$run_on_hosts"
 
 arguments=""
 for argument in "$@"; do

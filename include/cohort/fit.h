@@ -86,6 +86,9 @@ struct Metric {
 LossFunction CrossEntropyLoss();
 // Mean squared error.
 LossFunction MeanSquaredError();
+// Sigmoid cross entropy of logits ([N] or [N, 1]) against 0/1 targets (any number type), a binary
+// classifier's loss.
+LossFunction BinaryCrossEntropyWithLogits();
 // "accuracy": the fraction of samples whose largest logit is the target class.
 Metric Accuracy();
 
@@ -122,6 +125,9 @@ struct FitResult {
   // was restarted after the end): nothing was trained, and loss and metrics are the completed
   // run's figures.
   bool already_complete = false;
+  // True on a ps task of a ParameterServer job (parameter_server.h): it served the variables
+  // until the chief ended the job and trained nothing.
+  bool served = false;
 };
 
 // Trains `model` with `optimizer` (which must optimise the module's parameters) on `train`,

@@ -176,6 +176,13 @@ LossFunction MeanSquaredError() {
   };
 }
 
+LossFunction BinaryCrossEntropyWithLogits() {
+  return [](const torch::Tensor& output, const torch::Tensor& target) {
+    return torch::binary_cross_entropy_with_logits(output.reshape({-1}),
+                                                   target.reshape({-1}).to(output.scalar_type()));
+  };
+}
+
 Metric Accuracy() {
   return Metric{"accuracy", [](const torch::Tensor& output, const torch::Tensor& target) {
                   return output.argmax(1).eq(target).sum().item<double>();

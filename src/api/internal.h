@@ -75,6 +75,14 @@ struct Callback::Impl {
   std::unique_ptr<train::Callback> callback;
   // Set for BackupAndRestore, which Fit also asks about a completed run and tells the end of one.
   std::string backup_dir;
+  int64_t backup_every_steps = 0;
+  // What parameter-server training (parameter_server.h), which runs its own loop, needs to know
+  // to do each callback's work itself.
+  std::string checkpoint_dir;  // ModelCheckpoint
+  bool save_best_only = false;
+  std::string log_dir;  // TensorBoard
+  int64_t update_every_steps = 0;
+  bool progress = false;
 };
 
 // The task at `rank` of `cluster`, "worker:1".
@@ -88,6 +96,10 @@ Status CheckSameModel(MultiWorkerMirrored& strategy, torch::nn::Module& module);
 // names the data ("the training data"). Collective.
 Status CheckSameBatchCount(MultiWorkerMirrored& strategy, int64_t samples, int64_t per_worker_batch,
                            const std::string& what);
+
+// Sets libtorch's compute threads for this task (0: its share of the host's cores), once per
+// process: the first strategy's call decides.
+void SetComputeThreadsOnce(int requested, const cluster::TfConfig& config);
 
 // InvalidArgument when `module` has no parameters.
 Status CheckHasParameters(torch::nn::Module& module);

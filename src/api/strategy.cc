@@ -9,7 +9,6 @@
 #include "train/program/process.h"
 
 namespace cohort {
-namespace {
 
 // libtorch takes one thread count per process: the first strategy's sets it; a failure (the
 // program ran parallel work before) leaves libtorch's own choice, with a warning.
@@ -22,8 +21,6 @@ void SetComputeThreadsOnce(int requested, const cluster::TfConfig& config) {
     }
   });
 }
-
-}  // namespace
 
 MultiWorkerMirrored::MultiWorkerMirrored(const Cluster& cluster, const StrategyOptions& options)
     : cluster_(cluster), impl_(std::make_unique<Impl>()) {

@@ -67,7 +67,11 @@ void GradientBuckets::OnGradient(size_t parameter, const torch::Tensor& gradient
   Slot& slot = slots_[parameter];
   if (slot.arrived) return;  // a second backward in the same step; the first gradient counts
   Bucket& bucket = buckets_[slot.bucket];
-  bucket.flat.narrow(0, slot.offset, gradient.numel()).copy_(gradient.reshape({-1}));
+  // With compression the gradient is rounded straight into the 16-bit copy that goes on the wire:
+  // one pass over it, and none over the whole bucket when it completes.
+  (wire_type_ ? bucket.wire : bucket.flat)
+      .narrow(0, slot.offset, gradient.numel())
+      .copy_(gradient.reshape({-1}));
   slot.arrived = true;
   if (--bucket.pending == 0) StartReadyBuckets();
 }
@@ -81,10 +85,11 @@ void GradientBuckets::StartReadyBuckets() {
 
 void GradientBuckets::StartBucket(Bucket& bucket) {
   const size_t count = static_cast<size_t>(bucket.flat.numel());
-  if (wire_type_) bucket.wire.copy_(bucket.flat);  // rounds to nearest even
+  // Uncompressed buckets are averaged by the collective itself; 16-bit ones are summed, and
+  // FinishStep averages them in float32 while widening.
   auto sum = wire_type_ ? strategy_->StartSum16(static_cast<uint16_t*>(bucket.wire.data_ptr()),
                                                 count, *wire_type_)
-                        : strategy_->StartSum(bucket.flat.data_ptr<float>(), count);
+                        : strategy_->StartAverage(bucket.flat.data_ptr<float>(), count);
   if (sum.ok()) {
     bucket.sum = std::move(sum).value();
   } else if (first_error_.ok()) {
@@ -99,7 +104,7 @@ Status GradientBuckets::FinishStep(std::chrono::milliseconds timeout) {
     Slot& slot = slots_[i];
     if (slot.arrived) continue;
     Bucket& bucket = buckets_[slot.bucket];
-    bucket.flat.narrow(0, slot.offset, parameters_[i].numel()).zero_();
+    (wire_type_ ? bucket.wire : bucket.flat).narrow(0, slot.offset, parameters_[i].numel()).zero_();
     slot.arrived = true;
     --bucket.pending;
   }
@@ -115,10 +120,9 @@ Status GradientBuckets::FinishStep(std::chrono::milliseconds timeout) {
   }
   if (!first_error_.ok()) return first_error_;
 
-  const double scale = 1.0 / strategy_->num_workers();
-  for (Bucket& bucket : buckets_) {
-    if (wire_type_) bucket.flat.copy_(bucket.wire);
-    bucket.flat.mul_(scale);
+  if (wire_type_) {
+    const double scale = 1.0 / strategy_->num_workers();
+    for (Bucket& bucket : buckets_) bucket.flat.copy_(bucket.wire).mul_(scale);
   }
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const Slot& slot = slots_[i];

@@ -4,14 +4,16 @@
 // backward produces their gradients (last layer first), as TensorFlow's group_by_size does after
 // reversing: a bucket closes once it holds more than `bucket_bytes`, so it may exceed that by one
 // tensor. A hook on each parameter copies its gradient into its bucket's flat buffer the moment
-// autograd computes it; when a bucket is complete, its sum across workers is started
-// asynchronously (Strategy::StartSum) and backward carries on with the earlier layers, so
+// autograd computes it; when a bucket is complete, its average across workers is started
+// asynchronously (Strategy::StartAverage, which the collective divides while the rest of the
+// bucket is still on the wire) and backward carries on with the earlier layers, so
 // communication overlaps computation. Buckets are started strictly in bucket order, so that every
 // worker issues the same sums in the same order even if hooks fire in a different order.
 //
-// With gradient compression (gradient_compression.h) a complete bucket is rounded into a 16-bit
-// copy of itself, that copy is summed across workers, and FinishStep widens the sum back into the
-// float32 bucket before averaging: half the bytes on the wire.
+// With gradient compression (gradient_compression.h) the hook rounds each gradient straight into
+// a 16-bit copy of its bucket, that copy is summed across workers (Strategy::StartSum16), and
+// FinishStep widens the sum into the float32 bucket and averages it there: half the bytes on the
+// wire.
 //
 // Usage per step:
 //   buckets.BeginStep();          // clears .grad so autograd cannot write into a bucket
@@ -59,8 +61,8 @@ class GradientBuckets {
  private:
   struct Bucket {
     std::vector<size_t> members;  // parameter indices
-    torch::Tensor flat;           // the members' gradients, concatenated
-    torch::Tensor wire;           // with compression: flat rounded to 16 bits, summed in place
+    torch::Tensor flat;           // the members' gradients, concatenated (averaged by FinishStep)
+    torch::Tensor wire;           // with compression: the gradients rounded to 16 bits, summed
     size_t pending = 0;           // members whose gradient has not arrived this step
     std::unique_ptr<PendingSum> sum;
   };

@@ -69,6 +69,12 @@ StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartSum(floa
       communicator_->StartAllReduce(data, count, DataType::kFloat32, ReduceOp::kSum)));
 }
 
+StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartAverage(float* data,
+                                                                                size_t count) {
+  return std::unique_ptr<PendingSum>(std::make_unique<CollectiveSum>(
+      communicator_->StartAllReduce(data, count, DataType::kFloat32, ReduceOp::kAverage)));
+}
+
 StatusOr<std::unique_ptr<PendingSum>> MultiWorkerMirroredStrategy::StartSum16(uint16_t* data,
                                                                               size_t count,
                                                                               DataType type) {

@@ -55,6 +55,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   Status Broadcast(std::string* bytes) override;
   Status SumAcrossWorkers(std::vector<double>* values) override;
   StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) override;
+  // The collective's own average (collective::ReduceOp::kAverage): each block is divided by the
+  // rank that finished reducing it, while other blocks are still on the wire.
+  StatusOr<std::unique_ptr<PendingSum>> StartAverage(float* data, size_t count) override;
   StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t* data, size_t count,
                                                    collective::DataType type) override;
   Status Barrier() override;

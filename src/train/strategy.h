@@ -60,6 +60,12 @@ class Strategy {
   // the order in which they are started.
   virtual StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) = 0;
 
+  // Starts averaging data[0, count) over all workers in place (the sum divided by num_workers()),
+  // with the same rules as StartSum. This default sums with StartSum and divides once Wait
+  // returns; a strategy whose collective divides each part of the buffer while the rest is still
+  // on the wire overrides it, so that averaging costs no pass of its own after communication.
+  virtual StatusOr<std::unique_ptr<PendingSum>> StartAverage(float* data, size_t count);
+
   // The same for 16-bit floats (gradient_compression.h): `type` is collective::DataType::kBFloat16
   // or kFloat16, each element a uint16_t; the sum is rounded to that type.
   virtual StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t* data, size_t count,

@@ -1,9 +1,9 @@
 // What the public API's tests share. They include only include/cohort (and libtorch, gtest and
 // the system): the API is tested as its users see it.
 //
-// Workers(n) forks n processes, each a task of one TF_CONFIG cluster on loopback ports, runs the
-// body in each and collects what each reported; a process still running after the limit is
-// killed, so a hang fails the test instead of stalling it.
+// Workers(n) forks n processes, each a task of one TF_CONFIG cluster on loopback ports (Job: tasks
+// of any types, ps and evaluator too), runs the body in each and collects what each reported; a
+// process still running after the limit is killed, so a hang fails the test instead of stalling it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -85,10 +85,43 @@ inline void Report(const std::string& line) {
   [[maybe_unused]] ssize_t ignored = write(ReportFd(), text.data(), text.size());
 }
 
-// Runs body(cluster) in `count` forked workers of one cluster; each exits with what body returns
-// (an exception it throws: its message reported, exit 1). Waits up to `limit`.
-inline std::vector<WorkerOutcome> Workers(int count, const std::function<int(const Cluster&)>& body,
-                                          std::chrono::seconds limit = std::chrono::seconds(240)) {
+// The TF_CONFIG of task `index` of `tasks` (types, in order; an "evaluator" is left out of the
+// cluster, as the taxi job has it), the training and ps tasks at `ports`.
+inline std::string JobTfConfig(const std::vector<std::string>& tasks, const std::vector<int>& ports,
+                               size_t index) {
+  std::vector<std::string> types;
+  std::vector<std::string> addresses;
+  int my_index = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (i == index) {
+      my_index = 0;
+      for (size_t j = 0; j < i; ++j) my_index += tasks[j] == tasks[i] ? 1 : 0;
+    }
+    if (tasks[i] == "evaluator") continue;
+    size_t slot = 0;
+    while (slot < types.size() && types[slot] != tasks[i]) ++slot;
+    if (slot == types.size()) {
+      types.push_back(tasks[i]);
+      addresses.emplace_back();
+    }
+    addresses[slot] += (addresses[slot].empty() ? "\"" : ",\"") + std::string("127.0.0.1:") +
+                       std::to_string(ports[i]) + "\"";
+  }
+  std::string cluster;
+  for (size_t slot = 0; slot < types.size(); ++slot) {
+    cluster += (slot == 0 ? "\"" : ",\"") + types[slot] + "\":[" + addresses[slot] + "]";
+  }
+  return "{\"cluster\":{" + cluster + "},\"task\":{\"type\":\"" + tasks[index] +
+         "\",\"index\":" + std::to_string(my_index) + "}}";
+}
+
+// Runs body(cluster) in a forked process for each task of `tasks` (types, as JobTfConfig); each
+// exits with what body returns (an exception it throws: its message reported, exit 1). Waits up
+// to `limit`. The outcomes are in the order of `tasks`.
+inline std::vector<WorkerOutcome> Job(const std::vector<std::string>& tasks,
+                                      const std::function<int(const Cluster&)>& body,
+                                      std::chrono::seconds limit = std::chrono::seconds(240)) {
+  const int count = static_cast<int>(tasks.size());
   const std::vector<int> ports = FreePorts(count);
   std::vector<pid_t> pids(count);
   std::vector<int> fds(count);
@@ -103,7 +136,7 @@ inline std::vector<WorkerOutcome> Workers(int count, const std::function<int(con
       ReportFd() = pipe_fds[1];
       int code = 1;
       try {
-        code = body(Cluster::FromTfConfig(WorkerTfConfig(ports, rank)));
+        code = body(Cluster::FromTfConfig(JobTfConfig(tasks, ports, rank)));
       } catch (const std::exception& error) {
         Report(std::string("exception: ") + error.what());
       }
@@ -132,7 +165,7 @@ inline std::vector<WorkerOutcome> Workers(int count, const std::function<int(con
     close(fds[rank]);
   }
   for (int rank = 0; rank < count; ++rank) {
-    // A worker that closed its report is exiting; one still running at the deadline is killed.
+    // A task that closed its report is exiting; one still running at the deadline is killed.
     int status = 0;
     pid_t done = 0;
     while ((done = waitpid(pids[rank], &status, WNOHANG)) == 0 &&
@@ -140,13 +173,20 @@ inline std::vector<WorkerOutcome> Workers(int count, const std::function<int(con
       usleep(10 * 1000);
     }
     if (done == 0) {
-      ADD_FAILURE() << "worker " << rank << " still ran after " << limit.count() << " s: killed";
+      ADD_FAILURE() << tasks[rank] << " task " << rank << " still ran after " << limit.count()
+                    << " s: killed";
       kill(pids[rank], SIGKILL);
       waitpid(pids[rank], &status, 0);
     }
     outcomes[rank].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   return outcomes;
+}
+
+// Runs body(cluster) in `count` forked workers of one cluster (Job with `count` workers).
+inline std::vector<WorkerOutcome> Workers(int count, const std::function<int(const Cluster&)>& body,
+                                          std::chrono::seconds limit = std::chrono::seconds(240)) {
+  return Job(std::vector<std::string>(static_cast<size_t>(count), "worker"), body, limit);
 }
 
 // A directory of its own under the system's temporary directory, removed afterwards.

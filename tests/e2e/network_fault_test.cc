@@ -504,7 +504,8 @@ TEST_F(NetworkFaultTest, ParameterServerBehindAPartitionFailsItsClientsAndTheJob
                     {{"Chief", 1, "OnFailure"}, {"PS", 1, "OnFailure"}, {"Worker", 1, "OnFailure"}},
                     flags),
            kTaxiTrain);
-  const fs::path checkpoints = out / "checkpoints";
+  // BackupAndRestore(--checkpoint_path) keeps the servers' checkpoints in <dir>/ps.
+  const fs::path checkpoints = out / "checkpoints" / "ps";
   ASSERT_TRUE(WaitUntil(
       [&] {
         std::error_code error;

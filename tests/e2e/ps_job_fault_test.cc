@@ -86,7 +86,8 @@ class ParameterServerJobTest : public ::testing::Test {
   ::testing::AssertionResult KillOnceTrainingIsUnderWay(const std::string& name,
                                                         const std::string& type, int index,
                                                         const fs::path& log) {
-    const fs::path dir = sandbox_.root() / name / "checkpoints";
+    // BackupAndRestore(--checkpoint_path) keeps the servers' checkpoints in <dir>/ps.
+    const fs::path dir = sandbox_.root() / name / "checkpoints" / "ps";
     const bool checkpointed = WaitUntil(
         [&] {
           std::error_code error;

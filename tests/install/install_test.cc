@@ -378,8 +378,9 @@ TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
        {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so",
         "lib/cmake/Cohort/CohortConfig.cmake", "lib/cmake/Cohort/CohortConfigVersion.cmake",
         "lib/cmake/Cohort/CohortTargets.cmake", "include/cohort/cluster.h", "include/cohort/fit.h",
-        "share/cohort/examples/hello/tfjob.yaml", "share/cohort/examples/hello/replica.sh",
-        "share/cohort/examples/mnist/tfjob.yaml", "share/cohort/examples/taxi/tfjob.yaml",
+        "include/cohort/parameter_server.h", "share/cohort/examples/hello/tfjob.yaml",
+        "share/cohort/examples/hello/replica.sh", "share/cohort/examples/mnist/tfjob.yaml",
+        "share/cohort/examples/taxi/tfjob.yaml",
         "share/cohort/deploy/kubernetes/kustomization.yaml", "share/doc/cohort/README.md",
         "share/doc/cohort/architecture.md"}) {
     EXPECT_TRUE(fs::exists(prefix() / file)) << file;

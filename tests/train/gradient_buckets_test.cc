@@ -177,5 +177,33 @@ TEST(GradientBuckets, AFailedSumFailsTheStep) {
   EXPECT_NE(status.message().find("worker:1"), std::string::npos);
 }
 
+// Pretends to be one of three workers whose peers hold 1 and 2 where this one holds x: StartSum
+// adds 3. Its StartAverage is Strategy's, which divides the sum once it completes.
+class ThreeWorkerSumStrategy : public SingleProcessStrategy {
+ public:
+  int num_workers() const override { return 3; }
+  StatusOr<std::unique_ptr<PendingSum>> StartSum(float* data, size_t count) override {
+    for (size_t i = 0; i < count; ++i) data[i] += 3;
+    return SingleProcessStrategy::StartSum(data, count);
+  }
+};
+
+TEST(Strategy, StartAverageDividesTheSumByTheWorkersOnceItCompletes) {
+  ThreeWorkerSumStrategy strategy;
+  std::vector<float> values = {0, 3, -3, 1.5};
+  auto pending = strategy.StartAverage(values.data(), values.size());
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  ASSERT_TRUE((*pending)->Wait(std::chrono::seconds(1)).ok());
+  EXPECT_EQ(values, (std::vector<float>{1, 2, 0, 1.5f}));
+}
+
+TEST(Strategy, StartAveragePassesOnAFailureToStart) {
+  FailingStrategy strategy;
+  std::vector<float> values = {1, 2};
+  auto pending = strategy.StartAverage(values.data(), values.size());
+  EXPECT_EQ(pending.status().code(), Status::Code::kUnavailable);
+  EXPECT_EQ(values, (std::vector<float>{1, 2}));
+}
+
 }  // namespace
 }  // namespace cohort::train

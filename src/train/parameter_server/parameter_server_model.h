@@ -1,7 +1,7 @@
 // ParameterServerModel: what the parameter-server trainer (parameter_server_trainer.h), the
 // evaluator side-car (checkpoint_evaluator.h) and a saved model's evaluation (model_evaluation.h)
 // need to know about a model, and nothing more. The taxi example's wide & deep model
-// (examples/taxi/wide_deep_model.h) is one implementation; a user's model is another.
+// (tests/taxi/wide_deep_model.h) is one implementation; a user's model is another.
 //
 // A model is a list of variables that live on the parameter servers (src/ps) and a computation
 // over the few values one batch needs:

@@ -162,6 +162,22 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   result.is_chief = is_chief;
   int64_t position = -1;
   int64_t last_checkpoint = -1;
+  // Epochs whose end the chief reported (on_epoch_end), and global steps per epoch.
+  int64_t epochs_reported = 0;
+  const int64_t steps_per_epoch = std::max<int64_t>(1, total_steps / std::max(1, options.epochs));
+  // The epochs ended at `global_step`; the last ends only when training does.
+  const auto epochs_ended = [&](int64_t global_step) -> int64_t {
+    return global_step >= total_steps
+               ? options.epochs
+               : std::min<int64_t>(options.epochs - 1, global_step / steps_per_epoch);
+  };
+  const auto report_epochs = [&](int64_t global_step) -> Status {
+    const int64_t ended = epochs_ended(global_step);
+    for (; is_chief && options.on_epoch_end && epochs_reported < ended; ++epochs_reported) {
+      COHORT_RETURN_IF_ERROR(options.on_epoch_end(servers, static_cast<int>(epochs_reported + 1)));
+    }
+    return Status::OK();
+  };
   double loss_sum = 0;
   int64_t loss_count = 0;
   std::unique_ptr<EncodedBatch> batch = train.NewBatch();
@@ -176,6 +192,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
       // A rejoining worker continues about where the job is rather than from its first batch.
       position = global_step / (options.sync ? 1 : num_trainers);
       last_checkpoint = global_step;
+      epochs_reported = epochs_ended(global_step);
       print(prefix + options.config.task.ToString() + " starts at global step " +
             std::to_string(global_step) + " of " + std::to_string(total_steps) + " (" +
             std::to_string(shard.size()) + " " + options.example_noun + " in its shard)");
@@ -187,6 +204,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
       }
     }
     if (global_step >= total_steps) break;
+    if (Status reported = report_epochs(global_step); !reported.ok()) return fail(reported);
     if (is_chief && !options.checkpoint_dir.empty() && options.checkpoint_every_steps > 0 &&
         global_step / options.checkpoint_every_steps >
             last_checkpoint / options.checkpoint_every_steps) {
@@ -299,6 +317,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
     if (!evaluation.ok()) return evaluation.status();
     result.evaluation = *evaluation;
   }
+  COHORT_RETURN_IF_ERROR(report_epochs(total_steps));
   if (!options.checkpoint_dir.empty()) {
     COHORT_RETURN_IF_ERROR(WriteFileAtomically(
         options.checkpoint_dir + "/" + kFinalCheckpointFile,
@@ -330,6 +349,9 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
     manifest.training.data_dir = options.data_dir;
     manifest.created_at = FormatTime(std::chrono::system_clock::now());
     COHORT_RETURN_IF_ERROR(WriteManifest(options.saved_model_dir, manifest));
+  }
+  if (options.before_shutdown) {
+    COHORT_RETURN_IF_ERROR(options.before_shutdown(servers, result.evaluation));
   }
   COHORT_RETURN_IF_ERROR((*client)->ShutdownServers());
   return result;

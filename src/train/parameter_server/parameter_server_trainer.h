@@ -40,6 +40,7 @@
 #include "net/auth.h"
 #include "train/parameter_server/model_evaluation.h"
 #include "train/parameter_server/parameter_server_model.h"
+#include "train/parameter_server/parameter_sources.h"
 #include "train/run_identity.h"
 
 namespace cohort::train {
@@ -79,6 +80,13 @@ struct ParameterServerTrainingOptions {
   std::chrono::milliseconds model_ready_timeout{300000};
   int64_t log_every_steps = 100;
   std::function<void(const std::string&)> print;
+  // Chief, optional: called with the servers' values once the job's global step has passed the
+  // end of each epoch (1-based), the last one after the final checkpoint. A restarted chief does
+  // not repeat the epochs that ended before it started.
+  std::function<Status(ParameterSource& values, int epoch)> on_epoch_end;
+  // Chief, optional: called with the servers' values and the final evaluation before the chief
+  // ends the job (the servers stop serving right after).
+  std::function<Status(ParameterSource& values, const Evaluation& evaluation)> before_shutdown;
 };
 
 struct ParameterServerTrainingResult {

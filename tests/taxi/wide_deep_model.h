@@ -1,6 +1,7 @@
 // WideDeepModel: the wide & deep taxi tip classifier of DNNLinearCombinedClassifier, trained on
 // parameter servers: a ParameterServerModel (train/parameter_server/parameter_server_model.h) over
-// the trips of taxi_examples.h.
+// the trips of taxi_examples.h. taxi-train trains the same model on the public API
+// (examples/taxi/wide_deep_net.h); this one, on the internal trainer, serves that trainer's tests.
 //
 // The model is a list of variables that live on the parameter servers (src/ps) and a libtorch
 // computation over the few values one batch needs:
