@@ -503,6 +503,10 @@ ApiResponse Api::PodsList(const ApiRequest& request, const std::string& namespac
     if (!parsed.ok()) return FromStatus(parsed.status());
     selector = *parsed;
   }
+  // includeRemoved=true (Cohort's own): also the replicas cleanPodPolicy removed, for totals that
+  // must count every run of a job (the jobs page's restarts).
+  StatusOr<bool> with_removed = BoolParam(request, "includeRemoved");
+  if (!with_removed.ok()) return FromStatus(with_removed.status());
   exec::LocalJobs jobs(options_.home);
   std::vector<exec::JobKey> keys;
   std::optional<std::string> job_name =
@@ -517,7 +521,7 @@ ApiResponse Api::PodsList(const ApiRequest& request, const std::string& namespac
   json items = json::array();
   for (const exec::JobKey& key : keys) {
     if (job_name && key.name != *job_name) continue;
-    for (const view::PodRef& pod : view::JobPods(store, key)) {
+    for (const view::PodRef& pod : view::JobPods(store, key, *with_removed)) {
       json object = view::PodObject(store, pod);
       if (selector) {
         std::map<std::string, std::string> labels;

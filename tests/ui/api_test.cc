@@ -98,6 +98,15 @@ TEST_F(UiApiTest, ReplicasPodsEventsAndLogsOfARealJob) {
   }
   EXPECT_FALSE(cli_workers.empty());
   EXPECT_EQ(pods["items"], cli_workers);
+  // includeRemoved=true: every worker replica, the removed ones too (the jobs page's restarts).
+  json with_removed = GetJson(
+      "/api/v1/namespaces/default/pods?includeRemoved=true&labelSelector=training.kubeflow.org/"
+      "replica-type%3Dworker");
+  size_t workers = 0;
+  for (const json& replica : replicas["items"]) workers += replica["replicaType"] == "worker";
+  EXPECT_EQ(with_removed["items"].size(), workers) << with_removed.dump();
+  EXPECT_GE(with_removed["items"].size(), pods["items"].size());
+  GetJson("/api/v1/pods?includeRemoved=maybe", 400);
   CommandResult cli_pod = sandbox_.Cohort({"get", "pod", "hello-worker-0", "-o", "json"});
   EXPECT_EQ(GetJson("/api/v1/namespaces/default/pods/hello-worker-0"), json::parse(cli_pod.output));
 
