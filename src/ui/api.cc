@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "base/time.h"
@@ -705,6 +706,37 @@ ApiResponse Api::PodLog(const ApiRequest& request, const std::string& namespace_
   return response;
 }
 
+// The note of a filtered scalars request that matched nothing: what the job does have, so that
+// `tag=loss` on a job that writes batch_loss and epoch_loss says so.
+std::string Api::NothingMatched(const exec::JobStore& store, const exec::JobKey& key,
+                                const view::ScalarQuery& filter,
+                                const std::vector<std::string>& tags) {
+  view::ScalarQuery everything;
+  everything.latest_only = true;
+  std::vector<std::string> ignored;
+  StatusOr<std::vector<view::ScalarSeries>> series =
+      view::ReadJobScalars(store, key, everything, &scalar_cache_, &ignored);
+  std::set<std::string> replicas, runs, known_tags;
+  if (series.ok()) {
+    for (const view::ScalarSeries& one : *series) {
+      replicas.insert(one.replica);
+      runs.insert(one.run);
+      known_tags.insert(one.tag);
+    }
+  }
+  auto joined = [](const auto& values) {
+    std::string text;
+    for (const std::string& value : values) text += (text.empty() ? "" : ", ") + value;
+    return text.empty() ? std::string("none") : text;
+  };
+  std::string asked;
+  if (!tags.empty()) asked += " tag=" + joined(tags);
+  if (!filter.replica.empty()) asked += " replica=" + filter.replica;
+  if (!filter.run.empty()) asked += " run=" + filter.run;
+  return "no series matches" + asked + "; this job has tags: " + joined(known_tags) +
+         "; replicas: " + joined(replicas) + "; runs: " + joined(runs);
+}
+
 ApiResponse Api::JobScalars(const ApiRequest& request, const std::string& namespace_name,
                             const std::string& name) {
   exec::JobStore store(options_.home);
@@ -760,6 +792,8 @@ ApiResponse Api::JobScalars(const ApiRequest& request, const std::string& namesp
     }
     body += "]}";
   }
+  const bool filtered = !tags.empty() || !query.replica.empty() || !query.run.empty();
+  if (first_series && filtered) notes.push_back(NothingMatched(store, key, query, tags));
   body += R"(],"notes":)" + json(notes).dump() + "}";
   ApiResponse response;
   response.body = std::move(body);

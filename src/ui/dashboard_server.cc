@@ -145,6 +145,20 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
     int yes = 1;
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
+  // The errors cpp-httplib answers itself (a request it cannot read, a body over the limit) get a
+  // Status body too, as every other error does.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request&, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const bool too_large = response.status == 413;
+        Reply(response,
+              StatusResponse(
+                  response.status, too_large ? "RequestEntityTooLarge" : "BadRequest",
+                  too_large ? "the request body is over " + std::to_string(kMaxBodyBytes) + " bytes"
+                            : "the request could not be read (HTTP " +
+                                  std::to_string(response.status) + ")"));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   server->Route();
   int port = options.port;
   if (port == 0) {

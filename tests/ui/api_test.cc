@@ -369,6 +369,13 @@ TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
   EXPECT_EQ(gap["items"][0]["points"].dump().substr(0, 4), "[[7,") << gap.dump();
   EXPECT_TRUE(gap["items"][0]["points"][0][2].is_null()) << gap.dump();
   EXPECT_EQ(gap["items"][0]["points"][1][2], 0.25) << gap.dump();
+  // A filter that matches nothing says what the job has.
+  json nothing = GetJson(kTfJobs + "/hello/scalars?tag=loss&replica=worker-0");
+  EXPECT_TRUE(nothing["items"].empty()) << nothing.dump();
+  ASSERT_EQ(nothing["notes"].size(), 1u) << nothing.dump();
+  EXPECT_EQ(nothing["notes"][0],
+            "no series matches tag=loss replica=worker-0; this job has tags: batch_loss, gap; "
+            "replicas: worker-0; runs: train");
   EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
 }
 
@@ -424,6 +431,23 @@ TEST(UiServerTest, APostWithoutContentLengthGetsAStatusSayingSo) {
   EXPECT_EQ(answer.rfind("HTTP/1.1 411", 0), 0u) << answer;
   EXPECT_NE(answer.find("\"kind\":\"Status\""), std::string::npos) << answer;
   EXPECT_NE(answer.find("needs a Content-Length header"), std::string::npos) << answer;
+}
+
+TEST(UiServerTest, ABodyOverTheLimitGetsAStatusSayingSo) {
+  CohortSandbox sandbox;
+  UiServer server(sandbox);
+  ASSERT_TRUE(server.ok()) << server.Output();
+  const std::string body(70 * 1024, 'x');  // the limit is 64 KiB
+  std::string answer = RawExchange(server.port(),
+                                   "POST " + kTfJobs + "/nosuch/suspend HTTP/1.1\r\n" +
+                                       "Host: 127.0.0.1\r\nX-Cohort-Token: " + server.PageToken() +
+                                       "\r\nContent-Length: " + std::to_string(body.size()) +
+                                       "\r\nConnection: close\r\n\r\n" + body,
+                                   "\"status\":\"Failure\"}");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer.substr(0, 300);
+  EXPECT_NE(answer.find("\"reason\":\"RequestEntityTooLarge\""), std::string::npos)
+      << answer.substr(0, 600);
+  EXPECT_NE(answer.find("over 65536 bytes"), std::string::npos) << answer.substr(0, 600);
 }
 
 TEST(UiTokenTest, ANonLoopbackAddressNeedsTheTokenOnEveryRequest) {
