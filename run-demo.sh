@@ -34,8 +34,11 @@ cohort get
 echo
 echo "The trained model: $out/saved_model (cohort-train --evaluate --model_path it)"
 echo "TensorBoard logs:  $out/logs"
-echo "The dashboard (jobs, replicas, live logs, training curves) of these jobs: run"
-echo "  COHORT_HOME=$COHORT_HOME $COHORT_ROOT/build/apps/cohort/cohort ui"
-echo "  and open http://127.0.0.1:8080/ (cohort ui --port N for another port)"
+echo
+echo "The commands below need the demo's programs and jobs; in your shell, first:"
+echo "  export PATH=$COHORT_ROOT/build/apps/cohort:$COHORT_ROOT/build/apps/cohort-train:\$PATH"
+echo "  export COHORT_HOME=$COHORT_HOME"
+echo "The dashboard (jobs, replicas, live logs, training curves): cohort ui, then open"
+echo "  http://127.0.0.1:8080/ (cohort ui --port N for another port)"
 echo "Also try: cohort describe mnist; cohort logs mnist --replica worker-1;"
 echo "          cohort run examples/hello/tfjob.yaml --image cohort/hello=examples/hello/replica.sh"

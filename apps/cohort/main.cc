@@ -1048,6 +1048,10 @@ int Main(int argc, char** argv) {
                          "the token every request must carry (required off loopback)");
   ui_command->add_option("--token-file", ui_flags.token_file,
                          "a file whose first line is the token");
+  ui_command->footer(
+      "Serves until interrupted (SIGINT or SIGTERM: exit status 0). Exit status: 2 invalid flags "
+      "(an address off loopback without a token), 3 the port cannot be bound (taken? --port "
+      "another, or 0 for any).");
   ui_command->callback([&] {
     Status served = ui::ServeDashboard(ui_flags, exec::DefaultCohortHome(), std::cout);
     exit_code = served.ok() ? kExitSucceeded : Fail(ExitCodeFor(served), served.message());

@@ -52,8 +52,24 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
   return fallback;
 }
 
+// Refuses any other argument (--help, a misspelt flag), which Flag would silently ignore.
+void CheckFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string name = arg.substr(0, arg.find('=') + 1);
+    if (name != "--epochs=" && name != "--steps_per_epoch=" && name != "--data_dir=" &&
+        name != "--work_dir=") {
+      throw cohort::Error(
+          cohort::ErrorCode::kInvalidArgument,
+          "unknown argument " + std::string(argv[i]) + "; usage: custom-model " +
+              "[--epochs=N] [--steps_per_epoch=N] [--data_dir=DIR] [--work_dir=DIR]");
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   return cohort::Main([&] {
+    CheckFlags(argc, argv);
     const std::string data_dir = Flag(argc, argv, "data_dir", "/usr/share/datasets/fashion-mnist");
     const std::string work_dir = Flag(argc, argv, "work_dir", "/tmp/cohort-custom-model");
     cohort::MultiWorkerMirrored strategy(cohort::Cluster::FromEnvironment());

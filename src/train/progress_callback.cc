@@ -112,9 +112,16 @@ Status ProgressCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state,
         Bar(plan.steps_per_epoch, plan.steps_per_epoch).c_str(),
         FormatDuration(logs.seconds).c_str(), training.c_str(), validation.c_str(), throughput);
   } else {
-    std::fprintf(out_, "epoch %d/%d: %lld steps in %.1f s - %s - %s%s - ETA %s\n", logs.epoch + 1,
-                 plan.epochs, static_cast<long long>(logs.steps), logs.seconds, training.c_str(),
-                 validation.c_str(), throughput, FormatDuration(eta).c_str());
+    // An epoch resumed part-way ran only its remaining steps here: say so, not "100 steps" of 200.
+    std::string steps = std::to_string(logs.steps) + " steps";
+    if (logs.steps > 0 && logs.steps < plan.steps_per_epoch) {
+      steps = std::to_string(logs.steps) + " of " + std::to_string(plan.steps_per_epoch) +
+              " steps (resumed after step " + std::to_string(plan.steps_per_epoch - logs.steps) +
+              ")";
+    }
+    std::fprintf(out_, "epoch %d/%d: %s in %.1f s - %s - %s%s - ETA %s\n", logs.epoch + 1,
+                 plan.epochs, steps.c_str(), logs.seconds, training.c_str(), validation.c_str(),
+                 throughput, FormatDuration(eta).c_str());
   }
   std::fflush(out_);
   return Status::OK();

@@ -112,9 +112,12 @@ AccessDecision CheckAccess(const AccessPolicy& policy, const RequestFacts& reque
                   "cross-origin request refused (Sec-Fetch-Site: " + request.sec_fetch_site + ")");
   }
   if (!presented.in_header || !token_valid) {
+    // A script on loopback never saw the token the server made up for its page: say how to get
+    // one it knows.
     return Refuse(401, "a " + request.method +
                            " changes a job and needs the dashboard's token in the header "
-                           "X-Cohort-Token or Authorization: Bearer");
+                           "X-Cohort-Token or Authorization: Bearer (from a script: start "
+                           "`cohort ui --token-file FILE` and send that file's first line)");
   }
   return AccessDecision{true, 200, ""};
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "base/time.h"
@@ -503,6 +504,10 @@ ApiResponse Api::PodsList(const ApiRequest& request, const std::string& namespac
     if (!parsed.ok()) return FromStatus(parsed.status());
     selector = *parsed;
   }
+  // includeRemoved=true (Cohort's own): also the replicas cleanPodPolicy removed, for totals that
+  // must count every run of a job (the jobs page's restarts).
+  StatusOr<bool> with_removed = BoolParam(request, "includeRemoved");
+  if (!with_removed.ok()) return FromStatus(with_removed.status());
   exec::LocalJobs jobs(options_.home);
   std::vector<exec::JobKey> keys;
   std::optional<std::string> job_name =
@@ -517,7 +522,7 @@ ApiResponse Api::PodsList(const ApiRequest& request, const std::string& namespac
   json items = json::array();
   for (const exec::JobKey& key : keys) {
     if (job_name && key.name != *job_name) continue;
-    for (const view::PodRef& pod : view::JobPods(store, key)) {
+    for (const view::PodRef& pod : view::JobPods(store, key, *with_removed)) {
       json object = view::PodObject(store, pod);
       if (selector) {
         std::map<std::string, std::string> labels;
@@ -701,6 +706,37 @@ ApiResponse Api::PodLog(const ApiRequest& request, const std::string& namespace_
   return response;
 }
 
+// The note of a filtered scalars request that matched nothing: what the job does have, so that
+// `tag=loss` on a job that writes batch_loss and epoch_loss says so.
+std::string Api::NothingMatched(const exec::JobStore& store, const exec::JobKey& key,
+                                const view::ScalarQuery& filter,
+                                const std::vector<std::string>& tags) {
+  view::ScalarQuery everything;
+  everything.latest_only = true;
+  std::vector<std::string> ignored;
+  StatusOr<std::vector<view::ScalarSeries>> series =
+      view::ReadJobScalars(store, key, everything, &scalar_cache_, &ignored);
+  std::set<std::string> replicas, runs, known_tags;
+  if (series.ok()) {
+    for (const view::ScalarSeries& one : *series) {
+      replicas.insert(one.replica);
+      runs.insert(one.run);
+      known_tags.insert(one.tag);
+    }
+  }
+  auto joined = [](const auto& values) {
+    std::string text;
+    for (const std::string& value : values) text += (text.empty() ? "" : ", ") + value;
+    return text.empty() ? std::string("none") : text;
+  };
+  std::string asked;
+  if (!tags.empty()) asked += " tag=" + joined(tags);
+  if (!filter.replica.empty()) asked += " replica=" + filter.replica;
+  if (!filter.run.empty()) asked += " run=" + filter.run;
+  return "no series matches" + asked + "; this job has tags: " + joined(known_tags) +
+         "; replicas: " + joined(replicas) + "; runs: " + joined(runs);
+}
+
 ApiResponse Api::JobScalars(const ApiRequest& request, const std::string& namespace_name,
                             const std::string& name) {
   exec::JobStore store(options_.home);
@@ -756,6 +792,8 @@ ApiResponse Api::JobScalars(const ApiRequest& request, const std::string& namesp
     }
     body += "]}";
   }
+  const bool filtered = !tags.empty() || !query.replica.empty() || !query.run.empty();
+  if (first_series && filtered) notes.push_back(NothingMatched(store, key, query, tags));
   body += R"(],"notes":)" + json(notes).dump() + "}";
   ApiResponse response;
   response.body = std::move(body);

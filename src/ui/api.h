@@ -101,6 +101,10 @@ class Api {
                      const std::string& pod);
   ApiResponse JobScalars(const ApiRequest& request, const std::string& namespace_name,
                          const std::string& name);
+  // The note for a filtered scalars request that matched nothing: the tags, replicas and runs
+  // the job does have.
+  std::string NothingMatched(const exec::JobStore& store, const exec::JobKey& key,
+                             const view::ScalarQuery& filter, const std::vector<std::string>& tags);
   ApiResponse Metrics();
   ApiResponse EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
                          const std::string& job_name);

@@ -1,6 +1,7 @@
 #include "ui/dashboard_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <memory>
@@ -138,6 +139,26 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
   http.set_write_timeout(30, 0);
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(5);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second `cohort ui` on a
+  // port another one holds binds too and the kernel splits the connections between the two.
+  http.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // The errors cpp-httplib answers itself (a request it cannot read, a body over the limit) get a
+  // Status body too, as every other error does.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request&, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const bool too_large = response.status == 413;
+        Reply(response,
+              StatusResponse(
+                  response.status, too_large ? "RequestEntityTooLarge" : "BadRequest",
+                  too_large ? "the request body is over " + std::to_string(kMaxBodyBytes) + " bytes"
+                            : "the request could not be read (HTTP " +
+                                  std::to_string(response.status) + ")"));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   server->Route();
   int port = options.port;
   if (port == 0) {
@@ -176,7 +197,21 @@ void DashboardServer::Route() {
                                       httplib::Response& response) {
     SetSafetyHeaders(response);
     AccessDecision decision = CheckAccess(policy_, FactsOf(request));
-    if (decision.allowed) return httplib::Server::HandlerResponse::Unhandled;
+    if (decision.allowed) {
+      // httplib would wait for a body without a length until the read timeout (10 s), then
+      // answer 400 with nothing in it; `curl -X POST URL` sends exactly that.
+      bool has_body =
+          request.method == "POST" || request.method == "PUT" || request.method == "PATCH";
+      if (!has_body || request.has_header("Content-Length") ||
+          request.has_header("Transfer-Encoding")) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      Reply(response, StatusResponse(411, "LengthRequired",
+                                     "a " + request.method +
+                                         " needs a Content-Length header, 0 for no body "
+                                         "(curl: add -d '')"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     ApiResponse refused = StatusResponse(decision.http_status,
                                          decision.http_status == 401 ? "Unauthorized" : "Forbidden",
                                          decision.message);

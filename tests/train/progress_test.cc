@@ -76,6 +76,13 @@ TEST(ProgressCallback, AnEpochResumedAfterItsLastStepShowsNoTrainingFigures) {
             "val_accuracy 0.8750 - ETA 10s\n");
 }
 
+// An epoch resumed part-way says how many of its steps ran here.
+TEST(ProgressCallback, AnEpochResumedPartWaySaysWhichStepsRanHere) {
+  EXPECT_EQ(Printed(false, 3),
+            "epoch 1/2: 3 of 4 steps (resumed after step 1) in 10.0 s - loss 0.5000 - accuracy "
+            "0.7500 - val_loss 0.2500 - val_accuracy 0.8750 - 1234 samples/s - ETA 10s\n");
+}
+
 // A clock the test moves by hand.
 struct FakeClock {
   RateLimiter::Clock::time_point now{};

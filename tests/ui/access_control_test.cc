@@ -28,7 +28,10 @@ TEST(AccessControlTest, LoopbackReadsNeedNoTokenButALoopbackHost) {
 TEST(AccessControlTest, ChangesNeedTheTokenInAHeaderAndTheSameOrigin) {
   AccessPolicy loopback{kToken, true};
   RequestFacts post = Request("POST");
-  EXPECT_EQ(CheckAccess(loopback, post).http_status, 401);
+  AccessDecision no_token = CheckAccess(loopback, post);
+  EXPECT_EQ(no_token.http_status, 401);
+  // A script never saw the page's token: the answer says how to choose one it knows.
+  EXPECT_NE(no_token.message.find("--token-file"), std::string::npos) << no_token.message;
   post.cookie = std::string(kTokenCookie) + "=" + kToken;
   EXPECT_EQ(CheckAccess(loopback, post).http_status, 401);
   post.token_header = kToken;

@@ -1,6 +1,11 @@
 // The dashboard's API against real jobs: the real `cohort ui` process (ui_server.h) over a sandbox
 // COHORT_HOME where the real `cohort` runs jobs of shell replicas (examples/hello, replica.sh).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -93,6 +98,15 @@ TEST_F(UiApiTest, ReplicasPodsEventsAndLogsOfARealJob) {
   }
   EXPECT_FALSE(cli_workers.empty());
   EXPECT_EQ(pods["items"], cli_workers);
+  // includeRemoved=true: every worker replica, the removed ones too (the jobs page's restarts).
+  json with_removed = GetJson(
+      "/api/v1/namespaces/default/pods?includeRemoved=true&labelSelector=training.kubeflow.org/"
+      "replica-type%3Dworker");
+  size_t workers = 0;
+  for (const json& replica : replicas["items"]) workers += replica["replicaType"] == "worker";
+  EXPECT_EQ(with_removed["items"].size(), workers) << with_removed.dump();
+  EXPECT_GE(with_removed["items"].size(), pods["items"].size());
+  GetJson("/api/v1/pods?includeRemoved=maybe", 400);
   CommandResult cli_pod = sandbox_.Cohort({"get", "pod", "hello-worker-0", "-o", "json"});
   EXPECT_EQ(GetJson("/api/v1/namespaces/default/pods/hello-worker-0"), json::parse(cli_pod.output));
 
@@ -355,7 +369,85 @@ TEST_F(UiApiTest, AnAnswerOfHundredsOfThousandsOfPointsArrivesWhole) {
   EXPECT_EQ(gap["items"][0]["points"].dump().substr(0, 4), "[[7,") << gap.dump();
   EXPECT_TRUE(gap["items"][0]["points"][0][2].is_null()) << gap.dump();
   EXPECT_EQ(gap["items"][0]["points"][1][2], 0.25) << gap.dump();
+  // A filter that matches nothing says what the job has.
+  json nothing = GetJson(kTfJobs + "/hello/scalars?tag=loss&replica=worker-0");
+  EXPECT_TRUE(nothing["items"].empty()) << nothing.dump();
+  ASSERT_EQ(nothing["notes"].size(), 1u) << nothing.dump();
+  EXPECT_EQ(nothing["notes"][0],
+            "no series matches tag=loss replica=worker-0; this job has tags: batch_loss, gap; "
+            "replicas: worker-0; runs: train");
   EXPECT_EQ(GetJson(kTfJobs + "/hello")["metadata"]["name"], "hello");
+}
+
+TEST(UiServerTest, APortAnotherDashboardHoldsIsRefused) {
+  CohortSandbox sandbox;
+  UiServer first(sandbox);
+  ASSERT_TRUE(first.ok()) << first.Output();
+  CommandResult second = sandbox.Cohort({"ui", "--port", std::to_string(first.port())}, 30s);
+  EXPECT_EQ(second.exit_code, 3) << second.output;
+  EXPECT_NE(second.output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+            std::string::npos)
+      << second.output;
+}
+
+// Sends `request` as is to 127.0.0.1:port and returns what came back until `until` showed or the
+// server closed the connection (at most 64 KiB, 10 s).
+std::string RawExchange(int port, const std::string& request, const std::string& until) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    ssize_t got;
+    while (answer.size() < 65536 && answer.find(until) == std::string::npos &&
+           (got = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+      answer.append(buffer, static_cast<size_t>(got));
+    }
+  }
+  close(fd);
+  return answer;
+}
+
+TEST(UiServerTest, APostWithoutContentLengthGetsAStatusSayingSo) {
+  CohortSandbox sandbox;
+  UiServer server(sandbox);
+  ASSERT_TRUE(server.ok()) << server.Output();
+  const std::string token = server.PageToken();
+  ASSERT_FALSE(token.empty());
+  // What `curl -X POST URL` sends: no body and no Content-Length.
+  std::string answer = RawExchange(server.port(),
+                                   "POST " + kTfJobs +
+                                       "/nosuch/suspend HTTP/1.1\r\n"
+                                       "Host: 127.0.0.1\r\nX-Cohort-Token: " +
+                                       token + "\r\nConnection: close\r\n\r\n",
+                                   "\"status\":\"Failure\"}");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 411", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"kind\":\"Status\""), std::string::npos) << answer;
+  EXPECT_NE(answer.find("needs a Content-Length header"), std::string::npos) << answer;
+}
+
+TEST(UiServerTest, ABodyOverTheLimitGetsAStatusSayingSo) {
+  CohortSandbox sandbox;
+  UiServer server(sandbox);
+  ASSERT_TRUE(server.ok()) << server.Output();
+  const std::string body(70 * 1024, 'x');  // the limit is 64 KiB
+  std::string answer = RawExchange(server.port(),
+                                   "POST " + kTfJobs + "/nosuch/suspend HTTP/1.1\r\n" +
+                                       "Host: 127.0.0.1\r\nX-Cohort-Token: " + server.PageToken() +
+                                       "\r\nContent-Length: " + std::to_string(body.size()) +
+                                       "\r\nConnection: close\r\n\r\n" + body,
+                                   "\"status\":\"Failure\"}");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer.substr(0, 300);
+  EXPECT_NE(answer.find("\"reason\":\"RequestEntityTooLarge\""), std::string::npos)
+      << answer.substr(0, 600);
+  EXPECT_NE(answer.find("over 65536 bytes"), std::string::npos) << answer.substr(0, 600);
 }
 
 TEST(UiTokenTest, ANonLoopbackAddressNeedsTheTokenOnEveryRequest) {

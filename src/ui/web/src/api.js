@@ -47,7 +47,7 @@ export const paths = {
   scalars: (ns, name, query) => `${paths.job(ns, name)}/scalars?${new URLSearchParams(query)}`,
   events: (ns, name) =>
     `/api/v1/namespaces/${enc(ns)}/events?fieldSelector=${enc('involvedObject.name=' + name)}`,
-  pods: () => '/api/v1/pods',
+  pods: (query) => `/api/v1/pods${query ? `?${new URLSearchParams(query)}` : ''}`,
   log: (ns, pod, query) =>
     `/api/v1/namespaces/${enc(ns)}/pods/${enc(pod)}/log?${new URLSearchParams(query)}`,
 };

@@ -77,8 +77,10 @@ export function jobsPage(root, setStatus) {
   }
 
   async function refresh() {
-    const [jobList, podList] = await Promise.all([getJson(paths.jobs()), getJson(paths.pods())]);
+    const [jobList, podList] = await Promise.all([getJson(paths.jobs()),
+      getJson(paths.pods({ includeRemoved: 'true' }))]);
     jobs = jobList.items ?? [];
+    // Every replica's restarts, those cleanPodPolicy removed too, as `cohort get` counts them.
     restarts = new Map();
     for (const pod of podList.items ?? []) {
       const key = `${pod.metadata.namespace}/${pod.metadata.labels['training.kubeflow.org/job-name']}`;
