@@ -85,20 +85,22 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
     out.flush();
     if (!out) {
       const int error = errno;
-      std::filesystem::remove(temporary);
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
       return Status::IOError("cannot write " + temporary + ": " + std::strerror(error));
     }
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
   if (error) {
-    std::filesystem::remove(temporary);
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
     return Status::IOError("cannot rename " + temporary + " to " + path + ": " + error.message());
   }
   return Status::OK();
 }
 
-// The ground truth file is a few hundred kilobytes (the rule's tables); more is not one.
+// The ground truth file is small (the numbers and the rule's tables); more is not one.
 constexpr size_t kMaxGroundTruthBytes = 16 << 20;
 
 // The whole of the small text file `path`: NotFound when it does not exist.
