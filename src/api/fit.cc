@@ -189,9 +189,7 @@ Metric Accuracy() {
                 }};
 }
 
-FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::Optimizer& optimizer,
-              const BatchSource& train, const BatchSource& validation, const LossFunction& loss,
-              const FitOptions& options) {
+void CheckFitArguments(const Model& model, const LossFunction& loss, const FitOptions& options) {
   if (!model.module || !model.forward) {
     ThrowError(Status::InvalidArgument("Fit needs a module and its forward function"));
   }
@@ -199,6 +197,12 @@ FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::O
   if (options.per_worker_batch < 1) {
     ThrowError(Status::InvalidArgument("per_worker_batch must be at least 1"));
   }
+}
+
+FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::Optimizer& optimizer,
+              const BatchSource& train, const BatchSource& validation, const LossFunction& loss,
+              const FitOptions& options) {
+  CheckFitArguments(model, loss, options);
   const bool is_chief = strategy.is_chief();
   train::FitPlan end_plan;
   end_plan.is_chief = is_chief;

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "cluster/tf_config.h"
 #include "cohort/callbacks.h"
+#include "cohort/fit.h"
 #include "cohort/status.h"
 #include "cohort/strategy.h"
 #include "collective/communicator.h"
@@ -103,5 +104,9 @@ void SetComputeThreadsOnce(int requested, const cluster::TfConfig& config);
 
 // InvalidArgument when `module` has no parameters.
 Status CheckHasParameters(torch::nn::Module& module);
+
+// Throws kInvalidArgument for what every Fit refuses: no module or forward, no loss, a batch
+// smaller than 1.
+void CheckFitArguments(const Model& model, const LossFunction& loss, const FitOptions& options);
 
 }  // namespace cohort

@@ -759,13 +759,7 @@ std::string ParameterServer::Describe() const {
 FitResult Fit(ParameterServer& strategy, const Model& model, torch::optim::Optimizer& optimizer,
               const BatchSource& train, const BatchSource& validation, const LossFunction& loss,
               const FitOptions& options) {
-  if (!model.module || !model.forward) {
-    ThrowError(Status::InvalidArgument("Fit needs a module and its forward function"));
-  }
-  if (!loss) ThrowError(Status::InvalidArgument("Fit needs a loss function"));
-  if (options.per_worker_batch < 1) {
-    ThrowError(Status::InvalidArgument("per_worker_batch must be at least 1"));
-  }
+  CheckFitArguments(model, loss, options);
   if (options.epochs < 1) ThrowError(Status::InvalidArgument("epochs must be at least 1"));
   if (options.steps_per_epoch != 0) {
     ThrowError(Status::InvalidArgument(
