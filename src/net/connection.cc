@@ -59,8 +59,8 @@ void Connection::QueueFailureNotice(const std::string& failure, const std::strin
   QueueControl(FrameType::kPeerFailed, notice.bytes());
 }
 
-void Connection::PostReceive(uint64_t tag, void* buffer, uint32_t size) {
-  receives_.push_back({tag, static_cast<uint8_t*>(buffer), size});
+void Connection::PostReceive(uint64_t tag, void* buffer, uint32_t size, uint32_t* received_size) {
+  receives_.push_back({tag, static_cast<uint8_t*>(buffer), size, received_size});
 }
 
 Status Connection::Pump(bool discard_unclaimed_data) {
@@ -132,7 +132,10 @@ Status Connection::PumpWrites() {
       front_written_ += step;
       left -= step;
       if (front_written_ == frame_size) {
-        if (frame.is_data) ++data_frames_sent_;
+        if (frame.is_data) {
+          ++data_frames_sent_;
+          data_bytes_sent_.fetch_add(frame.payload_size, std::memory_order_relaxed);
+        }
         outgoing_.pop_front();
         front_written_ = 0;
       }
@@ -229,12 +232,14 @@ Status Connection::PumpReads(bool discard_unclaimed_data) {
                      std::to_string(frame_.tag) + ", expected " + std::to_string(receive.tag) +
                      "): the tasks did not call the same collectives in the same order"));
       }
-      if (frame_.payload_size != receive.size) {
+      const bool size_fits = receive.received_size != nullptr ? frame_.payload_size <= receive.size
+                                                              : frame_.payload_size == receive.size;
+      if (!size_fits) {
         reading_stopped_ = true;
-        return Status::FailedPrecondition(
-            Describe("sent " + std::to_string(frame_.payload_size) + " bytes where " +
-                     std::to_string(receive.size) +
-                     " were expected: the tasks called the same collective with different sizes"));
+        return Status::FailedPrecondition(Describe(
+            "sent " + std::to_string(frame_.payload_size) + " bytes where " +
+            (receive.received_size != nullptr ? "at most " : "") + std::to_string(receive.size) +
+            " were expected: the tasks called the same collective with different sizes"));
       }
     }
     size_t payload_left = frame_.payload_size - payload_done_;
@@ -249,6 +254,7 @@ Status Connection::PumpReads(bool discard_unclaimed_data) {
       header_filled_ = *got - into_payload;
       if (payload_done_ < frame_.payload_size) continue;
     }
+    if (receive.received_size != nullptr) *receive.received_size = frame_.payload_size;
     receives_.pop_front();
     ++data_frames_received_;
     in_frame_ = false;

@@ -49,6 +49,9 @@ class Connection {
   // and keeps their sockets out of its poll set, so it never competes for their bytes.
   std::atomic<int>& claims() { return claims_; }
 
+  // Payload bytes of the data frames sent in full so far; readable without io_mutex.
+  uint64_t data_bytes_sent() const { return data_bytes_sent_.load(std::memory_order_relaxed); }
+
   // ---- Everything below requires io_mutex. ----
 
   State state() const { return state_; }
@@ -65,8 +68,10 @@ class Connection {
   bool HasOutgoing() const { return !outgoing_.empty(); }
   uint64_t data_frames_sent() const { return data_frames_sent_; }
 
-  // Posts a buffer for the next data frame, which must carry `tag` and exactly `size` bytes.
-  void PostReceive(uint64_t tag, void* buffer, uint32_t size);
+  // Posts a buffer for the next data frame, which must carry `tag` and exactly `size` bytes; or,
+  // when `received_size` is given, at most `size` bytes, whose number is stored there once the
+  // frame has arrived.
+  void PostReceive(uint64_t tag, void* buffer, uint32_t size, uint32_t* received_size = nullptr);
   uint64_t data_frames_received() const { return data_frames_received_; }
 
   // Moves every byte the socket takes or has without blocking. A data frame with no posted
@@ -127,6 +132,7 @@ class Connection {
     uint64_t tag;
     uint8_t* buffer;
     uint32_t size;
+    uint32_t* received_size;  // null: the frame must be exactly `size` bytes
   };
 
   Status PumpWrites();
@@ -149,6 +155,7 @@ class Connection {
   std::deque<OutgoingFrame> outgoing_;
   size_t front_written_ = 0;  // bytes of outgoing_.front() already written, header included
   uint64_t data_frames_sent_ = 0;
+  std::atomic<uint64_t> data_bytes_sent_{0};
   SteadyClock::time_point last_sent_;
 
   std::deque<PostedReceive> receives_;

@@ -67,6 +67,13 @@ void Exchange::Receive(int peer, void* buffer, size_t size) {
   ++link.receives_posted;
 }
 
+void Exchange::ReceiveAtMost(int peer, void* buffer, size_t capacity, uint32_t* received_size) {
+  assert(capacity <= kMaxDataPayload && received_size != nullptr);
+  Link& link = LinkTo(peer);
+  link.connection->PostReceive(tag_, buffer, static_cast<uint32_t>(capacity), received_size);
+  ++link.receives_posted;
+}
+
 uint64_t Exchange::sends_completed(int peer) const {
   const Link& link = LinkTo(peer);
   return link.connection->data_frames_sent() - link.sends_at_start;

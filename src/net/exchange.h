@@ -55,6 +55,9 @@ class Exchange {
   void Send(int peer, const void* data, size_t size);
   // Posts `buffer` for the next message from `peer`, which must be exactly `size` bytes.
   void Receive(int peer, void* buffer, size_t size);
+  // The same for a message of at most `capacity` bytes; how many arrived is stored in
+  // `*received_size` by the time receives_completed(peer) counts it.
+  void ReceiveAtMost(int peer, void* buffer, size_t capacity, uint32_t* received_size);
 
   // Messages sent to / received from `peer` in full since the Exchange began.
   uint64_t sends_completed(int peer) const;

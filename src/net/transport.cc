@@ -185,6 +185,14 @@ bool Transport::CanReadMemoryOf(int rank) const {
   return rank != rank_ && connections_[rank]->can_read_peer_memory();
 }
 
+uint64_t Transport::DataBytesSent() const {
+  uint64_t bytes = 0;
+  for (const auto& connection : connections_) {
+    if (connection != nullptr) bytes += connection->data_bytes_sent();
+  }
+  return bytes;
+}
+
 Status Transport::health() const {
   if (!failed()) return Status::OK();
   std::lock_guard<std::mutex> lock(failure_mutex_);

@@ -120,6 +120,10 @@ class Transport {
   // OK while every peer is healthy; afterwards the first failure, which names the peer.
   Status health() const;
 
+  // Payload bytes of the collectives' messages this task has sent to all peers so far (the
+  // same-host paths excepted): what the network carried, for tests and benchmarks.
+  uint64_t DataBytesSent() const;
+
   // True when this process can read every other participant's memory directly (all run on this
   // host and the kernel allows it; see same_host.h). Each task decides this on its own,
   // so the tasks must agree (for example by an all-reduce) before relying on it.
