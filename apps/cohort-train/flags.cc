@@ -42,7 +42,8 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
       "taxi-train (examples/taxi).\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
-      "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path).\n"
+      "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path), COHORT_ZERO_SKIPPING "
+      "(--zero_skipping).\n"
       "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 3 an I/O "
       "error (a full disk: the file is named), permanent too; 138 a "
       "peer died or stopped answering: restart the worker and it resumes from --checkpoint_path.");
@@ -130,6 +131,13 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
                  "as between hosts")
       ->capture_default_str()
       ->envname("COHORT_SAME_HOST_PATH")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--zero_skipping", flags.zero_skipping,
+                 "MultiWorkerMirrored: on, all-reduce messages over TCP leave out the exact zeros "
+                 "of gradients that are at least one eighth zeros (lossless: the same results "
+                 "bit for bit); the same on every worker")
+      ->capture_default_str()
+      ->envname("COHORT_ZERO_SKIPPING")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--gradient_compression", flags.gradient_compression,
                  "MultiWorkerMirrored: none, bf16 or fp16; with bf16 or fp16 each gradient bucket "

@@ -48,6 +48,7 @@ struct Flags {
   double startup_timeout_s = 300;
   double peer_timeout_s = 30;
   std::string same_host_path = "on";          // "on" or "off"
+  std::string zero_skipping = "on";           // "on" or "off"
   std::string gradient_compression = "none";  // "none", "bf16" or "fp16" (gradient_compression.h)
   bool evaluate = false;
   std::string model_path;

@@ -43,7 +43,8 @@ std::string Describe(const Strategy& strategy, const cluster::TfConfig& config,
                                            : "TCP (same-host path off)") +
          (flags.gradient_compression == "none"
               ? std::string()
-              : "; gradients as " + flags.gradient_compression + " on the wire");
+              : "; gradients as " + flags.gradient_compression + " on the wire") +
+         (flags.zero_skipping == "on" ? "" : "; zero skipping off");
 }
 
 std::string BlasName(const BlasLibrary& blas) {
@@ -174,6 +175,7 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   connection.startup_timeout = Milliseconds(flags.startup_timeout_s);
   connection.peer_timeout = Milliseconds(flags.peer_timeout_s);
   connection.same_host_path = flags.same_host_path == "on";
+  connection.zero_skipping = flags.zero_skipping == "on";
   connection.on_peer_failure = WriteTerminationMessage;
   auto strategy = MakeStrategy(config, connection);
   if (!strategy.ok()) Fail(strategy.status());
@@ -202,6 +204,14 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   std::vector<std::unique_ptr<Callback>> owned_callbacks;
   const std::vector<Callback*> callbacks = CallbacksFor(flags, backup.get(), &owned_callbacks);
   if (Status status = (*trainer)->Fit(callbacks); !status.ok()) Fail(status);
+  if (auto* mirrored = dynamic_cast<MultiWorkerMirroredStrategy*>(strategy->get());
+      mirrored != nullptr && plan.num_workers > 1) {
+    char sent[128];
+    std::snprintf(sent, sizeof sent, "%.1f MB",
+                  static_cast<double>(mirrored->communicator().transport().DataBytesSent()) / 1e6);
+    Print("cohort-train: this worker sent " + std::string(sent) +
+          " of collective messages over TCP");
+  }
 
   // The end of a job, in an order that a task killed at any point survives without training
   // again (backup_and_restore.h): the backup stays until the model is complete, the completion

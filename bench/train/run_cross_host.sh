@@ -10,11 +10,13 @@
 # malloc settings; denormals flushed; worker i pinned to CPU i mod nproc; SGD 0.01 by default),
 # STEPS warm-up then STEPS timed steps, configurations alternating ROUNDS times, min/median/max.
 # Cohort's column per gradient compression in COMPRESSIONS (cohort-train --gradient_compression;
-# "none bf16" adds a bf16 column). With more hosts than CPUs the workers share cores: the 4-host
+# "none bf16" adds a bf16 column; "none/off" is none with --zero_skipping off, so that "none none/off"
+# shows what leaving out the gradient's exact zeros gains). With more hosts than CPUs the workers share cores: the 4-host
 # figures then measure the CPU as much as the links.
 #
 # Summary lines, one per host count and compression, then the last line:
 #   cross-host: H hosts, cohort(C)/ddp = X.XX (goal >= 1.3): PASS|FAIL
+#   zero skipping off: H hosts, cohort(C/off)/ddp = X.XX (no goal)
 #   train cross-host: samples/s ratio vs ddp (2 hosts) = X.XX
 #
 # Needs root and ip, tc and nft (run_on_hosts says what is missing). Without them the script exits
@@ -81,18 +83,21 @@ run_hosts() {
   fi
 }
 
-# cohort HOSTS COMPRESSION: cohort-train's samples/s over its timed (second) epoch, worker 0.
+# cohort HOSTS COMPRESSION[/off]: cohort-train's samples/s over its timed (second) epoch, worker 0;
+# "/off" turns zero skipping off.
 cohort() {
-  local hosts="$1" compression="$2" cluster="" commands=() i config
+  local hosts="$1" compression="${2%%/*}" zero_skipping=on cluster="" commands=() i config
+  [ "$2" = "${2%/off}" ] || zero_skipping=off
   for ((i = 0; i < hosts; i++)); do cluster+="${cluster:+,}\"host-$i:$PORT\""; done
   for ((i = 0; i < hosts; i++)); do
     config="{\"cluster\":{\"worker\":[$cluster]},\"task\":{\"type\":\"worker\",\"index\":$i}}"
     commands+=("$( [ "$hosts" -gt 1 ] && echo "TF_CONFIG='$config' COHORT_JOB_SECRET=bench-cross-host")\
  exec taskset -c $((i % CPUS)) '$COHORT_TRAIN' --epochs 2 --steps_per_epoch $STEPS\
- --per_worker_batch $BATCH --optimizer $OPTIMIZER --threads 1 --gradient_compression $compression")
+ --per_worker_batch $BATCH --optimizer $OPTIMIZER --threads 1 --gradient_compression $compression\
+ --zero_skipping $zero_skipping")
   done
-  run_hosts "cohort-$hosts-$compression" "${commands[@]}"
-  host_output "$WORK/cohort-$hosts-$compression.out" 0 |
+  run_hosts "cohort-$hosts-$compression-$zero_skipping" "${commands[@]}"
+  host_output "$WORK/cohort-$hosts-$compression-$zero_skipping.out" 0 |
     sed -n 's|^epoch 2/2: .* \([0-9][0-9]*\) samples/s.*|\1|p'
 }
 
@@ -161,7 +166,10 @@ for hosts in 1 $HOSTS; do
     efficiency="$(awk -v a="$median" -v b="$one" -v n="$hosts" 'BEGIN {printf "%.2f", a / (n * b)}')"
     printf '%-6s %-12s %22s %12s %12s\n' "$hosts" "$column" "$low/$median/$high" "$ratio" \
       "$efficiency"
-    if [ "$column" != ddp ] && [ "$hosts" -gt 1 ]; then
+    if [ "$column" != "${column%/off}" ] && [ "$hosts" -gt 1 ]; then
+      # A diagnostic column: what zero skipping gains; the goal is for the default.
+      summary+=("zero skipping off: $hosts hosts, cohort(${column#cohort:})/ddp = $ratio (no goal)")
+    elif [ "$column" != ddp ] && [ "$hosts" -gt 1 ]; then
       verdict="$(awk -v r="$ratio" 'BEGIN {print (r >= 1.3) ? "PASS" : "FAIL"}')"
       summary+=("cross-host: $hosts hosts, cohort(${column#cohort:})/ddp = $ratio (goal >= 1.3): $verdict")
       [ "$hosts" -eq "${HOSTS%% *}" ] && [ -z "$last_ratio" ] && last_ratio="$ratio"

@@ -39,6 +39,7 @@ MultiWorkerMirrored::MultiWorkerMirrored(const Cluster& cluster, const StrategyO
   connection.startup_timeout = options.startup_timeout;
   connection.peer_timeout = options.peer_timeout;
   connection.same_host_path = options.same_host_path;
+  connection.zero_skipping = options.zero_skipping;
   connection.on_peer_failure = train::program::WriteTerminationMessage;
   impl_->strategy = ValueOrThrow(train::MakeStrategy(impl_->config, connection));
   if (auto* mirrored = dynamic_cast<train::MultiWorkerMirroredStrategy*>(impl_->strategy.get())) {

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "collective/reduction.h"
+#include "collective/zero_skipping.h"
 #include "net/exchange.h"
 
 namespace cohort::collective {
@@ -91,36 +92,70 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
   const int right = this->right();
   const std::vector<Segment> schedule = ReceiveSchedule(segment_elements);
 
-  size_t reduce_scatter_segments = 0;
-  size_t largest_segment = 0;
-  for (const Segment& segment : schedule) {
-    if (segment.reduce_scatter) ++reduce_scatter_segments;
-    largest_segment = std::max(largest_segment, segment.elements);
-  }
-  const size_t slot_bytes = largest_segment * element_size;
-  const size_t slots = std::min<size_t>(std::max(tuning_.receive_slots, 1),
-                                        std::max<size_t>(reduce_scatter_segments, 1));
-  if (reduce_scatter_segments > 0 && scratch_->size() < slots * slot_bytes) {
-    scratch_->resize(slots * slot_bytes);
-  }
-  uint8_t* const scratch = scratch_->data();
-
-  size_t sends = 0;
-  const bool prepare = plan_.reduce_scatter && plan_.prepare;
-
   // Reduce-scatter starts by sending this rank's own block (block `position`), untouched; an
   // all-gather alone starts by sending the block this rank holds reduced.
   BlockPartition blocks(count_, size);
   const int first_block =
       plan_.reduce_scatter ? position_ : OwnedBlockAfterReduceScatter(position_, size);
+
+  size_t reduce_scatter_segments = 0;
+  size_t largest_segment = 0;
+  // Every send of the operation: the first block's segments and the segments passed on.
+  size_t send_count = SegmentCount(blocks.size(first_block), segment_elements);
+  size_t send_elements = blocks.size(first_block);
+  for (const Segment& segment : schedule) {
+    if (segment.reduce_scatter) ++reduce_scatter_segments;
+    largest_segment = std::max(largest_segment, segment.elements);
+    const bool passed_on = segment.reduce_scatter ? segment.step < size - 2 || plan_.all_gather
+                                                  : segment.step < size - 2;
+    if (passed_on) {
+      ++send_count;
+      send_elements += segment.elements;
+    }
+  }
+  const size_t slot_bytes = largest_segment * element_size;
+  const size_t slots = std::min<size_t>(std::max(tuning_.receive_slots, 1),
+                                        std::max<size_t>(reduce_scatter_segments, 1));
+  const size_t slots_bytes = reduce_scatter_segments > 0 ? slots * slot_bytes : 0;
+
+  const bool accept_encoded = tuning_.skip_zero_words && element_size == 4;
+  const bool encode = accept_encoded &&
+                      ZeroSkippingLooksWorthwhile(reinterpret_cast<const uint32_t*>(data_), count_);
+  // Each encoded send starts on a cache line and may write kZeroSkippingSlackBytes past its end.
+  const size_t arena_offset = (slots_bytes + 63) / 64 * 64;
+  const size_t arena_bytes =
+      encode ? send_elements * element_size + send_count * (64 + kZeroSkippingSlackBytes) : 0;
+  if (scratch_->size() < arena_offset + arena_bytes) scratch_->resize(arena_offset + arena_bytes);
+  uint8_t* const scratch = scratch_->data();
+  uint8_t* const arena = scratch + arena_offset;
+  size_t arena_used = 0;
+
+  size_t sends = 0;
+  auto send = [&](const uint8_t* segment_data, size_t elements) {
+    const size_t bytes = elements * element_size;
+    if (encode &&
+        ZeroSkippingLooksWorthwhile(reinterpret_cast<const uint32_t*>(segment_data), elements)) {
+      uint8_t* out = arena + arena_used;
+      const size_t encoded =
+          EncodeZeroSkipping(reinterpret_cast<const uint32_t*>(segment_data), elements, out);
+      if (encoded > 0) {
+        arena_used += (encoded + 63) / 64 * 64;
+        exchange.Send(right, out, encoded);
+        ++sends;
+        return;
+      }
+    }
+    exchange.Send(right, segment_data, bytes);
+    ++sends;
+  };
+  const bool prepare = plan_.reduce_scatter && plan_.prepare;
+
   for (size_t done = 0; done < blocks.size(first_block); done += segment_elements) {
     size_t elements = std::min(segment_elements, blocks.size(first_block) - done);
     if (prepare) {
       COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, blocks.offset(first_block) + done, elements));
     }
-    exchange.Send(right, data_ + (blocks.offset(first_block) + done) * element_size,
-                  elements * element_size);
-    ++sends;
+    send(data_ + (blocks.offset(first_block) + done) * element_size, elements);
     // Moves what is ready while the next segment is prepared.
     if (prepare) COHORT_RETURN_IF_ERROR(exchange.Service());
   }
@@ -128,6 +163,7 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
   std::deque<size_t> free_slots;
   for (size_t slot = 0; slot < slots; ++slot) free_slots.push_back(slot);
   std::vector<size_t> slot_of(schedule.size(), 0);
+  std::vector<uint32_t> received_bytes(accept_encoded ? schedule.size() : 0);
   size_t posted = 0;
   // Posts receives in schedule order: reduce-scatter ones as scratch slots free up, all-gather
   // ones (straight into the caller's buffer) as soon as every reduce-scatter one is posted.
@@ -143,7 +179,12 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
       } else {
         target = data_ + segment.offset * element_size;
       }
-      exchange.Receive(left, target, segment.elements * element_size);
+      if (accept_encoded) {
+        exchange.ReceiveAtMost(left, target, segment.elements * element_size,
+                               &received_bytes[posted]);
+      } else {
+        exchange.Receive(left, target, segment.elements * element_size);
+      }
       ++posted;
     }
   };
@@ -154,6 +195,18 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
     const Segment& segment = schedule[index];
     uint8_t* block_data = data_ + segment.offset * element_size;
     const size_t bytes = segment.elements * element_size;
+    if (accept_encoded && received_bytes[index] != bytes) {
+      uint8_t* arrived =
+          segment.reduce_scatter ? scratch + slot_of[index] * slot_bytes : block_data;
+      Status expanded = ExpandZeroSkippingInPlace(arrived, received_bytes[index], segment.elements);
+      if (!expanded.ok()) {
+        return exchange.Fail(Status::FailedPrecondition(
+            context_.transport->PeerName(left) + " sent " + std::to_string(received_bytes[index]) +
+            " bytes where " + std::to_string(bytes) +
+            " bytes or their zero-skipping encoding were expected (" + expanded.message() +
+            "): the tasks called the same collective with different sizes or options"));
+      }
+    }
     if (segment.reduce_scatter) {
       if (prepare)
         COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, segment.offset, segment.elements));
@@ -162,13 +215,9 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
       const bool last_step = segment.step == size - 2;
       if (last_step && divide) DivideInPlace(type_, block_data, segment.elements, average_over);
       // The next reduce-scatter step, or, after the last, the first all-gather step.
-      if (!last_step || plan_.all_gather) {
-        exchange.Send(right, block_data, bytes);
-        ++sends;
-      }
+      if (!last_step || plan_.all_gather) send(block_data, segment.elements);
     } else if (segment.step < size - 2) {
-      exchange.Send(right, block_data, bytes);
-      ++sends;
+      send(block_data, segment.elements);
     }
     post_receives();
   }

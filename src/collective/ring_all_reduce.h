@@ -17,6 +17,13 @@
 // Every rank ends with bit-identical results: each block is reduced once, by one fixed order of
 // additions, and then copied.
 //
+// Zero skipping (RingTuning::skip_zero_words). When a sample of this rank's data is at least one
+// eighth zero words, each segment it sends is encoded without its zero words whenever that is
+// shorter (zero_skipping.h); segments are received with room for the plain data and expanded in
+// place when they arrive shorter, so the arithmetic, and so every result bit, is the same as
+// without it. Encoded sends are written into a region of the scratch buffer sized for every send
+// of the operation, so the data is never waited for.
+//
 // Rings and phases (RingPlan). The ring may be any subset of the ranks in any order, and either
 // phase may run alone, which is what hierarchical_all_reduce.h builds on: after reduce-scatter the
 // member at ring position p holds block (p + 1) % m of m fully reduced
@@ -41,6 +48,9 @@ struct RingTuning {
   size_t segment_bytes = 256 * 1024;
   // Reduce-scatter segments that may be in flight towards this rank at once.
   int receive_slots = 4;
+  // Sends segments of 32-bit elements that are at least one eighth exact zeros without the zeros
+  // (zero_skipping.h), and accepts such segments. Lossless; must be the same on every rank.
+  bool skip_zero_words = true;
 };
 
 // Which ranks form the ring, and which phases run. The default is the whole all-reduce over every

@@ -35,6 +35,7 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   if (!transport.ok()) return transport.status().WithContext("connecting to the other workers");
   collective::CommunicatorOptions communicator_options;
   communicator_options.same_host_memory = options.same_host_path;
+  communicator_options.ring.skip_zero_words = options.zero_skipping;
   auto communicator = collective::Communicator::Create(
       std::shared_ptr<net::Transport>(std::move(transport).value()), communicator_options);
   if (!communicator.ok()) {

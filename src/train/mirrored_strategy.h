@@ -34,6 +34,9 @@ struct WorkerConnectionOptions {
   // this host, collective/same_host_algorithms.h). Off, every byte goes over TCP, as between
   // hosts, so that TCP training can be measured on one machine.
   bool same_host_path = true;
+  // Whether all-reduce messages between hosts leave out exact zero words when there are many
+  // (collective::RingTuning::skip_zero_words; lossless). The same on every worker.
+  bool zero_skipping = true;
   // Told the peer report (cluster/peer_report.h) when a collective fails because a peer died or
   // hung (net::TransportOptions::on_peer_failure); a program passes it to job control with
   // program::WriteTerminationMessage. Unset: nothing is told.
