@@ -133,9 +133,9 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->envname("COHORT_SAME_HOST_PATH")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--zero_skipping", flags.zero_skipping,
-                 "MultiWorkerMirrored: on, all-reduce messages over TCP leave out the exact zeros "
-                 "of gradients that are at least one eighth zeros (lossless: the same results "
-                 "bit for bit); the same on every worker")
+                 "MultiWorkerMirrored: on, all-reduce messages to workers on other hosts leave out "
+                 "the exact zeros of gradients that are at least one eighth zeros (lossless: the "
+                 "same results bit for bit); the same on every worker")
       ->capture_default_str()
       ->envname("COHORT_ZERO_SKIPPING")
       ->check(CLI::IsMember({"on", "off"}));

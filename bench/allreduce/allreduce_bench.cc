@@ -455,7 +455,11 @@ void RunRank(RankPlan plan, const Options& options,
         }
       }
     }
-    std::fill_n(data.data(), count, 0.0f);  // sums of zeros stay finite, whatever runs
+    // The timed data: -0.0 in every element. Sums of it stay -0.0 (finite) however many
+    // iterations run, adding it costs what adding any float does, and every word has a bit set,
+    // so the data is dense to Cohort's zero skipping (which leaves out only +0.0 words): the full
+    // buffer crosses the network, as random data would. (+0.0 would be skipped: not dense.)
+    std::fill_n(data.data(), count, -0.0f);
 
     // Iterations per block: enough for min_time, agreed by all ranks.
     std::vector<int64_t> iterations(libraries, 1);

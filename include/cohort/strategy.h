@@ -41,9 +41,9 @@ struct StrategyOptions {
   // Whether workers on one host may move large collectives through each other's memory
   // (otherwise everything goes over TCP, as between hosts).
   bool same_host_path = true;
-  // Whether all-reduce messages leave out the exact zeros of gradients that have many (gradients
-  // behind a ReLU often do). Lossless: the results are the same bits either way. The same on
-  // every task.
+  // Whether all-reduce messages between hosts leave out the exact zeros of gradients that have
+  // many (gradients behind a ReLU often do). Lossless: the results are the same bits either way.
+  // The same on every task.
   bool zero_skipping = true;
   // Whether to set libtorch's compute threads to this task's share of the host's cores (the
   // training tasks on this host share them), as cohort-train does. 0 threads: that share; a

@@ -1,5 +1,6 @@
 #include "collective/communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -138,6 +139,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
       self.options_.hierarchical_all_reduce && self.topology_.IsUniformWithSeveralRanksPerHost();
   self.same_host_within_hosts_ = self.hierarchical_ && agreement[1] == 1;
   self.ring_plan_.members = self.topology_.RingOrder();
+  const std::vector<int>& ring = self.ring_plan_.members;
+  const auto position = std::find(ring.begin(), ring.end(), self.rank()) - ring.begin();
+  const int right = ring[(position + 1) % static_cast<long>(ring.size())];
+  self.ring_plan_.right_on_another_host =
+      self.topology_.HostOf(right) != self.topology_.HostOf(self.rank());
   if (self.same_host_ && self.options_.same_host_staging_bytes > 0) {
     COHORT_RETURN_IF_ERROR(self.SetUpStaging());
   }

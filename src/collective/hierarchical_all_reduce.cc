@@ -55,6 +55,7 @@ Status HierarchicalAllReduce::Run() {
   within_host.members = local;
   within_host.all_gather = false;
   within_host.average_over = 1;
+  within_host.right_on_another_host = false;
   COHORT_RETURN_IF_ERROR(
       RingAllReduce(context_, data_, count_, type_, op_, tuning_, scratch_, within_host).Run());
   // 2. Across hosts.
@@ -67,6 +68,7 @@ Status HierarchicalAllReduce::Run() {
   RingPlan gather;
   gather.members = local;
   gather.reduce_scatter = false;
+  gather.right_on_another_host = false;
   return RingAllReduce(context_, data_, count_, type_, op_, tuning_, scratch_, gather).Run();
 }
 

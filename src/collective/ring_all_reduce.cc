@@ -119,7 +119,7 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
   const size_t slots_bytes = reduce_scatter_segments > 0 ? slots * slot_bytes : 0;
 
   const bool accept_encoded = tuning_.skip_zero_words && element_size == 4;
-  const bool encode = accept_encoded &&
+  const bool encode = accept_encoded && plan_.right_on_another_host &&
                       ZeroSkippingLooksWorthwhile(reinterpret_cast<const uint32_t*>(data_), count_);
   // Each encoded send starts on a cache line and may write kZeroSkippingSlackBytes past its end.
   const size_t arena_offset = (slots_bytes + 63) / 64 * 64;

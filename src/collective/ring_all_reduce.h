@@ -17,8 +17,9 @@
 // Every rank ends with bit-identical results: each block is reduced once, by one fixed order of
 // additions, and then copied.
 //
-// Zero skipping (RingTuning::skip_zero_words). When a sample of this rank's data is at least one
-// eighth zero words, each segment it sends is encoded without its zero words whenever that is
+// Zero skipping (RingTuning::skip_zero_words). When this rank's right neighbour is on another host
+// (RingPlan::right_on_another_host) and a sample of its data is at least one eighth zero words,
+// each segment it sends is encoded without its zero words whenever that is
 // shorter (zero_skipping.h); segments are received with room for the plain data and expanded in
 // place when they arrive shorter, so the arithmetic, and so every result bit, is the same as
 // without it. Encoded sends are written into a region of the scratch buffer sized for every send
@@ -68,6 +69,9 @@ struct RingPlan {
   // ring's Exchange. The hierarchical all-reduce reduces the segment over its host there, so that
   // this overlaps the network.
   std::function<Status(net::Exchange& exchange, size_t offset, size_t elements)> prepare;
+  // Whether this rank's right neighbour runs on another host. Zero skipping encodes only what
+  // crosses hosts: over loopback TCP, bytes are cheaper than the passes that would save them.
+  bool right_on_another_host = true;
 };
 
 // The block (of `ring_size`, BlockPartition) that ring position `position` holds fully reduced

@@ -105,10 +105,23 @@ Status ExpandBaseline(uint8_t* buffer, size_t encoded_bytes, size_t count) {
   auto kept = ReadBitmap(buffer, encoded_bytes, count, bitmap);
   if (!kept.ok()) return kept.status();
   size_t source = *kept;
-  for (size_t i = count; i-- > 0;) {
-    uint32_t word = 0;
-    if ((bitmap[i / 8] >> (i % 8)) & 1) std::memcpy(&word, buffer + 4 * --source, 4);
-    std::memcpy(buffer + 4 * i, &word, 4);
+  for (size_t byte = ZeroSkippingBitmapBytes(count); byte-- > 0;) {
+    const size_t start = byte * 8;
+    const size_t words = std::min<size_t>(8, count - start);
+    const uint8_t bits = bitmap[byte];
+    // Zeros come in runs (a dead input's whole column), so whole bytes of the bitmap are common.
+    if (bits == 0) {
+      std::memset(buffer + 4 * start, 0, 4 * words);
+    } else if (bits == 0xFF) {
+      source -= 8;
+      std::memmove(buffer + 4 * start, buffer + 4 * source, 32);
+    } else {
+      for (size_t i = start + words; i-- > start;) {
+        uint32_t word = 0;
+        if ((bits >> (i - start)) & 1) std::memcpy(&word, buffer + 4 * --source, 4);
+        std::memcpy(buffer + 4 * i, &word, 4);
+      }
+    }
   }
   return Status::OK();
 }

@@ -193,6 +193,11 @@ uint64_t Transport::DataBytesSent() const {
   return bytes;
 }
 
+uint64_t Transport::DataBytesSentTo(int rank) const {
+  const auto& connection = connections_[rank];
+  return connection != nullptr ? connection->data_bytes_sent() : 0;
+}
+
 Status Transport::health() const {
   if (!failed()) return Status::OK();
   std::lock_guard<std::mutex> lock(failure_mutex_);

@@ -123,6 +123,8 @@ class Transport {
   // Payload bytes of the collectives' messages this task has sent to all peers so far (the
   // same-host paths excepted): what the network carried, for tests and benchmarks.
   uint64_t DataBytesSent() const;
+  // The same, to one peer (0 for this task).
+  uint64_t DataBytesSentTo(int rank) const;
 
   // True when this process can read every other participant's memory directly (all run on this
   // host and the kernel allows it; see same_host.h). Each task decides this on its own,
