@@ -10,9 +10,9 @@
 # malloc settings; denormals flushed; worker i pinned to CPU i mod nproc; SGD 0.01 by default),
 # STEPS warm-up then STEPS timed steps, configurations alternating ROUNDS times, min/median/max.
 # Cohort's column per gradient compression in COMPRESSIONS (cohort-train --gradient_compression;
-# "none bf16" adds a bf16 column; "none/off" is none with --zero_skipping off, so that "none none/off"
-# shows what leaving out the gradient's exact zeros gains). With more hosts than CPUs the workers share cores: the 4-host
-# figures then measure the CPU as much as the links.
+# "none bf16" adds a bf16 column; "none/off" is none with --zero_skipping off, so that
+# "none none/off" shows what leaving out the gradient's exact zeros gains). With more hosts than
+# CPUs the workers share cores: the 4-host figures then measure the CPU as much as the links.
 #
 # Summary lines, one per host count and compression, then the last line:
 #   cross-host: H hosts, cohort(C)/ddp = X.XX (goal >= 1.3): PASS|FAIL
