@@ -98,6 +98,12 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
   const int first_block =
       plan_.reduce_scatter ? position_ : OwnedBlockAfterReduceScatter(position_, size);
 
+  // Whether a segment received is sent on: every reduce-scatter step but the last feeds the next,
+  // the last the first all-gather step, and all-gather segments travel until the last step.
+  auto passed_on = [&](const Segment& segment) {
+    const bool last_step = segment.step == size - 2;
+    return !last_step || (segment.reduce_scatter && plan_.all_gather);
+  };
   size_t reduce_scatter_segments = 0;
   size_t largest_segment = 0;
   // Every send of the operation: the first block's segments and the segments passed on.
@@ -106,9 +112,7 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
   for (const Segment& segment : schedule) {
     if (segment.reduce_scatter) ++reduce_scatter_segments;
     largest_segment = std::max(largest_segment, segment.elements);
-    const bool passed_on = segment.reduce_scatter ? segment.step < size - 2 || plan_.all_gather
-                                                  : segment.step < size - 2;
-    if (passed_on) {
+    if (passed_on(segment)) {
       ++send_count;
       send_elements += segment.elements;
     }
@@ -212,13 +216,11 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
         COHORT_RETURN_IF_ERROR(plan_.prepare(exchange, segment.offset, segment.elements));
       ReduceInto(type_, op_, block_data, scratch + slot_of[index] * slot_bytes, segment.elements);
       free_slots.push_back(slot_of[index]);
-      const bool last_step = segment.step == size - 2;
-      if (last_step && divide) DivideInPlace(type_, block_data, segment.elements, average_over);
-      // The next reduce-scatter step, or, after the last, the first all-gather step.
-      if (!last_step || plan_.all_gather) send(block_data, segment.elements);
-    } else if (segment.step < size - 2) {
-      send(block_data, segment.elements);
+      if (segment.step == size - 2 && divide) {
+        DivideInPlace(type_, block_data, segment.elements, average_over);
+      }
     }
+    if (passed_on(segment)) send(block_data, segment.elements);
     post_receives();
   }
   return exchange.WaitForSends(right, sends);

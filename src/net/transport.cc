@@ -187,9 +187,7 @@ bool Transport::CanReadMemoryOf(int rank) const {
 
 uint64_t Transport::DataBytesSent() const {
   uint64_t bytes = 0;
-  for (const auto& connection : connections_) {
-    if (connection != nullptr) bytes += connection->data_bytes_sent();
-  }
+  for (int rank = 0; rank < size(); ++rank) bytes += DataBytesSentTo(rank);
   return bytes;
 }
 
