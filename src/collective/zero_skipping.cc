@@ -144,7 +144,7 @@ __attribute__((target("avx512f,popcnt"))) Status ExpandAvx512(uint8_t* buffer, s
   if (!kept.ok()) return kept.status();
   thread_local std::vector<uint32_t> packed;
   if (packed.size() < *kept) packed.resize(*kept);
-  std::memcpy(packed.data(), buffer, 4 * *kept);
+  if (*kept > 0) std::memcpy(packed.data(), buffer, 4 * *kept);
   size_t source = 0;
   for (size_t start = 0; start < count; start += 16) {
     uint16_t bits;
