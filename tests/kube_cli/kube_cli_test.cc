@@ -435,9 +435,17 @@ TEST_F(KubeCliTest, LogsFollowPrintsTheLogsAsTheyGrowUntilTheContainersEnd) {
   follower.join();
   ASSERT_TRUE(started);
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("[ps-0] serving\n"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("[worker-0] step 1\n[worker-0] step 2\n"), std::string::npos)
-      << result.out;
+  // The two pods' streams interleave in any order; each pod's own lines come whole and in order.
+  auto lines_of = [&](const std::string& prefix) {
+    std::string lines;
+    std::istringstream out(result.out);
+    for (std::string line; std::getline(out, line);) {
+      if (line.rfind(prefix, 0) == 0) lines += line + "\n";
+    }
+    return lines;
+  };
+  EXPECT_EQ(lines_of("[ps-0] "), "[ps-0] serving\n") << result.out;
+  EXPECT_EQ(lines_of("[worker-0] "), "[worker-0] step 1\n[worker-0] step 2\n") << result.out;
 }
 
 // Runs `cohort wait` in the background until the watch is open, then lets the job finish.

@@ -60,6 +60,12 @@ class OperatorTest : public ::testing::Test {
     return api_.Object("tfjobs", "default", name).value_or(nlohmann::json::object());
   }
 
+  // The job's status.replicaStatuses[type][field], 0 while the operator has not written it.
+  int ReplicaCount(const std::string& name, const std::string& type, const std::string& field) {
+    const nlohmann::json replicas = Job(name)["status"]["replicaStatuses"][type];
+    return replicas.is_object() ? replicas.value(field, 0) : 0;
+  }
+
   // The job's condition of `type`, "" when absent, else its status ("True"/"False").
   std::string Condition(const std::string& name, const std::string& type) {
     nlohmann::json job = Job(name);
@@ -238,9 +244,7 @@ TEST_F(OperatorTest, OnFailureRestartsInPlaceCountTowardsTheBackoffLimit) {
   clock_.Advance(1s);
   ASSERT_TRUE(kubelet_.Run("inplace-worker-0").ok());
   // Within the limit the job keeps running, on the same pod.
-  ASSERT_TRUE(WaitUntil(
-      [&] { return Job("inplace")["status"]["replicaStatuses"]["Worker"].value("active", 0) == 1; },
-      kWait));
+  ASSERT_TRUE(WaitUntil([&] { return ReplicaCount("inplace", "Worker", "active") == 1; }, kWait));
   EXPECT_NE(Condition("inplace", "Failed"), "True");
   ASSERT_TRUE(kubelet_.Exit("inplace-worker-0", 1).ok());  // restartCount 3: past it
   ASSERT_TRUE(WaitUntil([&] { return Condition("inplace", "Failed") == "True"; }, kWait));
@@ -364,9 +368,7 @@ TEST_F(OperatorTest, SuccessPolicyAllWorkersWaitsForEveryWorker) {
   ASSERT_TRUE(WaitUntil([&] { return PodNames().size() == 2; }, kWait));
   RunAll();
   ASSERT_TRUE(kubelet_.Exit("all-worker-0", 0).ok());
-  ASSERT_TRUE(WaitUntil(
-      [&] { return Job("all")["status"]["replicaStatuses"]["Worker"].value("succeeded", 0) == 1; },
-      kWait));
+  ASSERT_TRUE(WaitUntil([&] { return ReplicaCount("all", "Worker", "succeeded") == 1; }, kWait));
   EXPECT_NE(Condition("all", "Succeeded"), "True");
   ASSERT_TRUE(kubelet_.Exit("all-worker-1", 0).ok());
   ASSERT_TRUE(WaitUntil([&] { return Condition("all", "Succeeded") == "True"; }, kWait));
@@ -430,9 +432,7 @@ TEST_F(OperatorTest, NeverAdoptsOrDeletesPodsItDoesNotOwn) {
   CreateJob(TFJobObject("adopt", {{"Worker", 2}}));
   ASSERT_TRUE(WaitUntil([&] { return Pod("adopt-worker-0").has_value(); }, kWait));
   ASSERT_TRUE(kubelet_.Run("adopt-worker-0").ok());
-  ASSERT_TRUE(WaitUntil(
-      [&] { return Job("adopt")["status"]["replicaStatuses"]["Worker"].value("active", 0) == 1; },
-      kWait));
+  ASSERT_TRUE(WaitUntil([&] { return ReplicaCount("adopt", "Worker", "active") == 1; }, kWait));
   // The foreign pods are untouched: not counted, not deleted, not changed.
   EXPECT_EQ(ControllerUid(*Pod("adopt-worker-1"), "TFJob"), "");
   EXPECT_TRUE(Pod("adopt-worker-5"));
