@@ -47,15 +47,15 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
   COMPONENT runtime FILES_MATCHING PATTERN "*.md")
 
 if(COHORT_WITH_TORCH)
-  # libcohort.so: the public API's objects (src/api) and, from Cohort's static libraries, what they
+  # libcohort.so: the public API's objects (src/public_api) and, from Cohort's static libraries, what they
   # use. The libraries it links (libtorch, protobuf, yaml-cpp, OpenSSL, libcurl...) are shared
   # libraries of the system, found by the loader; only libtorch is part of its interface, since
   # the public headers include it. The target is cohort_library (`cohort` is the program).
-  # cohort_api's objects are the library's own; linking the static cohort_api brings in what they
+  # cohort_public_api's objects are the library's own; linking the static cohort_public_api brings in what they
   # use of the layers below (position-independent, as cohort_module builds them).
-  set_property(TARGET cohort_api PROPERTY POSITION_INDEPENDENT_CODE ON)
-  add_library(cohort_library SHARED $<TARGET_OBJECTS:cohort_api>)
-  target_link_libraries(cohort_library PRIVATE cohort_api)
+  set_property(TARGET cohort_public_api PROPERTY POSITION_INDEPENDENT_CODE ON)
+  add_library(cohort_library SHARED $<TARGET_OBJECTS:cohort_public_api>)
+  target_link_libraries(cohort_library PRIVATE cohort_public_api)
   target_link_libraries(cohort_library PUBLIC "$<BUILD_INTERFACE:${TORCH_LIBRARIES}>")
   target_include_directories(cohort_library INTERFACE
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
@@ -63,7 +63,7 @@ if(COHORT_WITH_TORCH)
   target_compile_features(cohort_library INTERFACE cxx_std_17)
   set_target_properties(cohort_library PROPERTIES OUTPUT_NAME cohort EXPORT_NAME cohort
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
-  # In the tree, Cohort::cohort is the static cohort_api (examples/CMakeLists.txt), so that the
+  # In the tree, Cohort::cohort is the static cohort_public_api (examples/CMakeLists.txt), so that the
   # examples build before anything is installed; installed users get this library by that name.
 
   install(TARGETS cohort_library EXPORT CohortTargets

@@ -3,7 +3,7 @@
 # include root, so that headers are included as "job/tfjob.h" or "train/data/idx_file.h". One
 # library per layer keeps dependencies pointing one way: a layer can only include what it links.
 # The libraries are position-independent, since the installed shared library libcohort.so is made
-# of them (src/api); the programs link them statically as before.
+# of them (src/public_api); the programs link them statically as before.
 function(cohort_module name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR" "")
   if(NOT arg_DIR)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a real Kubernetes API server (kube-apiserver) and kube-controller-manager for the tests
-# in tests/kube_cluster, from Debian's own `kubernetes` source package, offline.
+# in tests/kube_apiserver, from Debian's own `kubernetes` source package, offline.
 #
 # Debian ships only kubectl from that package, but its source tree carries a complete vendor/
 # folder, so the two servers build with Debian's golang-go and nothing downloaded but the source

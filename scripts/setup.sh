@@ -20,7 +20,7 @@ COHORT_PACKAGES=(
 )
 
 # What only the tests need, on top of COHORT_PACKAGES: a real Kubernetes control plane
-# (tests/kube_cluster). scripts/build-kube-apiserver.sh builds kube-apiserver and
+# (tests/kube_apiserver). scripts/build-kube-apiserver.sh builds kube-apiserver and
 # kube-controller-manager from Debian's `kubernetes` source package with golang-go (dpkg-dev
 # unpacks the source, rsync is used by its build, the two -dev packages replace vendored Go code
 # that crashes under Go 1.19); etcd-server is their store; dpkg-dev and file are also what

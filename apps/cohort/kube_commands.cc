@@ -13,8 +13,8 @@
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/status_json.h"
-#include "kube/api/http_api.h"
-#include "kube/view/cluster_view.h"
+#include "kube/client/http_api.h"
+#include "kube/view/kube_job_store.h"
 #include "view/command_line.h"
 #include "view/job_view.h"
 #include "view/jsonpath.h"
@@ -343,7 +343,7 @@ int KubeGet(const KubeTarget& target, const std::vector<std::string>& arguments,
     if (!listed.ok()) return FailCall(*cluster, listed.status());
     pods = std::move(*listed);
   }
-  kube::ClusterJobStore store;
+  kube::KubeJobStore store;
   std::vector<exec::JobKey> keys;
   for (const nlohmann::json& tfjob : tfjobs) {
     kube::ClusterJobObjects objects{tfjob, {}, {}};
@@ -380,7 +380,7 @@ int KubeDescribe(const KubeTarget& target, const std::vector<std::string>& argum
     if (!pods.ok()) return FailCall(*cluster, pods.status());
     StatusOr<std::vector<nlohmann::json>> events = JobEvents(*cluster, *tfjob, *pods);
     if (!events.ok()) return FailCall(*cluster, events.status());
-    kube::ClusterJobStore store;
+    kube::KubeJobStore store;
     if (Status added = store.Add({*tfjob, *pods, *events}); !added.ok()) {
       return FailCall(*cluster, added);
     }
@@ -410,7 +410,7 @@ int KubeLogs(const KubeTarget& target, const std::string& name, const KubeLogsFl
   if (tfjob.ok()) {
     StatusOr<std::vector<nlohmann::json>> listed = JobPods(*cluster, cluster->namespace_name, name);
     if (!listed.ok()) return FailCall(*cluster, listed.status());
-    kube::ClusterJobStore store;  // for the spec's replica order
+    kube::KubeJobStore store;  // for the spec's replica order
     if (Status added = store.Add({*tfjob, *listed, {}}); !added.ok()) {
       return FailCall(*cluster, added);
     }

@@ -1,7 +1,7 @@
 // The CLI's --kubernetes forms: the same commands as the local ones (submit, apply/create -f, get,
 // describe, logs, wait, delete, suspend, resume), carried out against a cluster's API server
-// through kube::Api (kube/api/api.h) and printed with the same read model (view/job_view.h, through
-// kube/view/cluster_view.h), so that the output columns are those of the local forms and kubectl.
+// through kube::Api (kube/client/api.h) and printed with the same read model (view/job_view.h, through
+// kube/view/kube_job_store.h), so that the output columns are those of the local forms and kubectl.
 //
 // The cluster is the kubeconfig's context (--context, else current-context; in a pod without a
 // kubeconfig, its service account), the namespace -n, else the context's. A job file is read as

@@ -42,7 +42,7 @@
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/tfjob.h"
-#include "kube/api/http_api.h"
+#include "kube/client/http_api.h"
 #include "kube/objects/crd.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/operator_command.h"

@@ -49,8 +49,8 @@
 
 #include "base/status.h"
 #include "job/tfjob.h"
-#include "kube/api/http_api.h"
-#include "kube/api/kubeconfig.h"
+#include "kube/client/http_api.h"
+#include "kube/client/kubeconfig.h"
 #include "kube/objects/crd.h"
 #include "testing/host.h"
 #include "testing/kube_test_cluster.h"

@@ -129,7 +129,7 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
   LimitRetainedMemory();  // before the pool's threads start
   ApiOptions api_options;
   api_options.home = options.home;
-  server->api_ = std::make_unique<Api>(api_options);
+  server->api_ = std::make_unique<DashboardApi>(api_options);
   server->server_ = std::make_unique<httplib::Server>();
   httplib::Server& http = *server->server_;
   int threads = options.threads;
@@ -259,7 +259,7 @@ void DashboardServer::Route() {
   };
   http.Get(".*", [api_handler, page_handler](const httplib::Request& request,
                                              httplib::Response& response) {
-    if (Api::IsApiPath(request.path)) {
+    if (DashboardApi::IsApiPath(request.path)) {
       api_handler(request, response);
     } else {
       page_handler(request, response);

@@ -23,7 +23,7 @@
 
 #include "base/status.h"
 #include "ui/access_control.h"
-#include "ui/api.h"
+#include "ui/dashboard_api.h"
 
 namespace httplib {
 class Server;
@@ -63,7 +63,7 @@ class DashboardServer {
   ServerOptions options_;
   AccessPolicy policy_;
   int port_ = 0;
-  std::unique_ptr<Api> api_;
+  std::unique_ptr<DashboardApi> api_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "job/spec_parser.h"
-#include "kube/api/http_api.h"
-#include "kube/api/kubeconfig.h"
+#include "kube/client/http_api.h"
+#include "kube/client/kubeconfig.h"
 #include "kube/objects/objects.h"
 #include "testing/files.h"
 #include "testing/host.h"

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "base/file.h"
-#include "kube/api/http_api.h"
-#include "kube/api/kubeconfig.h"
+#include "kube/client/http_api.h"
+#include "kube/client/kubeconfig.h"
 #include "kube/operator/operator.h"
 #include "testing/files.h"
 #include "testing/host.h"

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "kube/api/kubeconfig.h"
+#include "kube/client/kubeconfig.h"
 #include "testing/files.h"
 #include "testing/processes.h"
 #include "testing/scratch_directory.h"

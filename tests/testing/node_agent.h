@@ -71,7 +71,7 @@
 
 #include "base/status.h"
 #include "exec/image_map.h"
-#include "kube/api/api.h"
+#include "kube/client/api.h"
 #include "kube/operator/informer.h"
 
 namespace cohort::testing {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <vector>
 
-#include "kube/api/base64.h"
+#include "kube/client/base64.h"
 
 namespace cohort::testing {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "base/status.h"
 #include "job/common_types.h"
-#include "kube/api/api.h"
+#include "kube/client/api.h"
 
 namespace cohort::kube {
 

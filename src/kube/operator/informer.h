@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/api/api.h"
+#include "kube/client/api.h"
 
 namespace cohort::kube {
 

@@ -37,7 +37,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "job/common_types.h"
-#include "kube/api/api.h"
+#include "kube/client/api.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/event_recorder.h"
 #include "kube/operator/informer.h"

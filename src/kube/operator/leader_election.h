@@ -29,7 +29,7 @@
 
 #include "base/status.h"
 #include "base/time.h"
-#include "kube/api/api.h"
+#include "kube/client/api.h"
 
 namespace cohort::kube {
 

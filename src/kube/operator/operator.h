@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "base/time.h"
-#include "kube/api/api.h"
+#include "kube/client/api.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/event_recorder.h"
 #include "kube/operator/informer.h"

@@ -1,4 +1,4 @@
-// The dashboard's requests: the JSON API of `cohort ui` (src/ui/api.h), with the token that the
+// The dashboard's requests: the JSON API of `cohort ui` (src/ui/dashboard_api.h), with the token that the
 // server put in the page for requests that change state.
 const token = document.querySelector('meta[name="cohort-token"]')?.content ?? '';
 

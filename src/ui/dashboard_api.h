@@ -1,0 +1,136 @@
+// The dashboard's JSON API, shaped like the Kubernetes API a TFJob user knows, over the jobs in
+// $COHORT_HOME. The pages use it, and so can scripts (README.md, "API"):
+//
+//   GET    /apis/kubeflow.org/v1/tfjobs                          every job (= cohort get -A -o
+//   json) GET    /apis/kubeflow.org/v1/namespaces/NS/tfjobs            (= cohort get -n NS -o json)
+//   GET    /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME       (= cohort get NAME -o json;
+//                                                                 Accept: application/yaml: -o
+//                                                                 yaml)
+//   DELETE /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME       (= cohort delete; or POST
+//   .../delete) POST   /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME/suspend | /resume GET
+//   /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME/replicas   the replica table GET
+//   /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME/events     the job's events GET /api/v1/pods,
+//   /api/v1/namespaces/NS/pods[?labelSelector=]  replicas as pods GET
+//   /api/v1/namespaces/NS/pods/POD GET
+//   /api/v1/namespaces/NS/pods/POD/log[?previous&allRuns&tailLines&limitBytes&follow] GET
+//   /api/v1/events, /api/v1/namespaces/NS/events[?fieldSelector=involvedObject.name=NAME]
+//
+// Objects come from the read model (view/job_view.h, view/pod_view.h), the same functions
+// `cohort get -o json` prints with, so the two never disagree. Errors are Kubernetes Status objects
+// ({"kind": "Status", "code": 404, "reason": "NotFound", "message": ...}). Logs are streamed from
+// the file in chunks (ui/log_range.h), never read whole; a followed log goes on as the replica
+// writes, as server-sent events when the client accepts text/event-stream, else as chunked text.
+//
+// DashboardApi does not speak HTTP: the server (dashboard_server.h) turns requests into ApiRequests and
+// ApiResponses back; every handler reads the store afresh, so jobs created or deleted while the
+// dashboard runs show at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "exec/local_jobs.h"
+#include "ui/log_range.h"
+#include "view/training_scalars.h"
+
+namespace cohort::ui {
+
+struct ApiRequest {
+  std::string method;  // "GET", "POST", "DELETE", "HEAD"
+  std::string path;    // decoded, without the query
+  std::multimap<std::string, std::string> params;
+  std::string accept;         // the Accept header
+  std::string last_event_id;  // an EventSource's Last-Event-ID header, when it reconnects
+};
+
+// Passes bytes on to the client; false once the client has gone.
+using ResponseWriter = std::function<bool(std::string_view)>;
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the body is this stream instead: called once, it writes until it is done and
+  // returns false when the client went away.
+  std::function<bool(const ResponseWriter&)> stream;
+};
+
+struct ApiOptions {
+  std::filesystem::path home;  // $COHORT_HOME
+  // A followed log ends after this long (a browser's EventSource reconnects and resumes).
+  std::chrono::seconds max_follow = std::chrono::hours(1);
+  std::chrono::milliseconds follow_poll = std::chrono::milliseconds(250);
+  int max_open_streams = 32;  // followed logs at once; more get 503
+};
+
+class DashboardApi {
+ public:
+  explicit DashboardApi(ApiOptions options) : options_(std::move(options)) {}
+
+  // Whether `path` is the API's (else it is one of the pages').
+  static bool IsApiPath(const std::string& path);
+
+  ApiResponse Handle(const ApiRequest& request);
+
+  // Ends every followed log soon (the server is stopping).
+  void Stop() { stopping_ = true; }
+
+ private:
+  struct JobPath;  // a parsed /apis/kubeflow.org/v1/... path
+  ApiResponse JobsList(const ApiRequest& request, const std::string& namespace_name, bool all);
+  ApiResponse JobGet(const ApiRequest& request, const std::string& namespace_name,
+                     const std::string& name);
+  ApiResponse JobReplicas(const std::string& namespace_name, const std::string& name);
+  ApiResponse JobAction(const std::string& namespace_name, const std::string& name,
+                        const std::string& action);
+  ApiResponse PodsList(const ApiRequest& request, const std::string& namespace_name, bool all);
+  ApiResponse PodGet(const std::string& namespace_name, const std::string& pod);
+  ApiResponse PodLog(const ApiRequest& request, const std::string& namespace_name,
+                     const std::string& pod);
+  ApiResponse JobScalars(const ApiRequest& request, const std::string& namespace_name,
+                         const std::string& name);
+  // The note for a filtered scalars request that matched nothing: the tags, replicas and runs
+  // the job does have.
+  std::string NothingMatched(const exec::JobStore& store, const exec::JobKey& key,
+                             const view::ScalarQuery& filter, const std::vector<std::string>& tags);
+  ApiResponse Metrics();
+  ApiResponse EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
+                         const std::string& job_name);
+
+  // The jobs of a namespace (of all with `all`), after tidying every job (supervisor lost, TTL:
+  // LocalJobs::Tidy) at most once every kTidyEvery, as `cohort get` does on each call: a page that
+  // polls 200 jobs every 2 s must not re-read every spec each time.
+  std::vector<exec::JobKey> ListedJobs(exec::LocalJobs& jobs, const std::string& namespace_name,
+                                       bool all);
+  // The restart lines of a log, scanned once and then only as it grows (shared by requests).
+  StatusOr<RunIndex> UpdatedRunIndex(const FileReader& file);
+
+  ApiOptions options_;
+  view::ScalarCache scalar_cache_;  // event files read so far, by path
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> open_streams_{0};
+  std::mutex tidy_mutex_;
+  std::chrono::steady_clock::time_point last_tidy_{};
+  std::mutex run_indexes_mutex_;
+  std::map<std::string, RunIndex> run_indexes_;  // by log path; bounded (kMaxRunIndexes)
+};
+
+// A Kubernetes Status object for an error: {"kind": "Status", "status": "Failure", "code": ...}.
+ApiResponse StatusResponse(int http_status, const std::string& reason, const std::string& message);
+
+// The HTTP status and Kubernetes reason for a Status code (NotFound -> 404 "NotFound").
+std::pair<int, std::string> HttpStatusFor(const Status& status);
+
+}  // namespace cohort::ui
