@@ -4,6 +4,9 @@
 // fail returns a Status (or a StatusOr<T> when it also produces a value). The message is written
 // for the person who will read it: it says what failed and where (file:line:column and field path
 // for specs, the replica or peer for runtime faults).
+//
+// Both are [[nodiscard]] and the build treats a dropped result as an error: a caller handles it,
+// returns it, or discards it on purpose with `IgnoreError(status, "why it does not matter")`.
 #pragma once
 
 #include <cassert>
@@ -13,7 +16,7 @@
 
 namespace cohort {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk = 0,
@@ -70,7 +73,7 @@ class Status {
 
 // A value or the Status that explains why there is none.
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
@@ -89,6 +92,18 @@ class StatusOr {
   Status status_;
   std::optional<T> value_;
 };
+
+// Drops a result on purpose. `reason` says why its failure does not matter here (best-effort
+// clean-up, a failure already being reported); it is for the reader and costs nothing.
+inline void IgnoreError(const Status& status, const char* reason) {
+  (void)status;
+  (void)reason;
+}
+template <typename T>
+void IgnoreError(const StatusOr<T>& result, const char* reason) {
+  (void)result;
+  (void)reason;
+}
 
 }  // namespace cohort
 
