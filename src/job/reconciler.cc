@@ -854,15 +854,6 @@ std::string ToString(ReplicaPhase phase) {
   return "Pending";
 }
 
-std::chrono::seconds RestartBackoff(int restart_count) {
-  constexpr int kMaximumSeconds = 60;
-  int seconds = 1;
-  for (int doubling = 0; doubling < restart_count && seconds < kMaximumSeconds; ++doubling) {
-    seconds *= 2;
-  }
-  return std::chrono::seconds(std::min(seconds, kMaximumSeconds));
-}
-
 ReconcileResult Reconcile(const Job& job, const JobStatus& previous,
                           const std::vector<ObservedReplica>& observed, Time now) {
   return Reconciliation(job, previous, observed, now).Run();

@@ -8,9 +8,12 @@
 // job's JobKind (job_kind.h): the replica types and their order, which type is the chief, the
 // success rule, which failures are tolerated, and the kind's name and reason prefix in conditions
 // and events ("TFJob mnist is created.", TFJobRunning). An
-// executor (local processes today, Kubernetes next) observes its replicas, calls Reconcile,
-// carries out the actions and persists the status and events. The same inputs always give the
-// same outputs, so every policy is unit-tested without starting a process.
+// executor observes its replicas, calls Reconcile, carries out the actions and persists the status
+// and events; there are two, the local controller (exec/job_controller.h: replicas as local
+// processes) and the Kubernetes operator (kube/operator/job_sync.h: replicas as pods), and both
+// keep each replica's restarts (back-off, counts, group restarts) in a RestartStateMachine
+// (restart_state_machine.h). The same inputs always give the same outputs, so every policy is
+// unit-tested without starting a process.
 //
 // Where Cohort deliberately differs from the operator (each one a Kubeflow bug or gap that users
 // reported), the difference is documented at the function that implements it and in
@@ -46,9 +49,10 @@
 //  - A group restart counts once against backoffLimit: the restart of a replica that exited
 //    because a peer failed (its peer report names another replica of the job) is not counted;
 //    the failed peer's own exit is. The operator counts every container restart, so one crash of
-//    a 3-worker job uses three. Cohort's Kubernetes operator keeps the count on the pods it
-//    re-creates; a replica the kubelet restarts in place (OnFailure, Always) shows it no exit,
-//    so there every restart counts and no report is acted on, as with the operator.
+//    a 3-worker job uses three. The executors count through RestartStateMachine; Cohort's
+//    Kubernetes operator keeps the counts on the pods it re-creates; a replica the kubelet
+//    restarts in place (OnFailure, Always) shows it no exit, so there every restart counts and no
+//    report is acted on, as with the operator.
 #pragma once
 
 #include <optional>
@@ -58,6 +62,7 @@
 #include "base/time.h"
 #include "job/common_types.h"
 #include "job/log_policy.h"
+#include "job/restart_state_machine.h"
 
 namespace cohort::job {
 
@@ -95,12 +100,13 @@ struct ObservedReplica {
   // Valid when phase is kSucceeded or kFailed: the exit code as a shell reports it, so death by
   // signal N is 128 + N (SIGKILL = 137), the way Kubernetes reports a container's exit code.
   int exit_code = 0;
-  // How many times the executor restarted this replica (in place or by re-creation).
+  // How many times the executor restarted this replica (in place or by re-creation), a waiting
+  // restart included: RestartStateMachine::restarts().
   int restart_count = 0;
   std::optional<Time> started_at;   // of the current run
   std::optional<Time> finished_at;  // of the last exit
   // How many of those restarts were group restarts (Action::group_restart): they do not count
-  // against backoffLimit.
+  // against backoffLimit. RestartStateMachine::group_restarts().
   int group_restarts = 0;
   // Valid when phase is kSucceeded or kFailed: what the replica left in its termination-message
   // file (cluster/peer_report.h; a pod's containerStatuses[].state.terminated.message), "" when
@@ -112,9 +118,11 @@ struct ObservedReplica {
 struct Action {
   enum class Kind {
     kStart,  // start a replica that is absent (not yet created, or deleted)
-    // Start again a replica that exited. The executor increments its restart_count at once, shows
-    // it as kPending for RestartBackoff(restart_count) (the kubelet's crash-loop back-off), then
-    // starts it. The reconciler emits the Restarting event when it decides, exactly once.
+    // Start again a replica that exited. The executor hands the decision to the replica's
+    // RestartStateMachine (restart_state_machine.h), which counts the restart at once and holds it
+    // for its crash-loop back-off; meanwhile the executor shows the replica as kPending with the
+    // machine's counts, then starts it. The reconciler emits the Restarting event when it
+    // decides, exactly once.
     kRestart,
     kStop,  // SIGTERM, then SIGKILL after the grace period; the replica is then absent
     // A running replica that its peers report hung or dead: SIGTERM, then SIGKILL after the grace
@@ -134,8 +142,8 @@ struct Action {
   int index = 0;
   std::string reason;  // why, for logs ("cleanPodPolicy All", "backoff limit reached"...)
   // kRestart only: the replica exited because a peer failed, so this restart is part of the
-  // failed peer's group restart and does not count against backoffLimit. The executor adds it to
-  // the replica's ObservedReplica::group_restarts.
+  // failed peer's group restart and does not count against backoffLimit. The executor passes it
+  // to RestartStateMachine::RestartDecided, which adds it to the replica's group restarts.
   bool group_restart = false;
 };
 
@@ -150,10 +158,6 @@ struct ReconcileResult {
   // except cleanup and TTL.
   bool finished = false;
 };
-
-// Delay before restart number `restart_count + 1` of a replica, like the kubelet's crash-loop
-// back-off but shorter, since local restarts are cheap: 1 s doubling, at most 60 s.
-std::chrono::seconds RestartBackoff(int restart_count);
 
 // `job` must be defaulted and valid, with its job_kind set. `previous` is the status written by the
 // last call (empty for a new job). `observed` lists every replica that exists.
