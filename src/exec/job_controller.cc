@@ -131,7 +131,9 @@ StatusOr<job::JobStatus> JobController::Run() {
     }
 
     std::optional<Time> wake_at = result.requeue_at;
-    for (const auto& [id, replica] : replicas_) wake_at = Earliest(wake_at, replica.restart_at);
+    for (const auto& [id, replica] : replicas_) {
+      wake_at = Earliest(wake_at, replica.restarts.restart_after());
+    }
     Time deadline = clock_() + longest_wait;
     if (wake_at) deadline = std::min(deadline, *wake_at + std::chrono::milliseconds(1));
     backend_.WaitForChange(deadline);
@@ -226,8 +228,8 @@ void JobController::HandleStopRequest(Time now, bool& handled) {
 
 void JobController::StartDueRestarts(Time now) {
   for (auto& [id, replica] : replicas_) {
-    if (replica.restart_at && *replica.restart_at <= now && !replica.running) {
-      replica.restart_at.reset();
+    if (replica.restarts.IsDue(now) && !replica.running) {
+      replica.restarts.Restarted();
       std::vector<job::Event> events;
       StartReplica(replica, now, events);
       Publish(status_, events);
@@ -253,9 +255,7 @@ void JobController::Apply(const job::Action& action, Time now, std::vector<job::
       if (it == replicas_.end() || it->second.running) return;
       Replica& replica = it->second;
       backend_.Stop(id, StopMode::kGraceful);  // the exited run goes away, as a failed pod would
-      replica.restart_at = now + job::RestartBackoff(replica.restart_count);
-      replica.restart_count += 1;
-      if (action.group_restart) replica.group_restarts += 1;
+      replica.restarts.RestartDecided(action.group_restart, now);
       replica.phase = job::ReplicaPhase::kPending;
       return;
     }
@@ -284,7 +284,7 @@ void JobController::Apply(const job::Action& action, Time now, std::vector<job::
 void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Event>& events) {
   std::string pod = job::ReplicaName(key_.name, replica.id.type, replica.id.index);
   StatusOr<ReplicaState> started =
-      backend_.Start({replica.id, &job_, replica.restart_count, replica.exit_code});
+      backend_.Start({replica.id, &job_, replica.restarts.restarts(), replica.exit_code});
   replica.exit_message.clear();  // a new run has said nothing yet
   replica.terminating = false;
   if (started.ok()) {
@@ -336,7 +336,7 @@ void JobController::ClearActiveCounts() {
 void JobController::StopEverything() {
   std::vector<ReplicaId> ids;
   for (const auto& [id, replica] : replicas_) {
-    if (replica.running || replica.restart_at) ids.push_back(id);
+    if (replica.running || replica.restarts.waiting()) ids.push_back(id);
   }
   for (const ReplicaId& id : ids) StopReplica(replicas_.at(id));
 }
@@ -344,8 +344,9 @@ void JobController::StopEverything() {
 std::vector<job::ObservedReplica> JobController::Observed() const {
   std::vector<job::ObservedReplica> observed;
   for (const auto& [id, replica] : replicas_) {
-    observed.push_back({id.type, id.index, replica.phase, replica.exit_code, replica.restart_count,
-                        replica.started_at, replica.finished_at, replica.group_restarts,
+    observed.push_back({id.type, id.index, replica.phase, replica.exit_code,
+                        replica.restarts.restarts(), replica.started_at, replica.finished_at,
+                        replica.restarts.group_restarts(),
                         replica.running ? "" : replica.exit_message, replica.details});
   }
   return observed;
@@ -393,7 +394,7 @@ ReplicaRow JobController::RowOf(const Replica& replica) const {
   ReplicaRow row;
   row.name = ShortReplicaName(replica.id.type, replica.id.index);
   row.phase = job::ToString(replica.phase);
-  row.restarts = replica.earlier_restarts + replica.restart_count;
+  row.restarts = replica.earlier_restarts + replica.restarts.restarts();
   row.port = ports_.count(row.name) ? ports_.at(row.name) : 0;
   row.pid = replica.running ? replica.pid : 0;
   // Asked to stop and not gone yet, as kubectl shows a pod being deleted; not active.
@@ -417,7 +418,7 @@ void JobController::KeepRemovedRow(const Replica& replica, Time now) {
     row.phase = "Stopped";
     row.exit_code.reset();
     row.finished_at = now;
-  } else if (replica.restart_at) {
+  } else if (replica.restarts.waiting()) {
     row.phase = job::ToString(replica.exit_code == 0 ? job::ReplicaPhase::kSucceeded
                                                      : job::ReplicaPhase::kFailed);
   }

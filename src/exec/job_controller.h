@@ -5,13 +5,15 @@
 //   -> wait for a change or the reconciler's requeue time -> again
 //
 // It plays the operator's part around the pure reconciler (job/reconciler.h) and decides no
-// policy itself. What it adds is bookkeeping the reconciler expects of an executor: the restart
-// back-off (a replica to restart shows as Pending for job::RestartBackoff, then is started
-// again), noticing that a stopped replica is gone (event SuccessfulDeletePod), a saved spec that
-// changed (`cohort suspend` / `resume`), a stop asked by the user (the job is marked Failed and
-// every replica stopped; a second request kills at once), and the TTL's deletion of the job.
-// Once the job has finished, whatever still runs is stopped: no replica outlives its job's
-// controller.
+// policy itself. What it adds is bookkeeping the reconciler expects of an executor: each
+// replica's restarts in a job::RestartStateMachine (job/restart_state_machine.h), the one the
+// Kubernetes operator uses too (a replica to restart shows as Pending with its new restart count
+// until the machine's back-off is over, then is started again; kept in memory, since a job whose
+// supervisor dies is failed, not resumed), noticing that a stopped replica is gone (event
+// SuccessfulDeletePod), a saved spec that changed (`cohort suspend` / `resume`), a stop asked by
+// the user (the job is marked Failed and every replica stopped; a second request kills at once),
+// and the TTL's deletion of the job. Once the job has finished, whatever still runs is stopped: no
+// replica outlives its job's controller.
 //
 // It is single-threaded and blocks only in ReplicaBackend::WaitForChange().
 #pragma once
@@ -31,6 +33,7 @@
 #include "job/common_types.h"
 #include "job/log_policy.h"
 #include "job/reconciler.h"
+#include "job/restart_state_machine.h"
 
 namespace cohort::exec {
 
@@ -69,15 +72,14 @@ class JobController {
     ReplicaId id;
     job::ReplicaPhase phase = job::ReplicaPhase::kPending;
     int exit_code = 0;
-    int restart_count = 0;
+    // Its restart count, group restarts and a restart waiting for its back-off.
+    job::RestartStateMachine restarts;
     std::optional<Time> started_at;
     std::optional<Time> finished_at;
-    std::optional<Time> restart_at;  // pending restart after back-off
-    bool running = false;            // the backend has it, started and not exited
-    bool stop_requested = false;     // stopped while it ran: absent once gone
-    bool terminating = false;        // job::Action::kTerminate sent: its exit is coming
-    int group_restarts = 0;          // restarts that job::Action::group_restart marked
-    std::string exit_message;        // its last exit's termination message
+    bool running = false;         // the backend has it, started and not exited
+    bool stop_requested = false;  // stopped while it ran: absent once gone
+    bool terminating = false;     // job::Action::kTerminate sent: its exit is coming
+    std::string exit_message;     // its last exit's termination message
     int pid = 0;
     // Restarts made before it was last removed (suspended, or stopped by cleanPodPolicy): the
     // replica table's RESTARTS goes on from there, while the reconciler, like the operator with a

@@ -1,13 +1,21 @@
-// ReplicaBackend: where a job's replicas run. The controller (job_controller.h) asks it to start
-// and stop replicas and watches what exists; it decides nothing itself.
+// ReplicaBackend: where the local controller's replicas run. JobController (job_controller.h)
+// asks it to start and stop replicas and watches what exists; it decides nothing itself. It exists
+// so that the controller's loop is tested without processes: LocalProcessBackend
+// (local_process_backend.h, each replica a local process) is the one Cohort runs, and the
+// controller's tests use a fake on a fake clock (tests/exec/fake_replica_backend.h).
 //
-// The interface is shaped so that a backend of local processes (local_process_backend.h) and one
-// of Kubernetes pods fit it alike:
+// It keeps the shape of a pod API, so that the local controller behaves as an operator does:
 //  - Observe() returns what exists now, as a pod list would;
 //  - Start() and Stop() are requests: their effect (a replica running, exiting, gone) is seen in a
 //    later Observe(), never assumed;
 //  - WaitForChange() blocks until something may have changed or a deadline passes, as a watch
 //    with a timeout does.
+// Kubernetes pods do not go through it. The operator (kube/operator/job_sync.h) drives pods
+// through its own sync pass over its informers' caches, because its state lives on the API server
+// (the job's status, services, pods and the restart records in their annotations) and each pass
+// must resume from there, leader election and all. What the two executors share is above this
+// interface: the decisions (job::Reconcile, job/reconciler.h) and each replica's restart
+// bookkeeping (job::RestartStateMachine, job/restart_state_machine.h).
 //
 // A replica is identified by its type and index ("Worker", 1). A replica that was stopped while
 // it ran is absent from Observe() once it is gone, like a deleted pod; one that exited by itself
