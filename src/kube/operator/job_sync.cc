@@ -6,6 +6,7 @@
 #include "job/defaults.h"
 #include "job/job_kind.h"
 #include "job/reconciler.h"
+#include "job/restart_state_machine.h"
 #include "job/spec_parser.h"
 #include "job/status_json.h"
 #include "job/tfjob.h"
@@ -47,7 +48,9 @@ StatusOr<job::Job> DecodeTFJob(const nlohmann::json& tfjob, const std::string& k
   return decoded;
 }
 
-// Whole seconds, rounded up: a restart is never made before its back-off has passed.
+// Whole seconds, rounded up. Restarts are decided at such a time, so that the restart-after
+// annotation (whole seconds) holds the machine's time exactly and a restart is never made before
+// its back-off has passed.
 Time CeilToSeconds(Time time) {
   const Time floor = std::chrono::floor<std::chrono::seconds>(time);
   return floor == time ? time : floor + std::chrono::seconds(1);
@@ -67,6 +70,18 @@ void SetAnnotation(nlohmann::json& object, const std::string& key, const std::st
     metadata["annotations"] = nlohmann::json::object();
   }
   metadata["annotations"][key] = value;
+}
+
+// A replica whose restart waits, as the reconciler is to see it: Pending, with the new counts.
+job::ObservedReplica WaitingReplica(const ReplicaRef& replica,
+                                    const job::RestartStateMachine& restarts) {
+  job::ObservedReplica waiting;
+  waiting.type = replica.type;
+  waiting.index = replica.index;
+  waiting.phase = job::ReplicaPhase::kPending;
+  waiting.restart_count = restarts.restarts();
+  waiting.group_restarts = restarts.group_restarts();
+  return waiting;
 }
 
 }  // namespace
@@ -105,14 +120,6 @@ class JobSync::Pass {
   StatusOr<SyncResult> Run();
 
  private:
-  // A replica waiting for its restart back-off, as recorded on its service.
-  struct PendingRestart {
-    int restarts = 0;
-    Time after;
-    std::string replaces_uid;
-    int group_restarts = 0;
-  };
-
   Status MayAct() const;
   void Log(const std::string& line) const {
     if (sync_.log_) sync_.log_(key_ + ": " + line);
@@ -122,7 +129,7 @@ class JobSync::Pass {
   Status Observe(std::vector<job::ObservedReplica>& observed);
   void ReportAbnormalPod(const nlohmann::json& pod);
   Status CarryOut(const job::Action& action);
-  Status StartReplica(const ReplicaRef& replica, int restarts, int group_restarts);
+  Status StartReplica(const ReplicaRef& replica, const job::RestartRecord& restarts);
   Status RestartReplica(const ReplicaRef& replica, bool group_restart);
   Status TerminateReplica(const ReplicaRef& replica);
   Status StopReplica(const ReplicaRef& replica);
@@ -156,7 +163,8 @@ class JobSync::Pass {
   bool status_was_read_ = false;
   std::map<ReplicaRef, nlohmann::json> pods_;
   std::map<ReplicaRef, nlohmann::json> services_;
-  std::map<ReplicaRef, PendingRestart> pending_;
+  // Replicas whose restart waits, resumed from the records on their services.
+  std::map<ReplicaRef, job::RestartStateMachine> pending_;
   std::map<ReplicaRef, TerminationRecord> terminated_;  // and not restarted yet
   std::vector<job::Event> events_;
   std::optional<Time> requeue_at_;
@@ -281,18 +289,11 @@ void JobSync::Pass::CollectObjects() {
   collect(sync_.caches_.pods, pods_);
   collect(sync_.caches_.services, services_);
   for (const auto& [replica, service] : services_) {
-    const std::string after_text = Annotation(service, kRestartAfterAnnotation);
-    if (after_text.empty()) {
-      if (std::optional<TerminationRecord> record = TerminationRecordOf(service)) {
-        terminated_[replica] = *record;
-      }
-      continue;
+    if (std::optional<job::RestartRecord> waiting = WaitingRestartOf(service)) {
+      pending_[replica] = job::RestartStateMachine::Resume(*waiting);
+    } else if (std::optional<TerminationRecord> record = TerminationRecordOf(service)) {
+      terminated_[replica] = *record;
     }
-    std::optional<Time> after = ParseTime(after_text);
-    const int restarts = ParseCount(Annotation(service, kRestartsAnnotation));
-    pending_[replica] = PendingRestart{
-        restarts, after ? *after : now_, Annotation(service, kRestartOfAnnotation),
-        std::min(restarts, ParseCount(Annotation(service, kGroupRestartsAnnotation)))};
   }
 }
 
@@ -315,34 +316,30 @@ Status JobSync::Pass::Observe(std::vector<job::ObservedReplica>& observed) {
                                          replica, container));
   }
   // A copy: a restart that is done or made here leaves pending_.
-  const std::map<ReplicaRef, PendingRestart> pending_restarts = pending_;
-  for (const auto& [replica, pending] : pending_restarts) {
+  const std::map<ReplicaRef, job::RestartStateMachine> waiting_restarts = pending_;
+  for (const auto& [replica, restarts] : waiting_restarts) {
     auto pod = pods_.find(replica);
-    if (pod != pods_.end() && Uid(pod->second) != pending.replaces_uid) {
+    if (pod != pods_.end() && Uid(pod->second) != restarts.record().replaces) {
       // The new pod exists: the restart is done, only its record is left to clear.
       COHORT_RETURN_IF_ERROR(ClearPendingRestart(replica));
       observed.push_back(ObservePod(pod->second, replica, container));
       continue;
     }
-    job::ObservedReplica waiting;
-    waiting.type = replica.type;
-    waiting.index = replica.index;
-    waiting.phase = job::ReplicaPhase::kPending;
-    waiting.restart_count = pending.restarts;
-    waiting.group_restarts = pending.group_restarts;
+    const job::ObservedReplica waiting = WaitingReplica(replica, restarts);
+    const Time restart_after = *restarts.restart_after();
     if (pod != pods_.end()) {
       // The exited pod this restart replaces is still there: it goes first.
       observed.push_back(waiting);
       if (!IsTerminating(pod->second)) COHORT_RETURN_IF_ERROR(DeletePod(pod->second));
-      requeue_at_ = Earliest(requeue_at_, std::max(now_ + std::chrono::seconds(1), pending.after));
+      requeue_at_ = Earliest(requeue_at_, std::max(now_ + std::chrono::seconds(1), restart_after));
       continue;
     }
-    if (now_ < pending.after || job::IsFinished(previous_)) {
+    if (!restarts.IsDue(now_) || job::IsFinished(previous_)) {
       observed.push_back(waiting);
-      if (!job::IsFinished(previous_)) requeue_at_ = Earliest(requeue_at_, pending.after);
+      if (!job::IsFinished(previous_)) requeue_at_ = Earliest(requeue_at_, restart_after);
       continue;
     }
-    Status started = StartReplica(replica, pending.restarts, pending.group_restarts);
+    Status started = StartReplica(replica, restarts.record());
     COHORT_RETURN_IF_ERROR(MayAct());  // leadership lost: touch nothing more
     if (!started.ok() || pods_.count(replica) == 0) {
       observed.push_back(waiting);
@@ -399,7 +396,7 @@ Status JobSync::Pass::CarryOut(const job::Action& action) {
         return Status::OK();
       }
       Log("start " + what);
-      return StartReplica(replica, 0, 0);
+      return StartReplica(replica, job::RestartRecord{});
     case job::Action::Kind::kRestart:
       Log("restart " + what);
       return RestartReplica(replica, action.group_restart);
@@ -416,9 +413,9 @@ Status JobSync::Pass::CarryOut(const job::Action& action) {
   return Status::OK();
 }
 
-// The service first (peers resolve each other through it), then the pod. `restarts` > 0 marks a
-// re-created replica: the counts go on the pod, so that they survive this operator.
-Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts, int group_restarts) {
+// The service first (peers resolve each other through it), then the pod. A re-created replica's
+// counts (`restarts`) go on the pod, so that they survive this operator.
+Status JobSync::Pass::StartReplica(const ReplicaRef& replica, const job::RestartRecord& restarts) {
   bool admitted = true;
   COHORT_RETURN_IF_ERROR(EnsurePodGroup(admitted));
   if (!admitted) return Status::OK();  // no pod yet: the caller sees none was created
@@ -447,10 +444,7 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts, int 
     AddEvent("Warning", "FailedCreatePod", "Error creating: " + pod.status().message());
     return pod.status();
   }
-  if (restarts > 0) SetAnnotation(*pod, kRestartsAnnotation, std::to_string(restarts));
-  if (group_restarts > 0) {
-    SetAnnotation(*pod, kGroupRestartsAnnotation, std::to_string(group_restarts));
-  }
+  AnnotatePodRestarts(*pod, restarts);
   COHORT_RETURN_IF_ERROR(MayAct());
   if (!job_.replica_specs.at(replica.type).template_spec.restart_policy.empty()) {
     AddEvent("Warning", "SetPodTemplateRestartPolicy",
@@ -477,40 +471,35 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, int restarts, int 
 }
 
 // The restart is recorded on the replica's service before the exited pod is deleted, so that an
-// operator that stops between the two finds the restart and its counts on the server. A
-// terminated replica restarts from its termination record (its pod terminating or gone), which
-// the pending restart replaces.
+// operator that stops between the two finds the restart and its counts on the server. The
+// replica's restart state machine resumes from the counts of the run that exited: a terminated
+// replica's termination record (its pod terminating or gone), which the waiting restart replaces,
+// else its exited pod.
 Status JobSync::Pass::RestartReplica(const ReplicaRef& replica, bool group_restart) {
   auto pod = pods_.find(replica);
   auto terminated = terminated_.find(replica);
-  int restarts_so_far = 0;
-  int group_restarts_so_far = 0;
+  job::RestartStateMachine restarts;
   std::string replaces_uid;
   if (terminated != terminated_.end()) {
-    restarts_so_far = terminated->second.restarts;
-    group_restarts_so_far = terminated->second.group_restarts;
+    job::RestartRecord counts;
+    counts.restarts = terminated->second.restarts;
+    counts.group_restarts = terminated->second.group_restarts;
+    restarts = job::RestartStateMachine::Resume(counts);
     replaces_uid = terminated->second.pod_uid;
   } else {
     if (pod == pods_.end() || IsTerminating(pod->second)) return Status::OK();
-    const job::ObservedReplica exited =
-        ObservePod(pod->second, replica, job_.job_kind->facts().container_name);
-    restarts_so_far = exited.restart_count;
-    group_restarts_so_far = exited.group_restarts;
+    restarts = job::RestartStateMachine::Resume(
+        RestartRecordOfPod(pod->second, job_.job_kind->facts().container_name));
     replaces_uid = Uid(pod->second);
   }
-  const Time after = CeilToSeconds(now_ + job::RestartBackoff(restarts_so_far));
-  const int restarts = std::min(restarts_so_far + 1, kMaxRecordedRestarts);
-  const int group_restarts = std::min(group_restarts_so_far + (group_restart ? 1 : 0), restarts);
-  COHORT_RETURN_IF_ERROR(
-      RecordOnService(replica, {{kRestartsAnnotation, std::to_string(restarts)},
-                                {kRestartAfterAnnotation, FormatTime(after)},
-                                {kRestartOfAnnotation, replaces_uid},
-                                {kGroupRestartsAnnotation, std::to_string(group_restarts)},
-                                {kTerminatedPodAnnotation, nullptr},
-                                {kTerminatedAtAnnotation, nullptr}}));
-  pending_[replica] = PendingRestart{restarts, after, replaces_uid, group_restarts};
+  restarts.RestartDecided(group_restart, CeilToSeconds(now_), replaces_uid);
+  nlohmann::json annotations = WaitingRestartAnnotations(restarts.record());
+  annotations[kTerminatedPodAnnotation] = nullptr;
+  annotations[kTerminatedAtAnnotation] = nullptr;
+  COHORT_RETURN_IF_ERROR(RecordOnService(replica, annotations));
+  pending_[replica] = restarts;
   terminated_.erase(replica);
-  requeue_at_ = Earliest(requeue_at_, after);
+  requeue_at_ = Earliest(requeue_at_, restarts.restart_after());
   if (pod == pods_.end() || Uid(pod->second) != replaces_uid || IsTerminating(pod->second)) {
     return Status::OK();
   }
@@ -526,10 +515,10 @@ Status JobSync::Pass::TerminateReplica(const ReplicaRef& replica) {
       pending_.count(replica)) {
     return Status::OK();
   }
-  const job::ObservedReplica running =
-      ObservePod(pod->second, replica, job_.job_kind->facts().container_name);
+  const job::RestartRecord counts =
+      RestartRecordOfPod(pod->second, job_.job_kind->facts().container_name);
   const TerminationRecord record{Uid(pod->second), std::chrono::floor<std::chrono::seconds>(now_),
-                                 running.restart_count, running.group_restarts};
+                                 counts.restarts, counts.group_restarts};
   COHORT_RETURN_IF_ERROR(RecordOnService(
       replica, {{kTerminatedPodAnnotation, record.pod_uid},
                 {kTerminatedAtAnnotation, FormatTime(record.at)},
@@ -604,12 +593,15 @@ Status JobSync::Pass::DeleteService(const nlohmann::json& service) {
   return Status::OK();
 }
 
+// The waiting restart has been made (its new pod carries the counts): the replica's state machine
+// settles, and the service no longer records a waiting restart.
 Status JobSync::Pass::ClearPendingRestart(const ReplicaRef& replica) {
   COHORT_RETURN_IF_ERROR(MayAct());
-  nlohmann::json annotations = {{kRestartAfterAnnotation, nullptr},
-                                {kRestartOfAnnotation, nullptr},
-                                {kRestartsAnnotation, nullptr},
-                                {kGroupRestartsAnnotation, nullptr}};
+  auto waiting = pending_.find(replica);
+  job::RestartStateMachine restarts =
+      waiting != pending_.end() ? waiting->second : job::RestartStateMachine();
+  restarts.Restarted();
+  const nlohmann::json annotations = WaitingRestartAnnotations(restarts.record());
   StatusOr<nlohmann::json> patched =
       sync_.api_.Patch(ServiceResource(), namespace_, PodName(replica),
                        nlohmann::json{{"metadata", {{"annotations", annotations}}}});

@@ -11,8 +11,10 @@
 //      restart back-off as Pending with its new restart count, each terminated replica as Failed
 //   -> job::Reconcile(job, status read from the TFJob, observed, now)
 //   -> actions: kStart creates the replica's service and pod (and the PodGroup first, with gang
-//      scheduling); kRestart records the restart on the replica's service, deletes the exited pod,
-//      and creates the new one once job::RestartBackoff has passed (the job is requeued for it);
+//      scheduling); kRestart hands the restart to the replica's job::RestartStateMachine
+//      (job/restart_state_machine.h, the one the local controller uses), records the machine's
+//      record on the replica's service, deletes the exited pod, and creates the new one once the
+//      machine's back-off has passed (the job is requeued for it);
 //      kTerminate records the termination on the replica's service and deletes its pod (the
 //      pod's grace period applies), the replica then observed as Failed from that record until
 //      kRestart replaces it; kStop deletes the pod (its own terminationGracePeriodSeconds
@@ -23,9 +25,10 @@
 //
 // The bookkeeping the local controller keeps in memory lives on the server here, so that a new
 // operator (after a crash, or a new leader) carries on where the last one stopped: the status in
-// the TFJob's status, restart counts on the pods and on the service of a replica that waits for its
-// restart (replica_objects.h). Before every write it asks `may_act` (the leader election), and
-// stops the pass at once when it says no.
+// the TFJob's status, each replica's job::RestartRecord as annotations, its counts on the pods and
+// the whole record on the service of a replica that waits for its restart (replica_objects.h),
+// from which each pass resumes the replica's state machine. Before every write it asks `may_act`
+// (the leader election), and stops the pass at once when it says no.
 #pragma once
 
 #include <functional>

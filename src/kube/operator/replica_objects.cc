@@ -138,11 +138,9 @@ job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& rep
   const nlohmann::json& status = Field(pod, "status");
   const nlohmann::json* container = JobContainerStatus(pod, container_name);
   const nlohmann::json& state = container ? Field(*container, "state") : Field(status, "none");
-  const int in_place = container ? std::max(0, IntField(*container, "restartCount")) : 0;
-  observed.restart_count =
-      std::min(kMaxRecordedRestarts, ParseCount(Annotation(pod, kRestartsAnnotation)) + in_place);
-  observed.group_restarts =
-      std::min(observed.restart_count, ParseCount(Annotation(pod, kGroupRestartsAnnotation)));
+  const job::RestartRecord restarts = RestartRecordOfPod(pod, container_name);
+  observed.restart_count = restarts.restarts;
+  observed.group_restarts = restarts.group_restarts;
   const std::string phase = StringField(status, "phase");
   const nlohmann::json& running = Field(state, "running");
   const nlohmann::json& terminated = Field(state, "terminated");
@@ -174,6 +172,54 @@ job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& rep
     observed.phase = job::ReplicaPhase::kPending;
   }
   return observed;
+}
+
+job::RestartRecord RestartRecordOfPod(const nlohmann::json& pod,
+                                      const std::string& container_name) {
+  const nlohmann::json* container = JobContainerStatus(pod, container_name);
+  const int in_place = container ? std::max(0, IntField(*container, "restartCount")) : 0;
+  job::RestartRecord record;
+  record.restarts = ParseCount(Annotation(pod, kRestartsAnnotation)) + in_place;
+  record.group_restarts = ParseCount(Annotation(pod, kGroupRestartsAnnotation));
+  return job::RestartStateMachine::Resume(record).record();
+}
+
+void AnnotatePodRestarts(nlohmann::json& pod, const job::RestartRecord& record) {
+  auto annotate = [&](const char* key, int count) {
+    if (count == 0) return;
+    nlohmann::json& metadata = pod["metadata"];
+    if (!metadata.contains("annotations") || !metadata["annotations"].is_object()) {
+      metadata["annotations"] = nlohmann::json::object();
+    }
+    metadata["annotations"][key] = std::to_string(count);
+  };
+  annotate(kRestartsAnnotation, record.restarts);
+  annotate(kGroupRestartsAnnotation, record.group_restarts);
+}
+
+std::optional<job::RestartRecord> WaitingRestartOf(const nlohmann::json& service) {
+  const std::string after = Annotation(service, kRestartAfterAnnotation);
+  if (after.empty()) return std::nullopt;
+  job::RestartRecord record;
+  record.restarts = ParseCount(Annotation(service, kRestartsAnnotation));
+  record.group_restarts = ParseCount(Annotation(service, kGroupRestartsAnnotation));
+  const std::optional<Time> parsed = ParseTime(after);
+  record.restart_after = parsed ? *parsed : Time();
+  record.replaces = Annotation(service, kRestartOfAnnotation);
+  return job::RestartStateMachine::Resume(record).record();
+}
+
+nlohmann::json WaitingRestartAnnotations(const job::RestartRecord& record) {
+  if (!record.restart_after) {
+    return {{kRestartAfterAnnotation, nullptr},
+            {kRestartOfAnnotation, nullptr},
+            {kRestartsAnnotation, nullptr},
+            {kGroupRestartsAnnotation, nullptr}};
+  }
+  return {{kRestartsAnnotation, std::to_string(record.restarts)},
+          {kRestartAfterAnnotation, FormatTime(*record.restart_after)},
+          {kRestartOfAnnotation, record.replaces},
+          {kGroupRestartsAnnotation, std::to_string(record.group_restarts)}};
 }
 
 std::optional<TerminationRecord> TerminationRecordOf(const nlohmann::json& service) {

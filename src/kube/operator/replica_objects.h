@@ -16,7 +16,8 @@
 //              which the ExitCode policy retries.
 //   restarts   the restarts made before this pod was created, which the operator writes into the
 //              pod's kRestartsAnnotation when it re-creates a replica, plus the container's
-//              in-place restartCount (OnFailure and Always restarts by the kubelet).
+//              in-place restartCount (OnFailure and Always restarts by the kubelet):
+//              RestartRecordOfPod.
 //   group_restarts  the pod's kGroupRestartsAnnotation: how many of the restarts before it were
 //              group restarts (job::Action::group_restart), which backoffLimit does not count. An
 //              in-place restart by the kubelet is never one: the operator sees a container that
@@ -35,6 +36,7 @@
 #include "base/time.h"
 #include "job/common_types.h"
 #include "job/reconciler.h"
+#include "job/restart_state_machine.h"
 
 namespace cohort::kube {
 
@@ -45,17 +47,19 @@ inline constexpr const char* kReplicaTypeLabel = "training.kubeflow.org/replica-
 inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
 inline constexpr const char* kOperatorName = "tfjob-controller";
 
-// Cohort's own bookkeeping of re-creation restarts, kept on the objects so that an operator that
-// restarts loses nothing:
+// Cohort's own bookkeeping of re-creation restarts: each replica's job::RestartRecord
+// (job/restart_state_machine.h), kept on the objects so that an operator that restarts loses
+// nothing. The names and formats are a contract with running clusters; they do not change:
 //  - on a pod: how many restarts of its replica came before this pod (re-creations and in-place
-//    restarts of the earlier pods);
+//    restarts of the earlier pods), as a decimal count, written only when not 0;
 //  - on a replica's service, while a restart waits for its back-off: the restart count the new pod
-//    will carry, when it may be created, and the uid of the pod it replaces.
+//    will carry (decimal), when it may be created (RFC 3339, whole seconds), and the uid of the
+//    pod it replaces.
 inline constexpr const char* kRestartsAnnotation = "cohort.dev/restarts";
 inline constexpr const char* kRestartAfterAnnotation = "cohort.dev/restart-after";
 inline constexpr const char* kRestartOfAnnotation = "cohort.dev/restart-of";
 // On a pod and beside a pending restart on a service: how many of the restarts were group
-// restarts.
+// restarts (decimal; on a pod only when not 0).
 inline constexpr const char* kGroupRestartsAnnotation = "cohort.dev/group-restarts";
 // On a replica's service once the operator has terminated its pod for a peer report, until the
 // replica is restarted: the uid of the terminated pod and when it was terminated, beside
@@ -64,7 +68,7 @@ inline constexpr const char* kTerminatedPodAnnotation = "cohort.dev/terminated-p
 inline constexpr const char* kTerminatedAtAnnotation = "cohort.dev/terminated-at";
 
 // The most restarts a replica may have on record; larger annotations read as this.
-inline constexpr int kMaxRecordedRestarts = 1000000;
+inline constexpr int kMaxRecordedRestarts = job::kMaxRecordedRestarts;
 
 // "namespace/name" of an object: the key of the job queue and the caches.
 std::string ObjectKey(const nlohmann::json& object);
@@ -90,6 +94,23 @@ std::optional<ReplicaRef> ReplicaOf(const job::Job& job, const nlohmann::json& o
 // the first container when none has that name.
 job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& replica,
                                 const std::string& container_name);
+
+// The restarts `pod` carries: its annotations' counts plus the in-place restartCount of the job's
+// container (`container_name`, the first container when none has that name); group restarts
+// never more than restarts. Never waiting: a pod is a run, not a restart to make.
+job::RestartRecord RestartRecordOfPod(const nlohmann::json& pod, const std::string& container_name);
+
+// Writes the counts of `record` on the pod that is to carry them (a re-created replica's new pod),
+// each only when not 0.
+void AnnotatePodRestarts(nlohmann::json& pod, const job::RestartRecord& record);
+
+// The restart waiting on a replica's service, nullopt when none waits (no restart-after). An
+// unreadable restart-after reads as due at once.
+std::optional<job::RestartRecord> WaitingRestartOf(const nlohmann::json& service);
+
+// The service's annotations for `record`, as a merge patch: a waiting restart's four annotations,
+// or, once no restart waits, the four removed (null).
+nlohmann::json WaitingRestartAnnotations(const job::RestartRecord& record);
 
 // A replica whose pod the operator terminated, as recorded on its service.
 struct TerminationRecord {
