@@ -1,8 +1,12 @@
 // `cohort ... --kubernetes` through the real binary, with a kubeconfig written by the test, against
 // a fake API server holding the cluster's objects in memory (fake_cluster.h).
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "kube_cli/fake_cluster.h"
@@ -574,6 +578,67 @@ TEST_F(KubeCliTest, AServerThatNeverAnswersFailsWithinTheRequestTimeout) {
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_LT(took, 30s);
   EXPECT_NE(result.err.find("server " + silent.url()), std::string::npos) << result.err;
+}
+
+TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
+  PutRunningHello();
+  // `cohort ui --kubernetes --port 0` in the background, its output in a file.
+  const std::string dir = scratch_.path().string();
+  const std::string output = dir + "/ui.out";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string command = "KUBECONFIG=" + dir + "/kubeconfig HOME=" + dir + " COHORT_HOME=" + dir +
+                          "/home exec " COHORT_BINARY_DIR
+                          "/apps/cohort/cohort ui --kubernetes "
+                          "--context fake --port 0 >" +
+                          output + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int port = 0;
+  std::regex address("at http://127\\.0\\.0\\.1:([0-9]+)/");
+  bool started = cohort::testing::WaitUntil(
+      [&] {
+        std::smatch match;
+        std::string text = cohort::testing::ReadText(output);
+        if (!std::regex_search(text, match, address)) return false;
+        port = std::stoi(match[1]);
+        return true;
+      },
+      30s);
+  std::string printed = cohort::testing::ReadText(output);
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(30, 0);
+  auto all = started ? client.Get("/apis/kubeflow.org/v1/tfjobs") : nullptr;
+  auto one = started ? client.Get("/apis/kubeflow.org/v1/namespaces/team/tfjobs/hello") : nullptr;
+  auto pods = started ? client.Get("/api/v1/namespaces/team/pods") : nullptr;
+  kill(pid, SIGTERM);
+  EXPECT_EQ(cohort::testing::WaitForChildOrSignal(pid, 20s, SIGKILL), 0);
+
+  ASSERT_TRUE(started) << printed;
+  EXPECT_NE(printed.find("serving the TFJobs of context \"fake\""), std::string::npos) << printed;
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->status, 200) << all->body;
+  json list = json::parse(all->body);
+  ASSERT_EQ(list["items"].size(), 1u) << all->body;
+  EXPECT_EQ(list["items"][0], StoredHello());  // the server's object, as `get -o json` prints it
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(json::parse(one->body)["status"]["conditions"][1]["type"], "Running");
+  ASSERT_TRUE(pods);
+  ASSERT_EQ(pods->status, 200) << pods->body;
+  std::vector<std::string> names;
+  for (const json& pod : json::parse(pods->body)["items"]) names.push_back(pod["metadata"]["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"hello-ps-0", "hello-worker-0"}));
+  // Read from the cluster, with the kubeconfig user's token.
+  bool listed = false;
+  for (const testing::RecordedRequest& request : Requests("GET")) {
+    if (request.path == "/apis/kubeflow.org/v1/tfjobs") listed = true;
+    EXPECT_EQ(request.authorization, "Bearer t0k") << request.path;
+  }
+  EXPECT_TRUE(listed);
 }
 
 TEST_F(KubeCliTest, ClusterFlagsWithoutKubernetesAreRefused) {
