@@ -585,14 +585,14 @@ TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
   // `cohort ui --kubernetes --port 0` in the background, its output in a file.
   const std::string dir = scratch_.path().string();
   const std::string output = dir + "/ui.out";
-  pid_t pid = fork();
+  const std::string command = "KUBECONFIG=" + dir + "/kubeconfig HOME=" + dir +
+                              " COHORT_HOME=" + dir +
+                              "/home exec " COHORT_BINARY_DIR
+                              "/apps/cohort/cohort ui --kubernetes --context fake --port 0 >" +
+                              output + " 2>&1";
+  pid_t pid = fork();  // the child only execs: the server's threads hold no lock it needs
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    std::string command = "KUBECONFIG=" + dir + "/kubeconfig HOME=" + dir + " COHORT_HOME=" + dir +
-                          "/home exec " COHORT_BINARY_DIR
-                          "/apps/cohort/cohort ui --kubernetes "
-                          "--context fake --port 0 >" +
-                          output + " 2>&1";
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -607,18 +607,28 @@ TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
         return true;
       },
       30s);
+  // The server is stopped however the test ends, and its exit status checked when it passes.
+  struct Stop {
+    pid_t pid;
+    int Now() {
+      if (pid <= 0) return -1;
+      kill(pid, SIGTERM);
+      int status = cohort::testing::WaitForChildOrSignal(pid, 20s, SIGKILL);
+      pid = -1;
+      return status;
+    }
+    ~Stop() { Now(); }
+  } stop{pid};
   std::string printed = cohort::testing::ReadText(output);
+  ASSERT_TRUE(started) << printed;
+  EXPECT_NE(printed.find("serving the TFJobs of context \"fake\""), std::string::npos) << printed;
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(30, 0);
-  auto all = started ? client.Get("/apis/kubeflow.org/v1/tfjobs") : nullptr;
-  auto one = started ? client.Get("/apis/kubeflow.org/v1/namespaces/team/tfjobs/hello") : nullptr;
-  auto pods = started ? client.Get("/api/v1/namespaces/team/pods") : nullptr;
-  kill(pid, SIGTERM);
-  EXPECT_EQ(cohort::testing::WaitForChildOrSignal(pid, 20s, SIGKILL), 0);
-
-  ASSERT_TRUE(started) << printed;
-  EXPECT_NE(printed.find("serving the TFJobs of context \"fake\""), std::string::npos) << printed;
+  auto all = client.Get("/apis/kubeflow.org/v1/tfjobs");
+  auto one = client.Get("/apis/kubeflow.org/v1/namespaces/team/tfjobs/hello");
+  auto pods = client.Get("/api/v1/namespaces/team/pods");
+  EXPECT_EQ(stop.Now(), 0);  // SIGTERM: a clean stop
   ASSERT_TRUE(all);
   ASSERT_EQ(all->status, 200) << all->body;
   json list = json::parse(all->body);
@@ -630,8 +640,9 @@ TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
   ASSERT_TRUE(pods);
   ASSERT_EQ(pods->status, 200) << pods->body;
   std::vector<std::string> names;
-  for (const json& pod : json::parse(pods->body)["items"]) names.push_back(pod["metadata"]["name"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"hello-ps-0", "hello-worker-0"}));
+  json pod_list = json::parse(pods->body);
+  for (const json& pod : pod_list["items"]) names.push_back(pod["metadata"]["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"hello-ps-0", "hello-worker-0"})) << pods->body;
   // Read from the cluster, with the kubeconfig user's token.
   bool listed = false;
   for (const testing::RecordedRequest& request : Requests("GET")) {
