@@ -274,6 +274,22 @@ TEST_F(KubeCliTest, AFileThatNamesItsNamespaceGoesThereUnlessDashNSaysOtherwise)
   EXPECT_NE(other.err.find("you must pass '--namespace=ml'"), std::string::npos) << other.err;
 }
 
+// One exit-code mapping for both clients (apps/cohort/exit_codes.h): a job file that is not
+// there is invalid input (2), as locally; a job that is not there is 3, as locally.
+TEST_F(KubeCliTest, ExitCodesAreTheLocalOnes) {
+  Result missing_file = Cohort("submit --kubernetes " + scratch_.path().string() + "/none.yaml");
+  EXPECT_EQ(missing_file.exit_code, 2) << missing_file.err;
+  EXPECT_TRUE(Requests("POST").empty());
+  PutRunningHello();
+  for (const char* command : {"get tfjob absent", "describe absent", "wait absent --timeout 5",
+                              "delete absent", "suspend absent"}) {
+    Result missing_job = Cohort(std::string(command) + " --kubernetes");
+    EXPECT_EQ(missing_job.exit_code, 3) << command << ": " << missing_job.err;
+    EXPECT_NE(missing_job.err.find("absent"), std::string::npos)
+        << command << ": " << missing_job.err;
+  }
+}
+
 TEST_F(KubeCliTest, SubmitConvertsAnAiPlatformJobSpecFirst) {
   Result result =
       Cohort("submit --kubernetes " COHORT_TEST_DATA_DIR "/../../examples/taxi/ai-platform.yaml");
