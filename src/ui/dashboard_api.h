@@ -1,5 +1,6 @@
-// The dashboard's JSON API, shaped like the Kubernetes API a TFJob user knows, over the jobs in
-// $COHORT_HOME. The pages use it, and so can scripts (README.md, "API"):
+// The dashboard's JSON API, shaped like the Kubernetes API a TFJob user knows, over the jobs a
+// view::JobClient reads (ApiOptions::jobs): those in $COHORT_HOME, or a cluster's TFJobs. The
+// pages use it, and so can scripts (README.md, "API"):
 //
 //   GET    /apis/kubeflow.org/v1/tfjobs                          every job (= cohort get -A -o
 //   json) GET    /apis/kubeflow.org/v1/namespaces/NS/tfjobs            (= cohort get -n NS -o json)
@@ -22,7 +23,7 @@
 // writes, as server-sent events when the client accepts text/event-stream, else as chunked text.
 //
 // DashboardApi does not speak HTTP: the server (dashboard_server.h) turns requests into ApiRequests
-// and ApiResponses back; every handler reads the store afresh, so jobs created or deleted while the
+// and ApiResponses back; every handler asks the client afresh, so jobs created or deleted while the
 // dashboard runs show at once.
 #pragma once
 
