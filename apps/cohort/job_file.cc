@@ -17,7 +17,11 @@ StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptio
     return job::LoadJobFromText(*text, "<stdin>", options, &loaded.warnings);
   };
   StatusOr<job::JobFile> file = read();
-  if (!file.ok()) return file.status();
+  if (!file.ok()) {
+    // A job file that is missing or cannot be read is as much the user's to fix as a bad one.
+    if (file.status().code() == Status::Code::kInvalidArgument) return file.status();
+    return Status::InvalidArgument(file.status().message());
+  }
   loaded.job = std::move(file->job);
   loaded.format = file->format;
   std::string& namespace_name = loaded.job.metadata.namespace_name;

@@ -91,7 +91,10 @@ StatusOr<std::vector<job::LogPolicy>> LocalJobs::LoadConfigLogPolicies() const {
 }
 
 StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& images) {
-  COHORT_RETURN_IF_ERROR(images.CheckJob(job));
+  // An image without a command is the request's to fix (--image): InvalidArgument, as a bad spec.
+  if (Status mapped = images.CheckJob(job); !mapped.ok()) {
+    return Status::InvalidArgument(mapped.message());
+  }
   // A broken config is reported before the job exists, not by its supervisor.
   if (StatusOr<std::vector<job::LogPolicy>> policies = LoadConfigLogPolicies(); !policies.ok()) {
     return policies.status();

@@ -59,8 +59,8 @@ class LocalJobs {
 
   // Creates the job: its directory and spec, a port for each replica (reserved here and nowhere
   // else, fixed for the job's life) and the job secret. Fails (AlreadyExists) if the name is
-  // taken, or (NotFound) if an image is not mapped, before anything starts; a job that could not
-  // be created completely leaves nothing behind.
+  // taken, or (InvalidArgument) if an image is not mapped, before anything starts; a job that could
+  // not be created completely leaves nothing behind.
   StatusOr<CreatedJob> Create(const job::Job& job, const ImageMap& images);
 
   // Supervises a created job in this process until it has finished and none of its replicas is

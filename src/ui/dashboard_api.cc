@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/time.h"
+#include "exec/job_store.h"
 #include "exec/local_jobs.h"
 #include "job/reconciler.h"
 #include "job/status_json.h"
@@ -32,7 +33,6 @@ constexpr size_t kMaxFollowBatchBytes = size_t{1} << 20;
 constexpr std::chrono::seconds kHeartbeatEvery{15};
 // Points of one scalar series in one answer (max_points), at most.
 constexpr uint64_t kMaxPointsPerSeries = 1000000;
-constexpr std::chrono::seconds kTidyEvery{2};
 // Events of one request, the most recent kept.
 constexpr size_t kMaxEvents = 10000;
 
@@ -403,59 +403,61 @@ ApiResponse DashboardApi::Handle(const ApiRequest& request) {
       "the server could not find the requested resource " + request.path.substr(0, 200));
 }
 
-ApiResponse DashboardApi::JobsList(const ApiRequest& request, const std::string& namespace_name, bool all) {
-  exec::LocalJobs jobs(options_.home);
-  RequestStore store(jobs.store());
-  json list = view::JobObjects(store, ListedJobs(jobs, namespace_name, all), /*list=*/true);
-  if (AcceptsYaml(request)) {
-    StatusOr<std::string> yaml =
-        view::RenderObject(view::OutputFormat{view::OutputFormat::Kind::kYaml, ""}, list);
-    if (!yaml.ok()) return FromStatus(yaml.status());
-    ApiResponse response;
-    response.content_type = "application/yaml";
-    response.body = *yaml;
-    return response;
-  }
-  return Json(list);
+ApiResponse DashboardApi::Yaml(const json& object) {
+  StatusOr<std::string> yaml =
+      view::RenderObject(view::OutputFormat{view::OutputFormat::Kind::kYaml, ""}, object);
+  if (!yaml.ok()) return FromStatus(yaml.status());
+  ApiResponse response;
+  response.content_type = "application/yaml";
+  response.body = *yaml;
+  return response;
 }
 
-std::vector<exec::JobKey> DashboardApi::ListedJobs(exec::LocalJobs& jobs, const std::string& namespace_name,
-                                          bool all) {
-  {
-    std::lock_guard<std::mutex> lock(tidy_mutex_);
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_tidy_ >= kTidyEvery) {
-      jobs.Tidy(jobs.store().ListJobs());
-      last_tidy_ = now;
-    }
-  }
-  return jobs.store().ListJobs(all ? "" : namespace_name);
+StatusOr<view::JobList> DashboardApi::ListedJobs(const std::string& namespace_name, bool all,
+                                                 view::JobDetail detail, bool objects) {
+  view::JobQuery query;
+  query.namespace_name = namespace_name;
+  query.all_namespaces = all;
+  query.detail = detail;
+  query.objects = objects;
+  return options_.jobs->GetJobs(query);
+}
+
+StatusOr<view::JobList> DashboardApi::OneJob(const std::string& namespace_name,
+                                             const std::string& name, view::JobDetail detail,
+                                             bool objects) {
+  view::JobQuery query;
+  query.namespace_name = namespace_name;
+  query.names = {name};
+  query.detail = detail;
+  query.objects = objects;
+  return options_.jobs->GetJobs(query);
+}
+
+ApiResponse DashboardApi::JobsList(const ApiRequest& request, const std::string& namespace_name,
+                                   bool all) {
+  StatusOr<view::JobList> jobs = ListedJobs(namespace_name, all, view::JobDetail::kStatus, true);
+  if (!jobs.ok()) return FromStatus(jobs.status());
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", jobs->objects}};
+  return AcceptsYaml(request) ? Yaml(list) : Json(list);
 }
 
 ApiResponse DashboardApi::JobGet(const ApiRequest& request, const std::string& namespace_name,
-                        const std::string& name) {
-  exec::LocalJobs jobs(options_.home);
-  StatusOr<std::vector<exec::JobKey>> keys = jobs.Lookup(name, namespace_name, false);
-  if (!keys.ok()) return JobNotFound(name);
-  json object = view::JobObjects(jobs.store(), *keys, /*list=*/false);
-  if (object.empty()) return JobNotFound(name);
-  if (AcceptsYaml(request)) {
-    StatusOr<std::string> yaml =
-        view::RenderObject(view::OutputFormat{view::OutputFormat::Kind::kYaml, ""}, object);
-    if (!yaml.ok()) return FromStatus(yaml.status());
-    ApiResponse response;
-    response.content_type = "application/yaml";
-    response.body = *yaml;
-    return response;
-  }
-  return Json(object);
+                                 const std::string& name) {
+  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kStatus, true);
+  if (!found.ok() && found.status().code() != Status::Code::kNotFound)
+    return FromStatus(found.status());
+  if (!found.ok() || found->objects.empty()) return JobNotFound(name);
+  return AcceptsYaml(request) ? Yaml(found->objects.front()) : Json(found->objects.front());
 }
 
 ApiResponse DashboardApi::JobReplicas(const std::string& namespace_name, const std::string& name) {
-  exec::LocalJobs jobs(options_.home);
+  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kReplicas, false);
+  if (!found.ok() && found.status().code() != Status::Code::kNotFound)
+    return FromStatus(found.status());
+  if (!found.ok()) return JobNotFound(name);
   exec::JobKey key{namespace_name, name};
-  if (!jobs.store().Exists(key)) return JobNotFound(name);
-  RequestStore store(jobs.store());
+  RequestStore store(*found->store);
   std::vector<exec::ReplicaRow> rows = store.ReadReplicas(key);
   json items = json::array();
   for (const view::PodRef& pod : view::JobPods(store, key, /*with_removed=*/true)) {
@@ -471,12 +473,15 @@ ApiResponse DashboardApi::JobReplicas(const std::string& namespace_name, const s
 }
 
 ApiResponse DashboardApi::JobAction(const std::string& namespace_name, const std::string& name,
-                           const std::string& action) {
-  exec::LocalJobs jobs(options_.home);
+                                    const std::string& action) {
   exec::JobKey key{namespace_name, name};
-  if (!jobs.store().Exists(key)) return JobNotFound(name);
+  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kStatus, false);
+  if (!found.ok() && found.status().code() != Status::Code::kNotFound)
+    return FromStatus(found.status());
+  if (!found.ok()) return JobNotFound(name);
   if (action == "delete") {
-    if (Status deleted = jobs.Delete(key); !deleted.ok()) return FromStatus(deleted);
+    StatusOr<std::string> deleted = options_.jobs->Delete(key);
+    if (!deleted.ok()) return FromStatus(deleted.status());
     ApiResponse response = StatusResponse(200, "", "tfjob \"" + name + "\" deleted");
     json body = json::parse(response.body);
     body.erase("reason");
@@ -485,19 +490,22 @@ ApiResponse DashboardApi::JobAction(const std::string& namespace_name, const std
     return response;
   }
   bool suspend = action == "suspend";
-  StatusOr<job::JobStatus> current = jobs.store().ReadStatus(key);
+  StatusOr<job::JobStatus> current = found->store->ReadStatus(key);
   if (suspend && current.ok() && job::IsFinished(*current)) {
     return StatusResponse(409, "Conflict",
                           "tfjob " + name + " has already " + job::JobState(*current) +
                               "; a finished job cannot be suspended");
   }
-  if (Status changed = jobs.SetSuspended(key, suspend); !changed.ok()) return FromStatus(changed);
-  StatusOr<json> object = view::JobObject(jobs.store(), key);
-  if (!object.ok()) return FromStatus(object.status());
-  return Json(*object);
+  StatusOr<std::string> changed = options_.jobs->SetSuspended(key, suspend);
+  if (!changed.ok()) return FromStatus(changed.status());
+  StatusOr<view::JobList> after = OneJob(namespace_name, name, view::JobDetail::kStatus, true);
+  if (!after.ok()) return FromStatus(after.status());
+  if (after->objects.empty()) return JobNotFound(name);
+  return Json(after->objects.front());
 }
 
-ApiResponse DashboardApi::PodsList(const ApiRequest& request, const std::string& namespace_name, bool all) {
+ApiResponse DashboardApi::PodsList(const ApiRequest& request, const std::string& namespace_name,
+                                   bool all) {
   std::optional<Selector> selector;
   if (std::optional<std::string> text = Param(request, "labelSelector"); text && !text->empty()) {
     StatusOr<Selector> parsed = ParseSelector(*text, "labelSelector");
@@ -508,19 +516,19 @@ ApiResponse DashboardApi::PodsList(const ApiRequest& request, const std::string&
   // must count every run of a job (the jobs page's restarts).
   StatusOr<bool> with_removed = BoolParam(request, "includeRemoved");
   if (!with_removed.ok()) return FromStatus(with_removed.status());
-  exec::LocalJobs jobs(options_.home);
-  std::vector<exec::JobKey> keys;
   std::optional<std::string> job_name =
       selector ? selector->RequiredValue("training.kubeflow.org/job-name") : std::nullopt;
-  if (job_name && !all) {
-    exec::JobKey key{namespace_name, *job_name};
-    if (jobs.store().Exists(key)) keys.push_back(key);
-  } else {
-    keys = ListedJobs(jobs, namespace_name, all);
+  const bool one_job = job_name && !all;
+  StatusOr<view::JobList> jobs =
+      one_job ? OneJob(namespace_name, *job_name, view::JobDetail::kReplicas, false)
+              : ListedJobs(namespace_name, all, view::JobDetail::kReplicas, false);
+  if (one_job && !jobs.ok() && jobs.status().code() == Status::Code::kNotFound) {
+    return Json({{"apiVersion", "v1"}, {"kind", "PodList"}, {"items", json::array()}});
   }
-  RequestStore store(jobs.store());
+  if (!jobs.ok()) return FromStatus(jobs.status());
+  RequestStore store(*jobs->store);
   json items = json::array();
-  for (const exec::JobKey& key : keys) {
+  for (const exec::JobKey& key : jobs->keys) {
     if (job_name && key.name != *job_name) continue;
     for (const view::PodRef& pod : view::JobPods(store, key, *with_removed)) {
       json object = view::PodObject(store, pod);
@@ -537,13 +545,55 @@ ApiResponse DashboardApi::PodsList(const ApiRequest& request, const std::string&
   return Json({{"apiVersion", "v1"}, {"kind", "PodList"}, {"items", items}});
 }
 
+StatusOr<view::PodRef> DashboardApi::FindPod(const std::string& namespace_name,
+                                             const std::string& pod_name,
+                                             std::shared_ptr<const exec::JobStateStore>* store) {
+  StatusOr<view::JobList> jobs =
+      ListedJobs(namespace_name, false, view::JobDetail::kReplicas, false);
+  if (!jobs.ok()) return jobs.status();
+  *store = jobs->store;
+  return view::FindPod(*jobs->store, namespace_name, pod_name);
+}
+
 ApiResponse DashboardApi::PodGet(const std::string& namespace_name, const std::string& pod_name) {
-  exec::LocalJobs jobs(options_.home);
-  StatusOr<view::PodRef> pod = view::FindPod(jobs.store(), namespace_name, pod_name);
+  std::shared_ptr<const exec::JobStateStore> store;
+  StatusOr<view::PodRef> pod = FindPod(namespace_name, pod_name, &store);
   if (!pod.ok()) {
     return StatusResponse(404, "NotFound", "pods \"" + pod_name + "\" not found");
   }
-  return Json(view::PodObject(jobs.store(), *pod));
+  return Json(view::PodObject(*store, *pod));
+}
+
+ApiResponse DashboardApi::ClientPodLog(const std::string& namespace_name, const std::string& pod,
+                                       const LogQuery& query, bool follow) {
+  if (follow) {
+    return StatusResponse(400, "BadRequest",
+                          "a cluster pod's log is not followed here; use cohort logs -f "
+                          "--kubernetes " +
+                              pod);
+  }
+  view::LogRequest request;
+  request.name = pod;
+  request.previous = query.previous;
+  if (query.tail_lines)
+    request.tail = static_cast<int>(std::min<uint64_t>(*query.tail_lines, 1 << 30));
+  std::string text;
+  view::LogSink sink;
+  sink.line = [&](const std::string&, std::string_view line) {
+    text.append(line);
+    text += '\n';
+  };
+  if (Status read = options_.jobs->Logs(namespace_name, request, sink); !read.ok()) {
+    return FromStatus(read);
+  }
+  if (query.limit_bytes && text.size() > *query.limit_bytes) {
+    text.resize(static_cast<size_t>(*query.limit_bytes));
+  }
+  ApiResponse response;
+  response.content_type = "text/plain; charset=utf-8";
+  response.headers.push_back({"Cache-Control", "no-store"});
+  response.body = std::move(text);
+  return response;
 }
 
 StatusOr<RunIndex> DashboardApi::UpdatedRunIndex(const FileReader& file) {
@@ -558,12 +608,12 @@ StatusOr<RunIndex> DashboardApi::UpdatedRunIndex(const FileReader& file) {
 }
 
 ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& namespace_name,
-                        const std::string& pod_name) {
-  exec::LocalJobs jobs(options_.home);
-  StatusOr<view::PodRef> pod = view::FindPod(jobs.store(), namespace_name, pod_name);
+                                 const std::string& pod_name) {
+  std::shared_ptr<const exec::JobStateStore> store;
+  StatusOr<view::PodRef> pod = FindPod(namespace_name, pod_name, &store);
   if (!pod.ok()) return StatusResponse(404, "NotFound", "pods \"" + pod_name + "\" not found");
   if (std::optional<std::string> container = Param(request, "container")) {
-    StatusOr<job::Job> spec = jobs.store().ReadSpec(pod->job);
+    StatusOr<job::Job> spec = store->ReadSpec(pod->job);
     std::string name = spec.ok() ? spec->job_kind->facts().container_name : "";
     if (*container != name) {
       return StatusResponse(400, "BadRequest",
@@ -585,7 +635,9 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
   query.all_runs = *all_runs;
   query.tail_lines = *tail;
   query.limit_bytes = *limit;
-  std::filesystem::path path = jobs.store().LogPath(pod->job, pod->replica);
+  if (options_.home.empty()) return ClientPodLog(namespace_name, pod_name, query, *follow);
+  exec::JobStore files(options_.home);
+  std::filesystem::path path = files.LogPath(pod->job, pod->replica);
   StatusOr<FileReader> opened = FileReader::Open(path);
   if (!opened.ok()) {
     if (opened.status().code() == Status::Code::kNotFound) {
@@ -658,6 +710,7 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
     if (!keep_following) return true;
     auto deadline = std::chrono::steady_clock::now() + options_.max_follow;
     auto last_write = std::chrono::steady_clock::now();
+    // Whether the job's supervisor still runs: the files' own matter, not the client's.
     exec::LocalJobs jobs(options_.home);
     while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
       uint64_t size = file->Size();
@@ -709,8 +762,8 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
 // The note of a filtered scalars request that matched nothing: what the job does have, so that
 // `tag=loss` on a job that writes batch_loss and epoch_loss says so.
 std::string DashboardApi::NothingMatched(const exec::JobStore& store, const exec::JobKey& key,
-                                const view::ScalarQuery& filter,
-                                const std::vector<std::string>& tags) {
+                                         const view::ScalarQuery& filter,
+                                         const std::vector<std::string>& tags) {
   view::ScalarQuery everything;
   everything.latest_only = true;
   std::vector<std::string> ignored;
@@ -738,10 +791,24 @@ std::string DashboardApi::NothingMatched(const exec::JobStore& store, const exec
 }
 
 ApiResponse DashboardApi::JobScalars(const ApiRequest& request, const std::string& namespace_name,
-                            const std::string& name) {
+                                     const std::string& name) {
+  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kStatus, false);
+  if (!found.ok() && found.status().code() != Status::Code::kNotFound)
+    return FromStatus(found.status());
+  if (!found.ok()) return JobNotFound(name);
+  if (options_.home.empty()) {
+    // The curves are read from event files on this machine; a cluster's replicas write theirs
+    // where their flags say, which the dashboard cannot read.
+    return Json(
+        {{"apiVersion", "v1"},
+         {"kind", "List"},
+         {"items", json::array()},
+         {"notes",
+          {"training curves are read from the replicas' summaries on this machine; a "
+           "cluster's jobs have none here (point TensorBoard at their --tensorboard_dir)"}}});
+  }
   exec::JobStore store(options_.home);
   exec::JobKey key{namespace_name, name};
-  if (!store.Exists(key)) return JobNotFound(name);
   view::ScalarQuery query;
   query.replica = Param(request, "replica").value_or("");
   query.run = Param(request, "run").value_or("");
@@ -801,17 +868,25 @@ ApiResponse DashboardApi::JobScalars(const ApiRequest& request, const std::strin
 }
 
 ApiResponse DashboardApi::Metrics() {
-  exec::LocalJobs jobs(options_.home);
-  jobs.Tidy(jobs.store().ListJobs());
+  StatusOr<view::JobList> jobs = ListedJobs("", true, view::JobDetail::kReplicas, false);
+  if (!jobs.ok()) return FromStatus(jobs.status());
   ApiResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  response.body =
-      view::PrometheusMetrics(jobs.store(), view::LatestScalarsOf(jobs.store(), &scalar_cache_));
+  view::LatestScalars no_scalars = [](const exec::JobKey&) {
+    return std::vector<view::ScalarSeries>();
+  };
+  if (options_.home.empty()) {
+    response.body = view::PrometheusMetrics(*jobs->store, no_scalars);
+  } else {
+    exec::JobStore files(options_.home);
+    response.body =
+        view::PrometheusMetrics(*jobs->store, view::LatestScalarsOf(files, &scalar_cache_));
+  }
   return response;
 }
 
-ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
-                            const std::string& job_name) {
+ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::string& namespace_name,
+                                     bool all, const std::string& job_name) {
   std::optional<Selector> selector;
   if (std::optional<std::string> text = Param(request, "fieldSelector"); text && !text->empty()) {
     StatusOr<Selector> parsed = ParseSelector(*text, "fieldSelector");
@@ -833,19 +908,25 @@ ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::strin
   StatusOr<std::optional<uint64_t>> limit = CountParam(request, "limit", kMaxEvents);
   if (!limit.ok()) return FromStatus(limit.status());
   size_t keep = limit->value_or(kMaxEvents);
-  exec::LocalJobs jobs(options_.home);
   std::vector<exec::JobKey> keys;
+  std::shared_ptr<const exec::JobStateStore> store;
   std::optional<std::string> named = job_name.empty() ? std::nullopt : std::optional(job_name);
   if (!named && selector) named = selector->RequiredValue("involvedObject.name");
   if (named && !all) {
-    exec::JobKey key{namespace_name, *named};
-    if (jobs.store().Exists(key)) {
-      keys.push_back(key);
+    StatusOr<view::JobList> found = OneJob(namespace_name, *named, view::JobDetail::kEvents, false);
+    if (found.ok()) {
+      keys = found->keys;
+      store = found->store;
+    } else if (found.status().code() != Status::Code::kNotFound) {
+      return FromStatus(found.status());
     } else if (!job_name.empty()) {
       return JobNotFound(job_name);
     }
   } else {
-    keys = ListedJobs(jobs, namespace_name, all);
+    StatusOr<view::JobList> jobs = ListedJobs(namespace_name, all, view::JobDetail::kEvents, false);
+    if (!jobs.ok()) return FromStatus(jobs.status());
+    keys = jobs->keys;
+    store = jobs->store;
   }
   // One job's last events, when only the job is selected, are read from the end of its events
   // file: a job with thousands of events costs what the page shows.
@@ -860,9 +941,10 @@ ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::strin
   }
   json items = json::array();
   for (const exec::JobKey& key : keys) {
-    StatusOr<std::vector<job::Event>> events = keys.size() == 1 && only_the_job
-                                                   ? LastEvents(jobs.store(), key, keep)
-                                                   : jobs.store().ReadEvents(key);
+    StatusOr<std::vector<job::Event>> events =
+        keys.size() == 1 && only_the_job && !options_.home.empty()
+            ? LastEvents(exec::JobStore(options_.home), key, keep)
+            : store->ReadEvents(key);
     if (!events.ok()) continue;
     for (size_t i = 0; i < events->size(); ++i) {
       const job::Event& event = (*events)[i];

@@ -1,5 +1,6 @@
-// The dashboard's JSON API, shaped like the Kubernetes API a TFJob user knows, over the jobs in
-// $COHORT_HOME. The pages use it, and so can scripts (README.md, "API"):
+// The dashboard's JSON API, shaped like the Kubernetes API a TFJob user knows, over the jobs a
+// view::JobClient reads (ApiOptions::jobs): those in $COHORT_HOME, or a cluster's TFJobs. The
+// pages use it, and so can scripts (README.md, "API"):
 //
 //   GET    /apis/kubeflow.org/v1/tfjobs                          every job (= cohort get -A -o
 //   json) GET    /apis/kubeflow.org/v1/namespaces/NS/tfjobs            (= cohort get -n NS -o json)
@@ -21,8 +22,8 @@
 // the file in chunks (ui/log_range.h), never read whole; a followed log goes on as the replica
 // writes, as server-sent events when the client accepts text/event-stream, else as chunked text.
 //
-// DashboardApi does not speak HTTP: the server (dashboard_server.h) turns requests into ApiRequests and
-// ApiResponses back; every handler reads the store afresh, so jobs created or deleted while the
+// DashboardApi does not speak HTTP: the server (dashboard_server.h) turns requests into ApiRequests
+// and ApiResponses back; every handler asks the client afresh, so jobs created or deleted while the
 // dashboard runs show at once.
 #pragma once
 
@@ -40,8 +41,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "exec/local_jobs.h"
+#include "exec/job_state_store.h"
 #include "ui/log_range.h"
+#include "view/job_client.h"
+#include "view/pod_view.h"
 #include "view/training_scalars.h"
 
 namespace cohort::ui {
@@ -68,7 +71,13 @@ struct ApiResponse {
 };
 
 struct ApiOptions {
-  std::filesystem::path home;  // $COHORT_HOME
+  // Whose jobs: every read and action goes through it (view/job_client.h), this machine's or a
+  // cluster's. Not owned; it outlives the api.
+  view::JobClient* jobs = nullptr;
+  // $COHORT_HOME when `jobs` are this machine's: logs are then served from their files by byte
+  // range, and training curves read from the replicas' summaries. Empty for a cluster's jobs
+  // (logs through the client, no curves).
+  std::filesystem::path home;
   // A followed log ends after this long (a browser's EventSource reconnects and resumes).
   std::chrono::seconds max_follow = std::chrono::hours(1);
   std::chrono::milliseconds follow_poll = std::chrono::milliseconds(250);
@@ -99,6 +108,9 @@ class DashboardApi {
   ApiResponse PodGet(const std::string& namespace_name, const std::string& pod);
   ApiResponse PodLog(const ApiRequest& request, const std::string& namespace_name,
                      const std::string& pod);
+  // A cluster pod's log, through the client (followed logs are not served).
+  ApiResponse ClientPodLog(const std::string& namespace_name, const std::string& pod,
+                           const LogQuery& query, bool follow);
   ApiResponse JobScalars(const ApiRequest& request, const std::string& namespace_name,
                          const std::string& name);
   // The note for a filtered scalars request that matched nothing: the tags, replicas and runs
@@ -109,11 +121,19 @@ class DashboardApi {
   ApiResponse EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
                          const std::string& job_name);
 
-  // The jobs of a namespace (of all with `all`), after tidying every job (supervisor lost, TTL:
-  // LocalJobs::Tidy) at most once every kTidyEvery, as `cohort get` does on each call: a page that
-  // polls 200 jobs every 2 s must not re-read every spec each time.
-  std::vector<exec::JobKey> ListedJobs(exec::LocalJobs& jobs, const std::string& namespace_name,
-                                       bool all);
+  // The jobs of a namespace (of all with `all`) through the client (whose local form tidies them
+  // at most every few seconds: a page that polls 200 jobs every 2 s must not re-read every spec
+  // each time), with `objects` their TFJob objects.
+  StatusOr<view::JobList> ListedJobs(const std::string& namespace_name, bool all,
+                                     view::JobDetail detail, bool objects);
+  // One job (NotFound when it is not there).
+  StatusOr<view::JobList> OneJob(const std::string& namespace_name, const std::string& name,
+                                 view::JobDetail detail, bool objects);
+  // A pod of a namespace's jobs, and the store that holds its job (`*store`).
+  StatusOr<view::PodRef> FindPod(const std::string& namespace_name, const std::string& pod_name,
+                                 std::shared_ptr<const exec::JobStateStore>* store);
+  // `object` as YAML (Accept: application/yaml).
+  static ApiResponse Yaml(const nlohmann::json& object);
   // The restart lines of a log, scanned once and then only as it grows (shared by requests).
   StatusOr<RunIndex> UpdatedRunIndex(const FileReader& file);
 
@@ -121,8 +141,6 @@ class DashboardApi {
   view::ScalarCache scalar_cache_;  // event files read so far, by path
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_streams_{0};
-  std::mutex tidy_mutex_;
-  std::chrono::steady_clock::time_point last_tidy_{};
   std::mutex run_indexes_mutex_;
   std::map<std::string, RunIndex> run_indexes_;  // by log path; bounded (kMaxRunIndexes)
 };

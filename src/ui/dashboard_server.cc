@@ -109,6 +109,7 @@ void Reply(httplib::Response& response, ApiResponse api) {
 
 StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions options) {
   std::unique_ptr<DashboardServer> server(new DashboardServer());
+  if (options.jobs == nullptr) return Status::InvalidArgument("the dashboard needs a JobClient");
   server->policy_.loopback = IsLoopbackAddress(options.address);
   if (options.token.empty()) {
     if (!server->policy_.loopback) {
@@ -128,6 +129,7 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
   server->options_ = options;
   LimitRetainedMemory();  // before the pool's threads start
   ApiOptions api_options;
+  api_options.jobs = options.jobs;
   api_options.home = options.home;
   server->api_ = std::make_unique<DashboardApi>(api_options);
   server->server_ = std::make_unique<httplib::Server>();

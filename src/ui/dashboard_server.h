@@ -1,5 +1,6 @@
 // DashboardServer: `cohort ui`, the web dashboard's HTTP server (cpp-httplib), serving the pages
-// (web_assets.h) and the JSON API (api.h) over the jobs in $COHORT_HOME.
+// (web_assets.h) and the JSON API (dashboard_api.h) over the jobs a view::JobClient reads: those
+// in $COHORT_HOME, or a cluster's.
 //
 //   StatusOr<std::unique_ptr<DashboardServer>> server = DashboardServer::Start(options);
 //   std::cout << (*server)->Url() << "\n";
@@ -33,10 +34,11 @@ namespace cohort::ui {
 
 struct ServerOptions {
   std::string address = "127.0.0.1";
-  int port = 8080;             // 0: any free port
-  std::string token;           // required for a non-loopback address; made up when empty
-  std::filesystem::path home;  // $COHORT_HOME
-  int threads = 48;            // requests served at once (followed logs hold one each)
+  int port = 8080;                  // 0: any free port
+  std::string token;                // required for a non-loopback address; made up when empty
+  view::JobClient* jobs = nullptr;  // whose jobs (not owned; outlives the server)
+  std::filesystem::path home;       // $COHORT_HOME for this machine's jobs; empty for a cluster's
+  int threads = 48;                 // requests served at once (followed logs hold one each)
 };
 
 class DashboardServer {

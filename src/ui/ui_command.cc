@@ -26,14 +26,15 @@ StatusOr<std::string> TokenFromFile(const std::string& path) {
 
 }  // namespace
 
-Status ServeDashboard(const UiFlags& flags, const std::filesystem::path& home, std::ostream& out) {
+Status ServeDashboard(const UiFlags& flags, const DashboardJobs& jobs, std::ostream& out) {
   if (!flags.token.empty() && !flags.token_file.empty()) {
     return Status::InvalidArgument("give --token or --token-file, not both");
   }
   ServerOptions options;
   options.address = flags.address;
   options.port = flags.port;
-  options.home = home;
+  options.jobs = jobs.client;
+  options.home = jobs.home;
   options.token = flags.token;
   if (!flags.token_file.empty()) {
     StatusOr<std::string> token = TokenFromFile(flags.token_file);
@@ -48,7 +49,7 @@ Status ServeDashboard(const UiFlags& flags, const std::filesystem::path& home, s
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   StatusOr<std::unique_ptr<DashboardServer>> server = DashboardServer::Start(options);
   if (!server.ok()) return server.status();
-  out << "cohort ui: serving the jobs of " << home.string() << " at " << (*server)->Url();
+  out << "cohort ui: serving " << jobs.description << " at " << (*server)->Url();
   if (!(*server)->policy().loopback) out << " (open it with ?token=TOKEN)";
   out << std::endl;
   int received = 0;

@@ -1,8 +1,12 @@
 // `cohort ... --kubernetes` through the real binary, with a kubeconfig written by the test, against
 // a fake API server holding the cluster's objects in memory (fake_cluster.h).
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "kube_cli/fake_cluster.h"
@@ -268,6 +272,22 @@ TEST_F(KubeCliTest, AFileThatNamesItsNamespaceGoesThereUnlessDashNSaysOtherwise)
   Result other = Cohort("submit --kubernetes -n team " + file);
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("you must pass '--namespace=ml'"), std::string::npos) << other.err;
+}
+
+// One exit-code mapping for both clients (apps/cohort/exit_codes.h): a job file that is not
+// there is invalid input (2), as locally; a job that is not there is 3, as locally.
+TEST_F(KubeCliTest, ExitCodesAreTheLocalOnes) {
+  Result missing_file = Cohort("submit --kubernetes " + scratch_.path().string() + "/none.yaml");
+  EXPECT_EQ(missing_file.exit_code, 2) << missing_file.err;
+  EXPECT_TRUE(Requests("POST").empty());
+  PutRunningHello();
+  for (const char* command : {"get tfjob absent", "describe absent", "wait absent --timeout 5",
+                              "delete absent", "suspend absent"}) {
+    Result missing_job = Cohort(std::string(command) + " --kubernetes");
+    EXPECT_EQ(missing_job.exit_code, 3) << command << ": " << missing_job.err;
+    EXPECT_NE(missing_job.err.find("absent"), std::string::npos)
+        << command << ": " << missing_job.err;
+  }
 }
 
 TEST_F(KubeCliTest, SubmitConvertsAnAiPlatformJobSpecFirst) {
@@ -574,6 +594,78 @@ TEST_F(KubeCliTest, AServerThatNeverAnswersFailsWithinTheRequestTimeout) {
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_LT(took, 30s);
   EXPECT_NE(result.err.find("server " + silent.url()), std::string::npos) << result.err;
+}
+
+TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
+  PutRunningHello();
+  // `cohort ui --kubernetes --port 0` in the background, its output in a file.
+  const std::string dir = scratch_.path().string();
+  const std::string output = dir + "/ui.out";
+  const std::string command = "KUBECONFIG=" + dir + "/kubeconfig HOME=" + dir +
+                              " COHORT_HOME=" + dir +
+                              "/home exec " COHORT_BINARY_DIR
+                              "/apps/cohort/cohort ui --kubernetes --context fake --port 0 >" +
+                              output + " 2>&1";
+  pid_t pid = fork();  // the child only execs: the server's threads hold no lock it needs
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int port = 0;
+  std::regex address("at http://127\\.0\\.0\\.1:([0-9]+)/");
+  bool started = cohort::testing::WaitUntil(
+      [&] {
+        std::smatch match;
+        std::string text = cohort::testing::ReadText(output);
+        if (!std::regex_search(text, match, address)) return false;
+        port = std::stoi(match[1]);
+        return true;
+      },
+      30s);
+  // The server is stopped however the test ends, and its exit status checked when it passes.
+  struct Stop {
+    pid_t pid;
+    int Now() {
+      if (pid <= 0) return -1;
+      kill(pid, SIGTERM);
+      int status = cohort::testing::WaitForChildOrSignal(pid, 20s, SIGKILL);
+      pid = -1;
+      return status;
+    }
+    ~Stop() { Now(); }
+  } stop{pid};
+  std::string printed = cohort::testing::ReadText(output);
+  ASSERT_TRUE(started) << printed;
+  EXPECT_NE(printed.find("serving the TFJobs of context \"fake\""), std::string::npos) << printed;
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(30, 0);
+  auto all = client.Get("/apis/kubeflow.org/v1/tfjobs");
+  auto one = client.Get("/apis/kubeflow.org/v1/namespaces/team/tfjobs/hello");
+  auto pods = client.Get("/api/v1/namespaces/team/pods");
+  EXPECT_EQ(stop.Now(), 0);  // SIGTERM: a clean stop
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->status, 200) << all->body;
+  json list = json::parse(all->body);
+  ASSERT_EQ(list["items"].size(), 1u) << all->body;
+  EXPECT_EQ(list["items"][0], StoredHello());  // the server's object, as `get -o json` prints it
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(json::parse(one->body)["status"]["conditions"][1]["type"], "Running");
+  ASSERT_TRUE(pods);
+  ASSERT_EQ(pods->status, 200) << pods->body;
+  std::vector<std::string> names;
+  json pod_list = json::parse(pods->body);
+  for (const json& pod : pod_list["items"]) names.push_back(pod["metadata"]["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"hello-ps-0", "hello-worker-0"})) << pods->body;
+  // Read from the cluster, with the kubeconfig user's token.
+  bool listed = false;
+  for (const testing::RecordedRequest& request : Requests("GET")) {
+    if (request.path == "/apis/kubeflow.org/v1/tfjobs") listed = true;
+    EXPECT_EQ(request.authorization, "Bearer t0k") << request.path;
+  }
+  EXPECT_TRUE(listed);
 }
 
 TEST_F(KubeCliTest, ClusterFlagsWithoutKubernetesAreRefused) {

@@ -1,0 +1,64 @@
+// `cohort delete [tfjob] NAME... | -f FILE [--ignore-not-found] [--kubernetes]`: stops the jobs'
+// replicas and removes the jobs (on a cluster, propagation Background: the server removes the pods
+// and services they own). Every job is tried; the exit status is the first failure's.
+#include <iostream>
+
+#include "apps/cohort/commands/command.h"
+#include "apps/cohort/commands/commands.h"
+
+namespace cohort::cli {
+namespace {
+
+struct DeleteFlags {
+  std::vector<std::string> arguments;
+  std::string file;
+  NamespaceFlag namespace_flag;
+  bool ignore_not_found = false;
+  TargetFlags target;
+};
+
+int Delete(const DeleteFlags& flags) {
+  StatusOr<std::unique_ptr<view::JobClient>> client = ClientFactory(flags.target)();
+  if (!client.ok()) return Fail(client.status());
+  std::vector<exec::JobKey> keys;
+  if (!flags.file.empty()) {
+    StatusOr<LoadedJob> loaded = LoadJobFor(**client, flags.file, {}, flags.namespace_flag);
+    if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
+    keys.push_back({loaded->job.metadata.namespace_name, loaded->job.metadata.name});
+  }
+  if (!flags.arguments.empty()) {
+    StatusOr<std::vector<std::string>> names = JobNames(flags.arguments);
+    if (!names.ok()) return Fail(kExitInvalidInput, names.status().message());
+    const std::string namespace_name = (*client)->Namespace(flags.namespace_flag.Given());
+    for (const std::string& name : *names) keys.push_back({namespace_name, name});
+  }
+  if (keys.empty()) return Fail(kExitInvalidInput, "give a job name or -f FILE");
+  int exit_code = kExitSucceeded;
+  for (const exec::JobKey& key : keys) {
+    StatusOr<std::string> deleted = (*client)->Delete(key);
+    int result = kExitSucceeded;
+    if (deleted.ok()) {
+      std::cout << *deleted << " \"" << key.name << "\" deleted\n";
+    } else if (!(flags.ignore_not_found && deleted.status().code() == Status::Code::kNotFound)) {
+      result = Fail(deleted.status());
+    }
+    if (exit_code == kExitSucceeded) exit_code = result;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+void AddDeleteCommand(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<DeleteFlags>();
+  CLI::App* remove = app.add_subcommand("delete", "Stop jobs' replicas and remove their state");
+  remove->add_option("JOB", flags->arguments, "[tfjob] NAME...");
+  remove->add_option("-f,--filename", flags->file, "the job a file names (- for standard input)");
+  AddNamespace(remove, flags->namespace_flag);
+  remove->add_flag("--ignore-not-found", flags->ignore_not_found,
+                   "succeed if the job does not exist");
+  AddKubernetes(remove, flags->target);
+  remove->callback([flags, &exit_code] { exit_code = Delete(*flags); });
+}
+
+}  // namespace cohort::cli
