@@ -1,7 +1,7 @@
 // What a local replica runs and is told about itself and its job: the one place in exec that knows
-// which container of a replica's pod template is the job's (`tensorflow` for a TFJob) and builds
-// a replica's environment (TF_CONFIG included), so that a job kind's own hooks replace these two
-// functions and nothing else.
+// which container of a replica's pod template is the job's (`tensorflow` for a TFJob, `pytorch`
+// for a PyTorchJob) and builds a replica's environment (the kind's, TF_CONFIG or MASTER_ADDR...,
+// included), so that a job kind's own hooks replace these two functions and nothing else.
 #pragma once
 
 #include <map>
@@ -21,10 +21,16 @@ std::string ShortReplicaName(const std::string& replica_type, int index);
 StatusOr<const job::Container*> ReplicaContainer(const job::Job& job,
                                                  const std::string& replica_type);
 
-// The environment of one replica: the supervisor's own, then the container's env, then TF_CONFIG
-// (when the job has more than one replica) with "localhost:<port>" for every replica's endpoint,
-// and COHORT_JOB_NAME, COHORT_REPLICA_TYPE, COHORT_REPLICA_INDEX and COHORT_JOB_SECRET.
-// `ports` maps short replica names to their ports.
+// The environment of one replica: the supervisor's own (less every variable the kind may set),
+// then the container's env, then the kind's environment (a TFJob's TF_CONFIG when the job has more
+// than one replica; a PyTorchJob's MASTER_ADDR, MASTER_PORT, RANK...) with "localhost:<port>" for
+// every replica's endpoint and "localhost" for its host, and COHORT_JOB_NAME,
+// COHORT_REPLICA_TYPE, COHORT_REPLICA_INDEX and COHORT_JOB_SECRET. `ports` maps short replica
+// names to their ports.
+//
+// A local run starts only the kind's container (ReplicaContainer), so a kind whose environment
+// goes into every container of a pod (KindFacts::environment_in_every_container) has nothing more
+// to reach here: the one process gets it either way.
 std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
                                                       const std::string& replica_type, int index,
                                                       const std::map<std::string, int>& ports,

@@ -76,6 +76,7 @@ void ApplyDefaults(Job& job) {
   for (auto& [type, replica] : job.replica_specs) {
     SetDefaultPort(job.job_kind->facts(), replica.template_spec);
   }
+  job.job_kind->ApplySpecFieldDefaults(job);
 }
 
 }  // namespace cohort::job

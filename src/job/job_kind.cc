@@ -1,8 +1,29 @@
 #include "job/job_kind.h"
 
+#include "job/pytorchjob.h"
 #include "job/tfjob.h"
 
 namespace cohort::job {
+
+std::string EndpointFunction::Host(const std::string& replica_type, int index) const {
+  if (host_) return host_(replica_type, index);
+  const std::string endpoint = endpoint_(replica_type, index);
+  return endpoint.substr(0, endpoint.rfind(':'));
+}
+
+int EndpointFunction::Port(const std::string& replica_type, int index) const {
+  const std::string endpoint = endpoint_(replica_type, index);
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return 0;
+  if (colon + 1 == endpoint.size()) return 0;
+  int port = 0;
+  for (size_t i = colon + 1; i < endpoint.size(); ++i) {
+    if (endpoint[i] < '0' || endpoint[i] > '9') return 0;
+    port = port * 10 + (endpoint[i] - '0');
+    if (port > 65535) return 0;
+  }
+  return port;
+}
 
 Job JobKind::NewJob() const {
   Job job;
@@ -56,10 +77,34 @@ nlohmann::json JobKind::SpecFieldValue(const Job& job, const std::string& name) 
 
 std::vector<FieldProblem> JobKind::ValidateSpecFields(const Job&) const { return {}; }
 
+std::vector<FieldProblem> JobKind::ValidateReplicaSpecs(const Job&) const { return {}; }
+
+void JobKind::ApplySpecFieldDefaults(Job&) const {}
+
 std::vector<std::string> JobKind::EnvironmentNames() const { return {facts_.cluster_variable}; }
 
+std::vector<nlohmann::json> JobKind::InitContainers(const Job&, const std::string&, int) const {
+  return {};
+}
+
+std::string JobKind::RunningMessage(const Job& job) const {
+  return name() + " " + job.metadata.namespace_name + "/" + job.metadata.name + " is running.";
+}
+
+std::string JobKind::SucceededMessage(const Job& job) const {
+  return name() + " " + job.metadata.namespace_name + "/" + job.metadata.name +
+         " successfully completed.";
+}
+
+std::string JobKind::ReplicasFailedMessage(const Job& job, int failed,
+                                           const std::string& replica_type) const {
+  return name() + " " + job.metadata.namespace_name + "/" + job.metadata.name +
+         " has failed because " + std::to_string(failed) + " " + replica_type +
+         " replica(s) failed.";
+}
+
 const KindRegistry& KindRegistry::Default() {
-  static const KindRegistry registry({&TFJobKind()});
+  static const KindRegistry registry({&TFJobKind(), &PyTorchJobKind()});
   return registry;
 }
 

@@ -426,10 +426,8 @@ class Reconciliation {
   JobStatus& status() { return result_.status; }
   const JobStatus& status() const { return result_.status; }
   const std::string& name() const { return job_.metadata.name; }
-  std::string QualifiedName() const { return job_.metadata.namespace_name + "/" + name(); }
   // "TFJob mnist", as the operator's messages name the job.
   std::string KindAndName() const { return kind_.name() + " " + name(); }
-  std::string KindAndQualifiedName() const { return kind_.name() + " " + QualifiedName(); }
   std::string Reason(const std::string& what) const { return kind_.Reason(what); }
 
   void Record(const char* type, const std::string& reason, const std::string& message);
@@ -643,16 +641,15 @@ void Reconciliation::FailOnReplicaFailures(const ReplicaPlan& plan) {
     for (const ObservedReplica* replica : plan.failures) {
       if (replica->type == type) of_type.push_back(replica);
     }
-    Fail(kNormal, WithFirstExit(KindAndQualifiedName() + " has failed because " +
-                                    std::to_string(failed) + " " + type + " replica(s) failed.",
-                                of_type));
+    Fail(kNormal, WithFirstExit(kind_.ReplicasFailedMessage(job_, failed, type), of_type));
   }
 }
 
-// §3.5. The chief (TFJob: Chief or Master) decides when there is one, otherwise the Workers do. A
-// spec with neither never succeeds by itself, as in the operator (whose "no Worker spec means
-// worker 0 completed" rule is only reached when a Worker spec exists); PS, Evaluators and unknown
-// types never decide.
+// §3.5. The chief (TFJob: Chief or Master) decides when there is one, otherwise the Workers do,
+// by the kind's rule: all of them, worker 0 (TFJob's default) or any one (PyTorchJob with
+// elasticPolicy). A spec with neither never succeeds by itself, as in the operator (whose "no
+// Worker spec means worker 0 completed" rule is only reached when a Worker spec exists); PS,
+// Evaluators and unknown types never decide.
 //
 // Cohort deviation: while a restart is pending (decided in this pass, or a restarted replica still
 // in its back-off), the job stays Restarting instead of going back to Running at once, so the
@@ -670,7 +667,18 @@ void Reconciliation::DecideSuccessOrRunning(const ReplicaPlan& plan) {
   if (worker_spec == job_.replica_specs.end()) return;
   const ReplicaStatus& counts = plan.counts.at(worker_type);
   const bool all_succeeded = worker_spec->second.replicas - counts.succeeded == 0;
-  if (all_succeeded || (IsWorkerZeroCompleted(plan) && kind_.FirstWorkerDecidesSuccess(job_))) {
+  bool workers_succeeded = all_succeeded;
+  switch (kind_.WorkerSuccessRule(job_)) {
+    case JobKind::WorkerSuccess::kAllWorkers:
+      break;
+    case JobKind::WorkerSuccess::kFirstWorker:
+      workers_succeeded |= IsWorkerZeroCompleted(plan);
+      break;
+    case JobKind::WorkerSuccess::kAnyWorker:
+      workers_succeeded |= counts.succeeded > 0;
+      break;
+  }
+  if (workers_succeeded) {
     Succeed();
   } else if (counts.active > 0 && !restarting) {
     SetRunning();
@@ -688,12 +696,12 @@ bool Reconciliation::IsWorkerZeroCompleted(const ReplicaPlan& plan) const {
 
 void Reconciliation::SetRunning() {
   SetCondition(status(), kConditionRunning, kTrue, Reason(kConditionRunning),
-               KindAndQualifiedName() + " is running.", now_);
+               kind_.RunningMessage(job_), now_);
 }
 
 void Reconciliation::Succeed() {
   if (IsSucceeded(status()) || IsFailed(status())) return;
-  const std::string message = KindAndQualifiedName() + " successfully completed.";
+  const std::string message = kind_.SucceededMessage(job_);
   Record(kNormal, Reason(kConditionSucceeded), message);
   if (!status().completion_time) status().completion_time = now_;
   SetCondition(status(), kConditionSucceeded, kTrue, Reason(kConditionSucceeded), message, now_);

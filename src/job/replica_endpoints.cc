@@ -24,12 +24,18 @@ EndpointFunction KubernetesEndpoints(const Job& job, const std::string& cluster_
   for (const auto& [type, spec] : job.replica_specs) {
     ports[LowerCase(type)] = ReplicaPort(*job.job_kind, spec);
   }
-  return [name = job.metadata.name, suffix = std::move(suffix), ports = std::move(ports),
-          default_port = job.job_kind->facts().port](const std::string& replica_type, int index) {
-    auto port = ports.find(LowerCase(replica_type));
-    const int number = port == ports.end() ? default_port : port->second;
-    return ReplicaName(name, replica_type, index) + suffix + ":" + std::to_string(number);
+  EndpointFunction::Function endpoint =
+      [name = job.metadata.name, suffix = std::move(suffix), ports = std::move(ports),
+       default_port = job.job_kind->facts().port](const std::string& replica_type, int index) {
+        auto port = ports.find(LowerCase(replica_type));
+        const int number = port == ports.end() ? default_port : port->second;
+        return ReplicaName(name, replica_type, index) + suffix + ":" + std::to_string(number);
+      };
+  EndpointFunction::Function host = [name = job.metadata.name](const std::string& replica_type,
+                                                               int index) {
+    return ReplicaName(name, replica_type, index);
   };
+  return EndpointFunction(std::move(endpoint), std::move(host));
 }
 
 }  // namespace cohort::job

@@ -18,8 +18,10 @@ int ReplicaPort(const JobKind& kind, const ReplicaSpec& spec);
 // Endpoints as the operator writes them for Kubernetes headless services:
 // "<job>-<type>-<index>.<namespace>.svc[.<cluster_domain>]:<ReplicaPort>". The operator takes
 // `cluster_domain` from its CUSTOM_CLUSTER_DOMAIN variable; empty leaves the suffix out (no
-// "cluster.local" by default). The function keeps copies of what it needs from `job`, which must
-// have its kind.
+// "cluster.local" by default). Their hosts (EndpointFunction::Host) are the short service names
+// "<job>-<type>-<index>", which resolve within the namespace, as the operator writes a single
+// replica's address (PyTorchJob's MASTER_ADDR). The function keeps copies of what it needs from
+// `job`, which must have its kind.
 EndpointFunction KubernetesEndpoints(const Job& job, const std::string& cluster_domain = "");
 
 }  // namespace cohort::job

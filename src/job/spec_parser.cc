@@ -310,17 +310,73 @@ class SpecDecoder {
   void DecodeKindSpecField(const json& spec, const SpecField& field, Job& job) {
     const json* value = Field(spec, field.name);
     if (value == nullptr) return;
-    const std::string path = ChildPath("spec", field.name);
+    if (std::optional<json> decoded = DecodeSpecFieldValue(*value, field, "spec")) {
+      job.kind_spec[field.name] = std::move(*decoded);
+    }
+  }
+
+  // The value of `field` (under `parent_path`) as JSON when it has the declared type, each nested
+  // field checked in turn; nullopt after an error. Unknown keys of a mapping are warned about and
+  // left out, as an API server prunes them.
+  std::optional<json> DecodeSpecFieldValue(const json& value, const SpecField& field,
+                                           const std::string& parent_path) {
+    const std::string path = ChildPath(parent_path, field.name);
+    if (!field.deprecation.empty()) Warning(path, "deprecated: " + field.deprecation);
     switch (field.type) {
       case SpecField::Type::kString:
-        if (std::optional<std::string> text = ReadString(*value, path)) {
-          job.kind_spec[field.name] = *text;
-        }
-        return;
+        if (std::optional<std::string> text = ReadString(value, path)) return json(*text);
+        return std::nullopt;
       case SpecField::Type::kBool:
-        if (std::optional<bool> flag = ReadBool(*value, path)) job.kind_spec[field.name] = *flag;
-        return;
+        if (std::optional<bool> flag = ReadBool(value, path)) return json(*flag);
+        return std::nullopt;
+      case SpecField::Type::kInt32:
+        if (std::optional<int32_t> number = ReadInt32(value, path)) return json(*number);
+        return std::nullopt;
+      case SpecField::Type::kObject:
+        return DecodeSpecFieldObject(value, field, path);
+      case SpecField::Type::kObjectList: {
+        if (!value.is_array()) {
+          TypeError(path, "a list of mappings", value);
+          return std::nullopt;
+        }
+        json items = json::array();
+        bool all_read = true;
+        for (size_t i = 0; i < value.size(); ++i) {
+          std::optional<json> item = DecodeSpecFieldObject(value[i], field, IndexPath(path, i));
+          if (item) {
+            items.push_back(std::move(*item));
+          } else {
+            all_read = false;
+          }
+        }
+        if (!all_read) return std::nullopt;
+        return items;
+      }
     }
+    return std::nullopt;
+  }
+
+  // A mapping of `field.fields` at `path` (kept whole when the field lists none).
+  std::optional<json> DecodeSpecFieldObject(const json& value, const SpecField& field,
+                                            const std::string& path) {
+    if (!ExpectObject(value, path)) return std::nullopt;
+    if (field.fields.empty()) return value;
+    std::set<std::string> known;
+    for (const SpecField& child : field.fields) known.insert(child.name);
+    WarnUnknownFields(value, path, known);
+    json object = json::object();
+    bool all_read = true;
+    for (const SpecField& child : field.fields) {
+      const json* child_value = Field(value, child.name);
+      if (child_value == nullptr) continue;
+      if (std::optional<json> decoded = DecodeSpecFieldValue(*child_value, child, path)) {
+        object[child.name] = std::move(*decoded);
+      } else {
+        all_read = false;
+      }
+    }
+    if (!all_read) return std::nullopt;
+    return object;
   }
 
   // ---- Run policy ----
@@ -401,6 +457,9 @@ class SpecDecoder {
 
   ReplicaSpec DecodeReplicaSpec(const json& value, const std::string& path) {
     ReplicaSpec replica;
+    // What an unset or empty restartPolicy means: the typed field cannot tell unset from set, so
+    // the kind's default is applied here rather than in ApplyDefaults.
+    replica.restart_policy = kind_->facts().default_restart_policy;
     replica.position = NearestPosition(positions_, path);
     // "Worker:" with nothing under it: a replica without containers, which validation reports.
     if (value.is_null() || !ExpectObject(value, path)) return replica;

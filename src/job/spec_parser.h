@@ -6,7 +6,8 @@
 //
 // and LoadJob / LoadJobFile below run all three. The parser checks what the Kubernetes API server
 // checks against the CRD's schema: apiVersion and kind (one of a KindRegistry's kinds, by default
-// TFJob; job_kind.h), that every field has the right type, and enum values (restartPolicy,
+// TFJob or PyTorchJob; job_kind.h), that every field has the right type, nested ones of the
+// kind's own fields included (PyTorchJob's elasticPolicy), and enum values (restartPolicy,
 // cleanPodPolicy). The kind says where the replica specs are (spec.tfReplicaSpecs) and which spec
 // fields are its own (successPolicy, enableDynamicWorker). Rules that span fields (a valid name, a
 // container named tensorflow, at most one chief) belong to validation, which runs after defaulting

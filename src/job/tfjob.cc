@@ -62,8 +62,9 @@ class TFJobKindImpl : public JobKind {
                          Quote(policy) + " is not one of \"\" (the default), AllWorkers"}};
   }
 
-  bool FirstWorkerDecidesSuccess(const Job& job) const override {
-    return TFJobSuccessPolicy(job) != kSuccessPolicyAllWorkers;
+  WorkerSuccess WorkerSuccessRule(const Job& job) const override {
+    return TFJobSuccessPolicy(job) == kSuccessPolicyAllWorkers ? WorkerSuccess::kAllWorkers
+                                                               : WorkerSuccess::kFirstWorker;
   }
 
   bool ToleratesFailure(const Job& job, const std::string& replica_type) const override {

@@ -109,6 +109,7 @@ class Validator {
     CheckRunPolicy();
     CheckKindSpecFields();
     CheckReplicaSpecs();
+    CheckKindReplicaRules();
     // The kind's environment hook expects a job that is valid otherwise.
     if (errors_.empty()) CheckEnvironmentSize();
     return InDocumentOrder(std::move(errors_));
@@ -176,6 +177,13 @@ class Validator {
 
   void CheckKindSpecFields() {
     for (const FieldProblem& problem : kind_.ValidateSpecFields(job_)) {
+      Error(problem.path, problem.message);
+    }
+  }
+
+  // The rules only the kind's own webhook has (PyTorchJob: Master and Worker only, one Master).
+  void CheckKindReplicaRules() {
+    for (const FieldProblem& problem : kind_.ValidateReplicaSpecs(job_)) {
       Error(problem.path, problem.message);
     }
   }

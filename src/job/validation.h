@@ -15,11 +15,13 @@
 // container names present and unique, ports in range, env names present) and the replica-type
 // collisions that the operator's defaulting resolves silently ("ps" and "PS" in one manifest). The
 // kind's own spec fields are checked by its ValidateSpecFields hook (TFJob: successPolicy "" or
-// AllWorkers). Cohort also checks what would stop every replica from starting: the environment
-// the kind gives a replica (TF_CONFIG, through its ReplicaEnvironment hook), measured with the
-// longest endpoints a replica may get (a local run's "localhost:65535" and the Kubernetes service
-// names "<job>-<type>-<i>.<namespace>.svc:<port>"), must fit in kMaxEnvironmentStringBytes; the
-// message says how many replicas of the largest type would fit.
+// AllWorkers), and the rules only its webhook has on replica specs by its ValidateReplicaSpecs
+// hook (PyTorchJob: Master and Worker only, exactly one Master, at least one Worker). Cohort also
+// checks what would stop every replica from starting: the environment the kind gives a replica
+// (TF_CONFIG, through its ReplicaEnvironment hook), measured with the longest endpoints a replica
+// may get (a local run's "localhost:65535" and the Kubernetes service names
+// "<job>-<type>-<i>.<namespace>.svc:<port>"), must fit in kMaxEnvironmentStringBytes; the message
+// says how many replicas of the largest type would fit.
 #pragma once
 
 #include <cstddef>

@@ -101,8 +101,8 @@ spec:
   EXPECT_EQ(loaded->format, JobFileFormat::kManifest);
   EXPECT_EQ(loaded->job.metadata.name, "plain");
   EXPECT_EQ(LoadError(manifest, "other"),
-            "job.yaml: --name is for AI Platform job specs; a TFJob manifest names its job in "
-            "metadata.name");
+            "job.yaml: --name is for AI Platform job specs; a TFJob or PyTorchJob manifest names "
+            "its job in metadata.name");
 }
 
 TEST(AiPlatformDetection, TheRestJobObjectInJsonIsRead) {

@@ -78,9 +78,9 @@ TEST(TFJobKindTest, HasTheOperatorsNames) {
 
 TEST(TFJobKindTest, TheSuccessRuleFollowsSuccessPolicy) {
   Job job = NewTFJob();
-  EXPECT_TRUE(TFJobKind().FirstWorkerDecidesSuccess(job));
+  EXPECT_EQ(TFJobKind().WorkerSuccessRule(job), JobKind::WorkerSuccess::kFirstWorker);
   job.kind_spec[kSuccessPolicyField] = kSuccessPolicyAllWorkers;
-  EXPECT_FALSE(TFJobKind().FirstWorkerDecidesSuccess(job));
+  EXPECT_EQ(TFJobKind().WorkerSuccessRule(job), JobKind::WorkerSuccess::kAllWorkers);
 }
 
 TEST(TFJobKindTest, DynamicWorkersMayFail) {
@@ -115,7 +115,7 @@ TEST(KindRegistryTest, FindsKindsByApiVersionAndKind) {
   EXPECT_EQ(kinds.Find("kubeflow.org/v1", "ShellJob"), nullptr);
   EXPECT_EQ(kinds.FindByName("ShellJob"), &ShellKind());
   EXPECT_EQ(kinds.Names(" or "), "TFJob or ShellJob");
-  EXPECT_EQ(KindRegistry::Default().Names(", "), "TFJob");
+  EXPECT_EQ(KindRegistry::Default().Names(", "), "TFJob, PyTorchJob");
 }
 
 // ---- Parsing, defaults, validation and writing through another kind ----
@@ -140,13 +140,14 @@ TEST(ShellKindTest, ParsesDefaultsAndValidatesThroughTheKind) {
   EXPECT_EQ(shell->ports[0].container_port, 7000);
 }
 
-TEST(ShellKindTest, TheDefaultRegistryRunsTFJobOnly) {
+TEST(ShellKindTest, TheDefaultRegistryRunsKubeflowsKindsOnly) {
   StatusOr<Job> job = ParseJob(kShellJob, "shell.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
             "shell.yaml:1:13: apiVersion: \"example.com/v1alpha1\" is not supported: Cohort reads "
             "kubeflow.org/v1 TFJobs\n"
-            "shell.yaml:2:7: kind: \"ShellJob\" is not supported: Cohort runs kind TFJob only");
+            "shell.yaml:2:7: kind: \"ShellJob\" is not supported: Cohort runs kind TFJob or "
+            "PyTorchJob only");
 }
 
 TEST(ShellKindTest, ARegistryOfTwoKindsReadsEither) {

@@ -38,6 +38,22 @@ TEST(ReplicaEndpoints, KubernetesNamesUseTheJobsKind) {
   EXPECT_EQ(endpoint(testing::kNode, 1), "sh-node-1.lab.svc.cluster.local:7100");
   EXPECT_EQ(endpoint(testing::kLeader, 0), "sh-leader-0.lab.svc.cluster.local:7000");
   EXPECT_EQ(KubernetesEndpoints(job)("Other", 0), "sh-other-0.lab.svc:7000");
+  // One replica's host, as an operator names a single peer: the service's short name.
+  EXPECT_EQ(endpoint.Host(testing::kNode, 1), "sh-node-1");
+  EXPECT_EQ(endpoint.Port(testing::kNode, 1), 7100);
+}
+
+TEST(ReplicaEndpoints, AnEndpointFunctionsHostAndPortAreItsEndpointsParts) {
+  const EndpointFunction local = [](const std::string&, int index) {
+    return "localhost:" + std::to_string(41000 + index);
+  };
+  EXPECT_EQ(local("Worker", 2), "localhost:41002");
+  EXPECT_EQ(local.Host("Worker", 2), "localhost");
+  EXPECT_EQ(local.Port("Worker", 2), 41002);
+  const EndpointFunction odd = [](const std::string& type, int) { return type; };
+  EXPECT_EQ(odd.Host("no-port", 0), "no-port");
+  EXPECT_EQ(odd.Port("no-port", 0), 0);
+  EXPECT_EQ(odd.Port("host:99999999999", 0), 0) << "not a port";
 }
 
 }  // namespace

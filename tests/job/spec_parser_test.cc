@@ -400,9 +400,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "job.yaml:1:13: apiVersion: \"kubeflow.org/v1beta2\" is not supported: Cohort "
                   "reads kubeflow.org/v1 TFJobs; a v1alpha2, v1beta1 or v1beta2 TFJob usually "
                   "needs only its apiVersion changed"},
-        ErrorCase{"WrongKind", "kind: TFJob", "kind: PyTorchJob",
-                  "job.yaml:2:7: kind: \"PyTorchJob\" is not supported: Cohort runs kind TFJob "
-                  "only"},
+        ErrorCase{"WrongKind", "kind: TFJob", "kind: MPIJob",
+                  "job.yaml:2:7: kind: \"MPIJob\" is not supported: Cohort runs kind TFJob or "
+                  "PyTorchJob only"},
         ErrorCase{"MissingApiVersion", "apiVersion: kubeflow.org/v1\n", "",
                   "job.yaml:1:1: apiVersion: is required: apiVersion: kubeflow.org/v1"},
         ErrorCase{"NameNotText", "name: mnist", "name: [mnist]",
@@ -451,15 +451,15 @@ TEST(ParseJob, NoTFJobAmongSeveralDocuments) {
   StatusOr<Job> job = ParseJob("kind: Service\n---\nkind: ConfigMap\n---\nfoo: bar\n", "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
-            "job.yaml: none of the 3 documents has kind: TFJob (found Service, ConfigMap, (no "
-            "kind))");
+            "job.yaml: none of the 3 documents has kind: TFJob or PyTorchJob (found Service, "
+            "ConfigMap, (no kind))");
 }
 
 TEST(ParseJob, EmptyFile) {
   for (const char* text : {"", "# just a comment\n", "---\n"}) {
     StatusOr<Job> job = ParseJob(text, "job.yaml");
     ASSERT_FALSE(job.ok()) << text;
-    EXPECT_EQ(job.status().message(), "job.yaml: the file holds no TFJob");
+    EXPECT_EQ(job.status().message(), "job.yaml: the file holds no TFJob or PyTorchJob");
   }
 }
 
@@ -467,7 +467,7 @@ TEST(ParseJob, TopLevelMustBeAMapping) {
   StatusOr<Job> job = ParseJob("- a\n- b\n", "job.yaml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(),
-            "job.yaml:1:1: expected a mapping (a TFJob manifest), got a list");
+            "job.yaml:1:1: expected a mapping (a TFJob or PyTorchJob manifest), got a list");
 }
 
 TEST(ParseJob, MissingFile) {

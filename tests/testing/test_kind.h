@@ -33,7 +33,7 @@ class ShellJobKind : public JobKind {
                          "\"" + mode + "\" is not one of parallel, serial"}};
   }
 
-  bool FirstWorkerDecidesSuccess(const Job&) const override { return false; }
+  WorkerSuccess WorkerSuccessRule(const Job&) const override { return WorkerSuccess::kAllWorkers; }
 
   bool ToleratesFailure(const Job& job, const std::string& replica_type) const override {
     return replica_type == kNode && SpecFieldValue(job, kTolerateNodeFailuresField).get<bool>();

@@ -1,5 +1,6 @@
 #include "kube/objects/crd.h"
 
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -72,6 +73,20 @@ json RunPolicySchema() {
              Integer("int32", "Seconds after the job finished when it is deleted.")}}}};
 }
 
+// "Always, OnFailure, Never (the default) or ExitCode", the kind's default marked.
+std::string RestartPolicyText(const job::KindFacts& facts) {
+  const job::RestartPolicy policies[] = {job::RestartPolicy::kAlways,
+                                         job::RestartPolicy::kOnFailure, job::RestartPolicy::kNever,
+                                         job::RestartPolicy::kExitCode};
+  std::string text;
+  for (size_t i = 0; i < std::size(policies); ++i) {
+    text += i == 0 ? "" : (i + 1 == std::size(policies) ? " or " : ", ");
+    text += job::ToString(policies[i]);
+    if (policies[i] == facts.default_restart_policy) text += " (the default)";
+  }
+  return text + ".";
+}
+
 // job::ReplicaSpec, its template's spec kept whole.
 json ReplicaSpecSchema(const job::KindFacts& facts) {
   json template_metadata = {{"type", "object"},
@@ -91,17 +106,46 @@ json ReplicaSpecSchema(const job::KindFacts& facts) {
       {"description", "The pod of each replica; its restartPolicy is replaced by the replica's."},
       {"properties",
        {{"metadata", std::move(template_metadata)}, {"spec", std::move(template_spec)}}}};
-  return {
-      {"type", "object"},
-      {"description", "One replica type: how many, how they restart, and their pod."},
-      {"properties",
-       {{"replicas", Integer("int32", "How many replicas (default 1).")},
-        {"restartPolicy", Typed("string", "Always, OnFailure, Never (the default) or ExitCode.")},
-        {"template", std::move(pod_template)}}}};
+  return {{"type", "object"},
+          {"description", "One replica type: how many, how they restart, and their pod."},
+          {"properties",
+           {{"replicas", Integer("int32", "How many replicas (default 1).")},
+            {"restartPolicy", Typed("string", RestartPolicyText(facts))},
+            {"template", std::move(pod_template)}}}};
 }
 
+// A kind's own spec field, its nested fields included.
 json SpecFieldSchema(const job::SpecField& field) {
-  return Typed(field.type == job::SpecField::Type::kBool ? "boolean" : "string");
+  using Type = job::SpecField::Type;
+  switch (field.type) {
+    case Type::kString:
+      return Typed("string", field.description);
+    case Type::kBool:
+      return Typed("boolean", field.description);
+    case Type::kInt32:
+      return Integer("int32", field.description);
+    case Type::kObject:
+    case Type::kObjectList: {
+      json object = {{"type", "object"}};
+      if (field.fields.empty()) {
+        object["x-kubernetes-preserve-unknown-fields"] = true;
+      } else {
+        json properties = json::object();
+        for (const job::SpecField& child : field.fields) {
+          properties[child.name] = SpecFieldSchema(child);
+        }
+        object["properties"] = std::move(properties);
+      }
+      if (field.type == Type::kObject) {
+        if (!field.description.empty()) object["description"] = field.description;
+        return object;
+      }
+      json list = Typed("array", field.description);
+      list["items"] = std::move(object);
+      return list;
+    }
+  }
+  return Typed("string", field.description);
 }
 
 json StatusSchema() {

@@ -1,5 +1,6 @@
-// The CustomResourceDefinition of a job kind (TFJob: tfjobs.kubeflow.org), generated from Cohort's
-// own job types, as `cohort crd` prints it and deploy/kubernetes/crd.yaml holds it.
+// The CustomResourceDefinition of a job kind (TFJob: tfjobs.kubeflow.org; PyTorchJob:
+// pytorchjobs.kubeflow.org), generated from Cohort's own job types, as `cohort crd` prints it and
+// deploy/kubernetes/crd.yaml holds it (the TFJob's).
 //
 // It is schema-compatible with Kubeflow's v1 CRD, so every TFJob that Kubeflow's CRD admits is
 // admitted here and keeps its fields: the same names (kind, listKind, plural, singular, no short
@@ -7,7 +8,8 @@
 // columns, and a structural openAPIV3Schema whose spec is built from the job layer:
 //
 //   runPolicy       the fields of job::RunPolicy (schedulingPolicy's queue immutable, by CEL)
-//   <kind fields>   the kind's SpecField table (TFJob: successPolicy, enableDynamicWorker)
+//   <kind fields>   the kind's SpecField table (TFJob: successPolicy, enableDynamicWorker;
+//                   PyTorchJob: nprocPerNode, and elasticPolicy with each nested field typed)
 //   tfReplicaSpecs  a map of job::ReplicaSpec {replicas, restartPolicy, template}; the template's
 //                   metadata has the fields the operator copies (labels, annotations,
 //                   finalizers, name, namespace) and its spec keeps every field

@@ -188,27 +188,40 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
   json pod_spec = pod_template.value("spec", json::object());
   pod_spec["restartPolicy"] = PodRestartPolicy(spec.restart_policy);
   // Cohort's termination-message variable, then the kind's environment (TF_CONFIG) go last into
-  // the first container of the kind's name.
+  // the first container of the kind's name; a kind whose environment goes into every container
+  // (PyTorchJob) appends it to the others' too.
+  const job::KindFacts& facts = job.job_kind->facts();
   std::vector<job::EnvVar> environment = job.job_kind->ReplicaEnvironment(
       job, replica_type, index, job::KubernetesEndpoints(job, options.cluster_domain));
   if (pod_spec.contains("containers") && pod_spec["containers"].is_array()) {
+    bool main_found = false;
     for (json& container : pod_spec["containers"]) {
-      if (!container.is_object() || !container.contains("name") ||
-          container["name"] != job.job_kind->facts().container_name) {
-        continue;
-      }
+      if (!container.is_object()) continue;
+      const bool is_main =
+          !main_found && container.contains("name") && container["name"] == facts.container_name;
+      if (!is_main && !facts.environment_in_every_container) continue;
       json& env = container["env"];
       if (!env.is_array()) env = json::array();
-      const json path = container.value("terminationMessagePath", json());
-      env.push_back({{"name", cluster::kTerminationMessagePathVariable},
-                     {"value", path.is_string() && !path.get<std::string>().empty()
-                                   ? path.get<std::string>()
-                                   : std::string(kDefaultTerminationMessagePath)}});
+      if (is_main) {
+        main_found = true;
+        const json path = container.value("terminationMessagePath", json());
+        env.push_back({{"name", cluster::kTerminationMessagePathVariable},
+                       {"value", path.is_string() && !path.get<std::string>().empty()
+                                     ? path.get<std::string>()
+                                     : std::string(kDefaultTerminationMessagePath)}});
+      }
       for (const job::EnvVar& variable : environment) {
         env.push_back({{"name", variable.name}, {"value", variable.value}});
       }
-      break;
+      if (is_main && !facts.environment_in_every_container) break;
     }
+  }
+  // The kind's init containers (PyTorchJob's init-pytorch) after the template's own.
+  std::vector<json> init_containers = job.job_kind->InitContainers(job, replica_type, index);
+  if (!init_containers.empty()) {
+    json& list = pod_spec["initContainers"];
+    if (!list.is_array()) list = json::array();
+    for (json& container : init_containers) list.push_back(std::move(container));
   }
 
   json pod = {{"apiVersion", "v1"},

@@ -2,15 +2,18 @@
 //
 // One pod and one headless service per replica index, named <job>-<type>-<index>, with the
 // operator's labels, its single controller ownerReference, the replica's pod template copied with
-// only the restart policy mapped (ExitCode -> Never), the port default and TF_CONFIG as the last
-// environment variable of the job's main container; and, with gang scheduling, a PodGroup. The
-// operator (kube/operator) creates them; `cohort manifests FILE` prints them.
+// only the restart policy mapped (ExitCode -> Never), the port default, the kind's environment
+// last in the job's main container (a TFJob's TF_CONFIG) or, for a kind whose environment goes
+// into every container (a PyTorchJob's MASTER_ADDR, RANK...), last in each container, and the
+// init containers the kind's operator adds after the template's own (a PyTorchJob worker's
+// init-pytorch); and, with gang scheduling, a PodGroup. The operator (kube/operator) creates
+// them; `cohort manifests FILE` prints them.
 //
-// Cohort's one addition to Kubeflow's pod: COHORT_TERMINATION_MESSAGE_PATH, just before TF_CONFIG
-// in the main container, naming the container's terminationMessagePath (/dev/termination-log, the
-// default, unless the template sets one), so that a task that gives up on a hung or dead peer
-// leaves its report where the kubelet reads it (cluster/peer_report.h) and the operator finds it
-// in the pod's status.
+// Cohort's one addition to Kubeflow's pod: COHORT_TERMINATION_MESSAGE_PATH, just before the
+// kind's environment in the main container only, naming the container's terminationMessagePath
+// (/dev/termination-log, the default, unless the template sets one), so that a task that gives up
+// on a hung or dead peer leaves its report where the kubelet reads it (cluster/peer_report.h) and
+// the operator finds it in the pod's status.
 //
 // What the operator leaves out, these leave out too: a pod's or service's metadata.namespace (the
 // namespace is in the request path; the PodGroup alone carries it), hostname, subdomain,
