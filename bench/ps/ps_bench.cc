@@ -266,7 +266,8 @@ bool RunConfiguration(const Options& options, int num_ps, int num_workers, Worke
       server_options.listening_fd = listeners[i];
       auto server = ps::ParameterServer::Start(server_options);
       if (!server.ok()) _exit(1);
-      (*server)->Wait(net::Deadline::After(std::chrono::minutes(10)));
+      IgnoreError((*server)->Wait(net::Deadline::After(std::chrono::minutes(10))),
+                  "the benchmark's server is stopped by the client, whatever it says");
       _exit(0);
     }
     servers.push_back(pid);

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/utf8.h"
+
 namespace cohort::cluster {
 namespace {
 
@@ -23,39 +25,6 @@ constexpr int kMaxPort = 65535;
 constexpr size_t kMaxDescribedChars = 40;
 
 // ---- Writing, as Go's encoding/json writes ----
-
-// The length of the valid UTF-8 sequence that starts at text[position], or 0 when the byte there
-// does not start one. Same rules as Go's utf8.DecodeRuneInString: no overlong forms, no
-// surrogates, nothing above U+10FFFF.
-size_t Utf8SequenceLength(std::string_view text, size_t position) {
-  auto byte_at = [&](size_t offset) -> int {
-    return position + offset < text.size() ? static_cast<unsigned char>(text[position + offset])
-                                           : -1;
-  };
-  auto in_range = [](int byte, int low, int high) { return byte >= low && byte <= high; };
-  const int first = byte_at(0);
-  if (first < 0x80) return 1;
-  if (in_range(first, 0xC2, 0xDF)) return in_range(byte_at(1), 0x80, 0xBF) ? 2 : 0;
-  int second_low = 0x80;
-  int second_high = 0xBF;
-  size_t length = 0;
-  if (in_range(first, 0xE0, 0xEF)) {
-    length = 3;
-    if (first == 0xE0) second_low = 0xA0;
-    if (first == 0xED) second_high = 0x9F;
-  } else if (in_range(first, 0xF0, 0xF4)) {
-    length = 4;
-    if (first == 0xF0) second_low = 0x90;
-    if (first == 0xF4) second_high = 0x8F;
-  } else {
-    return 0;
-  }
-  if (!in_range(byte_at(1), second_low, second_high)) return 0;
-  for (size_t offset = 2; offset < length; ++offset) {
-    if (!in_range(byte_at(offset), 0x80, 0xBF)) return 0;
-  }
-  return length;
-}
 
 void AppendUnicodeEscape(unsigned code, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";

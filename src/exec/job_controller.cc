@@ -379,7 +379,10 @@ void JobController::Publish(const job::JobStatus& status, const std::vector<job:
     }
   }
   if (!events.empty()) {
-    store_.AppendEvents(key_, events);
+    // The events still reach the terminal; the store keeps those it could write.
+    if (Status appended = store_.AppendEvents(key_, events); !appended.ok() && observer_.on_event) {
+      observer_.on_event({"Warning", "EventsWriteFailed", appended.message(), clock_()});
+    }
     if (observer_.on_event) {
       for (const job::Event& event : events) observer_.on_event(event);
     }
@@ -429,7 +432,13 @@ void JobController::WriteReplicaTable() {
   for (const auto& [id, replica] : replicas_) table[id] = RowOf(replica);
   std::vector<ReplicaRow> rows;
   for (const auto& [id, row] : table) rows.push_back(row);
-  store_.WriteReplicas(key_, rows);
+  // Every pass writes the table again (an unchanged one is not rewritten, a failed one is); the
+  // failure is reported once until a write succeeds.
+  Status written = store_.WriteReplicas(key_, rows);
+  if (!written.ok() && !replica_table_write_failed_ && observer_.on_event) {
+    observer_.on_event({"Warning", "ReplicaTableWriteFailed", written.message(), clock_()});
+  }
+  replica_table_write_failed_ = !written.ok();
 }
 
 }  // namespace cohort::exec

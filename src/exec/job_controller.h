@@ -124,6 +124,7 @@ class JobController {
   std::map<ReplicaId, ReplicaRow> removed_rows_;
   job::JobStatus status_;
   bool status_written_ = false;
+  bool replica_table_write_failed_ = false;  // reported once, until a write succeeds
   std::map<ReplicaId, Replica> replicas_;
   bool deleting_ = false;
   bool started_in_turn_ = false;  // a replica was started since the last wait

@@ -78,7 +78,8 @@ class JobStateStore {
   virtual StatusOr<job::Job> ReadSpec(const JobKey& key) const = 0;
   // The saved spec as a TFJob object (apiVersion, kind, metadata with creationTimestamp, spec).
   virtual StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const = 0;
-  // Changes whenever the saved spec is rewritten, so the controller can notice a suspend.
+  // The spec's generation: greater after every change of the saved spec (however soon after the
+  // previous one), so the controller notices a suspend or resume; 0 when the job has none.
   virtual int64_t SpecVersion(const JobKey& key) const = 0;
   // Sets spec.runPolicy.suspend in the saved spec, as `kubectl patch` would.
   virtual Status SetSuspended(const JobKey& key, bool suspended) = 0;

@@ -1,6 +1,7 @@
 #include "exec/job_store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
@@ -35,6 +37,45 @@ StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path) {
   if (parsed.is_discarded()) return Status::InvalidArgument(path.string() + ": not valid JSON");
   return parsed;
 }
+
+// A spec written before generations were kept counts as the first.
+int64_t GenerationOf(const nlohmann::json& spec) {
+  const nlohmann::json* generation = nullptr;
+  if (spec.is_object() && spec.contains("metadata") && spec["metadata"].is_object()) {
+    auto found = spec["metadata"].find("generation");
+    if (found != spec["metadata"].end()) generation = &*found;
+  }
+  return generation != nullptr && generation->is_number_integer() ? generation->get<int64_t>() : 1;
+}
+
+// An exclusive flock on <job>/spec.lock, held while the spec is read, changed and replaced, so that
+// two commands changing one job's spec at once both count a generation. (spec.json itself is
+// replaced by rename, so a lock on it would lock the old file.)
+class SpecWriteLock {
+ public:
+  static StatusOr<SpecWriteLock> Take(const fs::path& directory) {
+    fs::path path = directory / "spec.lock";
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::IOError("cannot open " + path.string() + ": " + ErrnoMessage(errno));
+    // Another writer holds it only for one read and one atomic write: wait for it.
+    while (flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      Status failed = Status::IOError("cannot lock " + path.string() + ": " + ErrnoMessage(errno));
+      close(fd);
+      return failed;
+    }
+    return SpecWriteLock(fd);
+  }
+  SpecWriteLock(SpecWriteLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  SpecWriteLock& operator=(SpecWriteLock&&) = delete;
+  ~SpecWriteLock() {
+    if (fd_ >= 0) close(fd_);  // closing the last descriptor releases the flock
+  }
+
+ private:
+  explicit SpecWriteLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 }  // namespace
 
@@ -80,6 +121,7 @@ Status JobStore::CreateJob(const job::Job& job, SupervisorLock* lock) {
     }
     nlohmann::json spec = job::ToJson(job);
     spec["metadata"]["creationTimestamp"] = FormatTime(Clock::now());
+    spec["metadata"]["generation"] = 1;
     return WriteFileAtomically(directory / "spec.json", spec.dump(2) + "\n");
   }();
   if (!created.ok()) {
@@ -215,17 +257,19 @@ Time JobStore::CreationTime(const JobKey& key) const {
 
 Status JobStore::SetSuspended(const JobKey& key, bool suspended) {
   if (!Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
+  StatusOr<SpecWriteLock> lock = SpecWriteLock::Take(JobDirectory(key));
+  if (!lock.ok()) return lock.status();
   fs::path path = JobDirectory(key) / "spec.json";
   StatusOr<nlohmann::json> spec = ReadJsonFile(path);
   if (!spec.ok()) return spec.status();
   (*spec)["spec"]["runPolicy"]["suspend"] = suspended;
+  (*spec)["metadata"]["generation"] = GenerationOf(*spec) + 1;
   return WriteFileAtomically(path, spec->dump(2) + "\n");
 }
 
 int64_t JobStore::SpecVersion(const JobKey& key) const {
-  std::error_code error;
-  fs::file_time_type written = fs::last_write_time(JobDirectory(key) / "spec.json", error);
-  return error ? 0 : static_cast<int64_t>(written.time_since_epoch().count());
+  StatusOr<nlohmann::json> spec = ReadJsonFile(JobDirectory(key) / "spec.json");
+  return spec.ok() ? GenerationOf(*spec) : 0;
 }
 
 Status JobStore::WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) {

@@ -63,7 +63,8 @@ class JobStore : public JobStateStore {
 
   StatusOr<job::Job> ReadSpec(const JobKey& key) const override;
   StatusOr<nlohmann::json> ReadSpecObject(const JobKey& key) const override;
-  // The spec file's modification time.
+  // The spec's metadata.generation, as Kubernetes counts it: 1 when the job is created, one more at
+  // every change of its spec (SetSuspended counts under a lock on the job's spec.lock).
   int64_t SpecVersion(const JobKey& key) const override;
   Status SetSuspended(const JobKey& key, bool suspended) override;
   Time CreationTime(const JobKey& key) const override;

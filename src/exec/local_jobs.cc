@@ -104,7 +104,12 @@ StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& imag
   if (written.ok()) written = store_.WriteSecret(created.key, NewSecret());
   // A job that cannot start is not left behind to be reported as one whose supervisor died.
   if (!written.ok()) {
-    store_.DeleteJob(created.key);
+    if (Status deleted = store_.DeleteJob(created.key); !deleted.ok()) {
+      return written.WithContext(
+          "job " + created.key.ToString() + " could not be prepared, and its half-made directory " +
+          store_.JobDirectory(created.key).string() +
+          " could not be removed (remove it by hand: " + deleted.message() + ")");
+    }
     return written;
   }
   return created;
@@ -264,9 +269,11 @@ void LocalJobs::Tidy(const std::vector<JobKey>& keys) {
       if (action.kind != job::Action::Kind::kDeleteJob) continue;
       // As the controller does (reconciler.h): a failed deletion is recorded with the job.
       if (Status deleted = store_.DeleteJob(key); !deleted.ok()) {
-        store_.AppendEvents(
-            key, {job::Event{"Warning", "FailedDeleteJob", "Error deleting: " + deleted.message(),
-                             Clock::now()}});
+        IgnoreError(
+            store_.AppendEvents(key,
+                                {job::Event{"Warning", "FailedDeleteJob",
+                                            "Error deleting: " + deleted.message(), Clock::now()}}),
+            "the deletion is tried again at the next tidy; there is nowhere else to say so");
       }
     }
   }

@@ -93,8 +93,10 @@ namespace {
   }
   if (!dismissed) {
     for (pid_t group : groups) kill(-group, SIGKILL);
-    MarkSupervisorLost(store, key, "(pid " + std::to_string(supervisor) + ")",
-                       "its watchdog killed the replicas' process groups");
+    IgnoreError(
+        MarkSupervisorLost(store, key, "(pid " + std::to_string(supervisor) + ")",
+                           "its watchdog killed the replicas' process groups"),
+        "the next command that finds the lock free marks the job again (RecoverIfSupervisorLost)");
   }
   _exit(0);
 }

@@ -275,7 +275,7 @@ std::string WithFirstExit(const std::string& message,
 
 // The peer report that a failed replica left, when it names another replica of the job. A TFJob's
 // task types are its replica types in lower case ("worker:1" is Worker 1), as TF_CONFIG names
-// them (cluster_builder.h).
+// them (tfjob.h).
 std::optional<PeerAccusation> AccusationOf(const Job& job, const ObservedReplica& replica) {
   if (replica.phase != ReplicaPhase::kFailed || replica.termination_message.empty()) {
     return std::nullopt;

@@ -1,9 +1,9 @@
 #include "job/tfjob.h"
 
+#include <algorithm>
 #include <optional>
+#include <utility>
 #include <vector>
-
-#include "job/cluster_builder.h"
 
 namespace cohort::job {
 namespace {
@@ -30,6 +30,21 @@ KindFacts TFJobFacts() {
       SpecField{kEnableDynamicWorkerField, SpecField::Type::kBool, false},
   };
   return facts;
+}
+
+int ReplicaCount(const ReplicaSpec& spec) { return std::max(0, static_cast<int>(spec.replicas)); }
+
+// The sparse cluster the operator gives `task` (see tf_config.h), from the full cluster.
+void MakeSparse(const cluster::ClusterSpec& full, cluster::TfConfig* config) {
+  config->sparse = true;
+  const cluster::TaskId& task = config->task;
+  if (task.type == "ps") {
+    config->sparse_ps.push_back(full.Endpoint(task));
+  } else if (task.type == "worker") {
+    auto ps = full.jobs.find("ps");
+    if (ps != full.jobs.end()) config->sparse_ps = ps->second;
+    config->sparse_workers.emplace(task.index, full.Endpoint(task));
+  }
 }
 
 std::string Quote(const std::string& text) {
@@ -80,6 +95,57 @@ std::string TFJobSuccessPolicy(const Job& job) {
 bool DynamicWorkerEnabled(const Job& job) {
   nlohmann::json value = TFJobKind().SpecFieldValue(job, kEnableDynamicWorkerField);
   return value.is_boolean() && value.get<bool>();
+}
+
+bool IsDistributed(const Job& job) {
+  int total = 0;
+  for (const std::string& type : TFJobKind().facts().replica_types) {
+    auto spec = job.replica_specs.find(type);
+    if (spec != job.replica_specs.end()) total += ReplicaCount(spec->second);
+  }
+  return total != 1;
+}
+
+bool EvaluatorInCluster(const Job& job) {
+  auto annotation = job.metadata.annotations.find(kEvaluatorInClusterAnnotation);
+  return annotation == job.metadata.annotations.end() || annotation->second != "false";
+}
+
+cluster::ClusterSpec BuildClusterSpec(const Job& job, const EndpointFunction& endpoint) {
+  const bool evaluator_in_cluster = EvaluatorInCluster(job);
+  cluster::ClusterSpec spec;
+  for (const auto& [type, replica] : job.replica_specs) {
+    const std::string task_type = LowerCase(type);
+    if (task_type == "evaluator" && !evaluator_in_cluster) continue;
+    std::vector<std::string> endpoints;
+    for (int index = 0; index < ReplicaCount(replica); ++index) {
+      endpoints.push_back(endpoint(type, index));
+    }
+    // Two keys that differ only in case share a task type; like the operator, the last one wins.
+    spec.jobs[task_type] = std::move(endpoints);
+  }
+  return spec;
+}
+
+cluster::TfConfig BuildTfConfig(const Job& job, const std::string& replica_type, int index,
+                                const EndpointFunction& endpoint) {
+  cluster::TfConfig config;
+  config.task = cluster::TaskId{LowerCase(replica_type), index};
+  cluster::ClusterSpec full = BuildClusterSpec(job, endpoint);
+  if (DynamicWorkerEnabled(job)) {
+    MakeSparse(full, &config);
+    return config;
+  }
+  config.cluster = std::move(full);
+  // The operator always writes it: tf.contrib.learn <= 1.3 otherwise assumed a local run.
+  config.environment = "cloud";
+  return config;
+}
+
+std::optional<std::string> TfConfigForReplica(const Job& job, const std::string& replica_type,
+                                              int index, const EndpointFunction& endpoint) {
+  if (!IsDistributed(job)) return std::nullopt;
+  return cluster::FormatTfConfig(BuildTfConfig(job, replica_type, index, endpoint));
 }
 
 }  // namespace cohort::job

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "job/cluster_builder.h"
 #include "job/job_kind.h"
 #include "job/log_policy.h"
+#include "job/replica_endpoints.h"
 #include "job/spec_parser.h"
 #include "job/yaml_document.h"
 
@@ -71,7 +71,7 @@ struct LongestEnvironment {
 };
 
 // The endpoint forms a replica may be given, each at its longest: a local run's "localhost:<port>"
-// with a five-digit port, and the Kubernetes service names of the operator (cluster_builder.h).
+// with a five-digit port, and the Kubernetes service names of the operator (replica_endpoints.h).
 std::vector<std::pair<std::string, EndpointFunction>> WorstCaseEndpoints(const Job& job) {
   EndpointFunction local = [](const std::string&, int) { return std::string("localhost:65535"); };
   return {{"local ports", local}, {"Kubernetes service names", KubernetesEndpoints(job)}};

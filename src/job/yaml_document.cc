@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "base/file.h"
+#include "base/utf8.h"
 #include "job/job_kind.h"
 
 namespace cohort::job {
@@ -519,40 +520,6 @@ json ResolvePlainScalar(const std::string& text) {
     if (error == std::errc() && end == text.data() + text.size()) return json(value);
   }
   return json(text);
-}
-
-bool IsValidUtf8(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    unsigned char lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t code_point = 0;
-    if ((lead & 0xE0) == 0xC0) {
-      length = 2, code_point = lead & 0x1F;
-    } else if ((lead & 0xF0) == 0xE0) {
-      length = 3, code_point = lead & 0x0F;
-    } else if ((lead & 0xF8) == 0xF0) {
-      length = 4, code_point = lead & 0x07;
-    } else {
-      return false;
-    }
-    if (i + length > text.size()) return false;
-    for (size_t k = 1; k < length; ++k) {
-      unsigned char continuation = static_cast<unsigned char>(text[i + k]);
-      if ((continuation & 0xC0) != 0x80) return false;
-      code_point = (code_point << 6) | (continuation & 0x3F);
-    }
-    static constexpr uint32_t kSmallestForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code_point < kSmallestForLength[length]) return false;  // overlong
-    if (code_point >= 0xD800 && code_point <= 0xDFFF) return false;
-    if (code_point > 0x10FFFF) return false;
-    i += length;
-  }
-  return true;
 }
 
 }  // namespace cohort::job

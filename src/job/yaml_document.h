@@ -106,8 +106,4 @@ std::string JoinMessages(const std::vector<std::string>& messages);
 // stay text because JSON cannot hold them.
 nlohmann::json ResolvePlainScalar(const std::string& text);
 
-// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF),
-// which nlohmann::json requires of every string it serialises.
-bool IsValidUtf8(const std::string& text);
-
 }  // namespace cohort::job

@@ -204,7 +204,8 @@ StatusOr<HandshakeResult> AcceptHandshake(int fd, const HandshakeConfig& config,
   const std::string what = "handshake with a connecting task";
   // Refuses with a reason the other side can print, then reports the same reason here.
   auto refuse = [&](const Status& reason) -> Status {
-    SendFrame(fd, FrameType::kReject, reason.message(), config.deadline, what);
+    IgnoreError(SendFrame(fd, FrameType::kReject, reason.message(), config.deadline, what),
+                "the peer may be gone already; the refusal is reported here either way");
     return Status::FailedPrecondition(reason.message());
   };
 

@@ -160,7 +160,7 @@ StatusOr<Socket> AcceptPending(const Socket& listener) {
     int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
       Socket accepted(fd);
-      SetNoDelay(fd);  // best effort: latency, not correctness
+      IgnoreError(SetNoDelay(fd), "best effort: latency, not correctness");
       return accepted;
     }
     if (errno == EINTR) continue;
@@ -234,7 +234,7 @@ StatusOr<Socket> ConnectTcp(const Endpoint& endpoint, Deadline deadline) {
       last_error = "connected to itself (nobody listens yet)";
       continue;
     }
-    SetNoDelay(candidate.fd());
+    IgnoreError(SetNoDelay(candidate.fd()), "best effort: latency, not correctness");
     result = std::move(candidate);
   }
   freeaddrinfo(addresses);

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <thread>
+#include <vector>
+
 #include "exec_test_support.h"
 
 namespace cohort::exec {
@@ -25,6 +28,31 @@ TEST(JobStoreTest, ASecondJobOfTheSameNameIsRefused) {
   EXPECT_FALSE(second.held());
   ASSERT_EQ(store.ListJobs().size(), 1u);
   EXPECT_EQ(store.ListJobs()[0].name, "twice");
+}
+
+// Commands that suspend and resume one job at the same moment each count a generation: a change
+// the controller has not seen always shows as a newer version.
+TEST(JobStoreTest, ConcurrentSpecChangesEachCountAGeneration) {
+  ScratchDirectory home;
+  JobStore store(home.path());
+  SupervisorLock lock;
+  ASSERT_TRUE(store.CreateJob(ShellJob("busy", 1, "exit 0"), &lock).ok());
+  const JobKey key{"default", "busy"};
+  ASSERT_EQ(store.SpecVersion(key), 1);
+  constexpr int kWriters = 4, kChangesEach = 25;
+  std::vector<std::thread> writers;
+  for (int writer = 0; writer < kWriters; ++writer) {
+    writers.emplace_back([&store, &key, writer] {
+      for (int change = 0; change < kChangesEach; ++change) {
+        EXPECT_TRUE(store.SetSuspended(key, (writer + change) % 2 == 0).ok());
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  EXPECT_EQ(store.SpecVersion(key), 1 + kWriters * kChangesEach);
+  StatusOr<nlohmann::json> object = store.ReadSpecObject(key);
+  ASSERT_TRUE(object.ok());
+  EXPECT_EQ((*object)["metadata"]["generation"], 1 + kWriters * kChangesEach);
 }
 
 // replicas.json, what `cohort describe` reads: fields of a replica that has not run or exited

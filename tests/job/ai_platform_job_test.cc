@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "job/cluster_builder.h"
 #include "job/job_file.h"
+#include "job/replica_endpoints.h"
 #include "job/tfjob.h"
 #include "job/validation.h"
 

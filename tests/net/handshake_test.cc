@@ -38,8 +38,8 @@ Outcome Shake(const HandshakeConfig& client, const HandshakeConfig& server,
   int fds[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   Socket client_socket(fds[0]), server_socket(fds[1]);
-  SetNonBlocking(fds[0]);
-  SetNonBlocking(fds[1]);
+  EXPECT_TRUE(SetNonBlocking(fds[0]).ok());
+  EXPECT_TRUE(SetNonBlocking(fds[1]).ok());
   if (!admit) admit = [](const HelloMessage&) { return Status::OK(); };
   Outcome outcome;
   std::thread server_thread([&] {
@@ -198,8 +198,8 @@ RawOutcome SendProofByHand(const HandshakeConfig& server, const std::string& hel
   int fds[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   Socket client_socket(fds[0]), server_socket(fds[1]);
-  SetNonBlocking(fds[0]);
-  SetNonBlocking(fds[1]);
+  EXPECT_TRUE(SetNonBlocking(fds[0]).ok());
+  EXPECT_TRUE(SetNonBlocking(fds[1]).ok());
   RawOutcome outcome;
   std::thread server_thread([&] {
     auto result = AcceptHandshake(server_socket.fd(), server,
@@ -251,7 +251,9 @@ Recording RecordHonestHandshake(const HandshakeConfig& client, const HandshakeCo
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, server_fds), 0);
   Socket client_end(client_fds[0]), relay_client_end(client_fds[1]);
   Socket relay_server_end(server_fds[0]), server_end(server_fds[1]);
-  for (int fd : {client_fds[0], client_fds[1], server_fds[0], server_fds[1]}) SetNonBlocking(fd);
+  for (int fd : {client_fds[0], client_fds[1], server_fds[0], server_fds[1]}) {
+    EXPECT_TRUE(SetNonBlocking(fd).ok());
+  }
   Status server_status, client_status;
   std::thread server_thread([&] {
     server_status = AcceptHandshake(server_end.fd(), server, [](const HelloMessage&) {
@@ -328,7 +330,7 @@ TEST(HandshakeTest, GarbageInsteadOfAHelloIsRejected) {
   int fds[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   Socket client(fds[0]), server(fds[1]);
-  SetNonBlocking(fds[1]);
+  ASSERT_TRUE(SetNonBlocking(fds[1]).ok());
   const char garbage[] = "GET / HTTP/1.1\r\nHost: cohort\r\n\r\n";
   ASSERT_EQ(write(client.fd(), garbage, sizeof(garbage)), static_cast<ssize_t>(sizeof(garbage)));
   auto result = AcceptHandshake(server.fd(), Config("job", kChief, "s"),
@@ -341,7 +343,7 @@ TEST(HandshakeTest, SilentClientTimesOut) {
   int fds[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   Socket client(fds[0]), server(fds[1]);
-  SetNonBlocking(fds[1]);
+  ASSERT_TRUE(SetNonBlocking(fds[1]).ok());
   HandshakeConfig config = Config("job", kChief, "s");
   config.deadline = Deadline::After(std::chrono::milliseconds(100));
   auto result =

@@ -104,7 +104,7 @@ inline int TrainWorker(ps::ParameterServerClient& client, int worker_index, int 
     }
     if (status.ok()) status = client.FinishStep();
     if (!status.ok()) {
-      pending.Wait();
+      IgnoreError(pending.Wait(), "the step's failure is what is reported");
       Report("step " + std::to_string(step) + " failed: " + status.ToString());
       return 1;
     }

@@ -146,7 +146,7 @@ void SweepLeftoverNetworks() {
     std::string rest = name.substr(sizeof(kNetnsPrefix) - 1);
     pid_t owner = std::atoi(rest.substr(0, rest.find('-')).c_str());
     if (owner > 0 && owner != getpid() && kill(owner, 0) != 0 && errno == ESRCH) {
-      Ip("netns delete " + name);
+      IgnoreError(Ip("netns delete " + name), "a leftover of a dead test; best effort");
     }
   }
 }
@@ -218,7 +218,7 @@ NodeAgent::~NodeAgent() {
     }
     RemovePodNetwork(*pod);
   }
-  Ip("netns delete " + netns_prefix_ + "bridge");
+  IgnoreError(Ip("netns delete " + netns_prefix_ + "bridge"), "clean-up at the end; best effort");
 }
 
 Status NodeAgent::Kill(const std::string& namespace_name, const std::string& pod) {
@@ -571,7 +571,8 @@ void NodeAgent::SuperviseLoop() {
 // Called with mu_ held.
 void NodeAgent::RemovePodNetwork(PodRun& pod) {
   if (pod.netns.empty()) return;
-  Ip("netns delete " + pod.netns);  // takes the veth pair with it
+  // Deleting the namespace takes the veth pair with it.
+  IgnoreError(Ip("netns delete " + pod.netns), "clean-up of a finished pod; best effort");
   used_addresses_.erase(pod.address);
   pod.netns.clear();
 }

@@ -93,7 +93,10 @@ HeadlessBrowser::HeadlessBrowser(int width, int height) {
     return;
   }
   session_ = (*attached)["sessionId"];
-  Call("Page.enable", json::object());
+  if (StatusOr<json> enabled = Call("Page.enable", json::object()); !enabled.ok()) {
+    error_ = enabled.status().message();
+    return;
+  }
   // Confirmation dialogs (delete) are answered by the test, never left open.
 }
 

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "cluster/peer_report.h"
-#include "job/cluster_builder.h"
 #include "job/job_kind.h"
+#include "job/replica_endpoints.h"
 #include "job/spec_writer.h"
 #include "kube/objects/quantity.h"
 

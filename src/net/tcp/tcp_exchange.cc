@@ -159,7 +159,9 @@ Status TcpExchange::ReadPeerMemory(int peer, uint64_t address, void* destination
   if (status.ok()) return status;
   // The peer most likely gave up on this operation (and reused its buffer) because of a failure
   // it has already told this task about: that notice is the better explanation.
-  for (Link& link : links_) PumpLink(link);
+  for (Link& link : links_) {
+    IgnoreError(PumpLink(link), "only to take in a notice; the transport's health says the rest");
+  }
   if (transport_.failed()) return WithDescription(transport_.health());
   return Fail(status);
 }

@@ -155,7 +155,9 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   ps::PendingPull pending = (*client)->StartPull(PullList(variables, next));
   // Every early return waits for the background pull first: it writes into `next`.
   const auto fail = [&](Status status) -> Status {
-    if (pending.valid()) pending.Wait();
+    if (pending.valid()) {
+      IgnoreError(pending.Wait(), "the failure being returned already explains the stop");
+    }
     return status;
   };
   ParameterServerTrainingResult result;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "base/utf8.h"
+
 namespace cohort::train {
 namespace {
 
@@ -28,42 +30,6 @@ constexpr uint32_t kSessionLogMessage = 3;
 constexpr int32_t kSessionStart = 1;  // SessionLog.START
 
 uint32_t Tag(uint32_t field, uint32_t wire_type) { return (field << 3) | wire_type; }
-
-// Whether `text` is well-formed UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF.
-bool IsValidUtf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const unsigned char* end = p + text.size();
-  while (p < end && *p < 0x80) ++p;  // tags are mostly ASCII
-  while (p < end) {
-    const unsigned char lead = *p;
-    if (lead < 0x80) {
-      ++p;
-      continue;
-    }
-    size_t length;
-    unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
-    if (lead >= 0xc2 && lead <= 0xdf) {
-      length = 2;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-      length = 3;
-      if (lead == 0xe0) low = 0xa0;   // overlong
-      if (lead == 0xed) high = 0x9f;  // surrogates
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      length = 4;
-      if (lead == 0xf0) low = 0x90;   // overlong
-      if (lead == 0xf4) high = 0x8f;  // past U+10FFFF
-    } else {
-      return false;
-    }
-    if (static_cast<size_t>(end - p) < length) return false;
-    if (p[1] < low || p[1] > high) return false;
-    for (size_t i = 2; i < length; ++i) {
-      if (p[i] < 0x80 || p[i] > 0xbf) return false;
-    }
-    p += length;
-  }
-  return true;
-}
 
 // A cursor over the bytes of one message; every read fails rather than pass `end`.
 class WireReader {

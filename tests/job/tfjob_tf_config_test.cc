@@ -1,9 +1,8 @@
-#include "job/cluster_builder.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "job/replica_endpoints.h"
 #include "job/tfjob.h"
 
 namespace cohort::job {
@@ -192,14 +191,14 @@ TEST(BuildClusterSpec, UsesTheGivenEndpoints) {
 }
 
 TEST(ReplicaPort, TfjobPortOfTheTensorflowContainerElse2222) {
-  EXPECT_EQ(ReplicaPort(Replicas(1, 5000)), 5000);
-  EXPECT_EQ(ReplicaPort(Replicas(1)), 2222);
+  EXPECT_EQ(ReplicaPort(TFJobKind(), Replicas(1, 5000)), 5000);
+  EXPECT_EQ(ReplicaPort(TFJobKind(), Replicas(1)), 2222);
   ReplicaSpec other_container;
   Container sidecar;
   sidecar.name = "sidecar";
   sidecar.ports.push_back({"tfjob-port", 9999, "TCP"});
   other_container.template_spec.containers.push_back(sidecar);
-  EXPECT_EQ(ReplicaPort(other_container), 2222);
+  EXPECT_EQ(ReplicaPort(TFJobKind(), other_container), 2222);
 }
 
 }  // namespace
