@@ -207,8 +207,9 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   if (auto* mirrored = dynamic_cast<MultiWorkerMirroredStrategy*>(strategy->get());
       mirrored != nullptr && plan.num_workers > 1) {
     char sent[128];
-    std::snprintf(sent, sizeof sent, "%.1f MB",
-                  static_cast<double>(mirrored->communicator().transport().DataBytesSent()) / 1e6);
+    std::snprintf(
+        sent, sizeof sent, "%.1f MB",
+        static_cast<double>(mirrored->communicator().connections().DataBytesSent()) / 1e6);
     Print("cohort-train: this worker sent " + std::string(sent) +
           " of collective messages over TCP");
   }

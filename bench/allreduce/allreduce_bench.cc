@@ -67,7 +67,7 @@
 #include "collective/communicator.h"
 #include "collective/reduction.h"
 #include "net/socket.h"
-#include "net/transport.h"
+#include "net/tcp/tcp_transport.h"
 #include "ring_ceiling.h"
 #include "spread.h"
 
@@ -315,7 +315,7 @@ std::unique_ptr<Communicator> ConnectCohort(const RankPlan& plan, const Options&
   transport_options.log_warning = [](const std::string& message) {
     std::fprintf(stderr, "warning: %s\n", message.c_str());
   };
-  auto transport = net::Transport::Connect(plan.spec, {"worker", plan.rank}, transport_options);
+  auto transport = net::TcpTransport::Connect(plan.spec, {"worker", plan.rank}, transport_options);
   if (!transport.ok())
     Die("rank " + std::to_string(plan.rank) + ": " + transport.status().ToString());
   collective::CommunicatorOptions communicator_options;

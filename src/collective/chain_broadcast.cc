@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -13,12 +13,13 @@ ChainBroadcast::ChainBroadcast(const OperationContext& context, void* data, size
       data_(static_cast<uint8_t*>(data)),
       bytes_(bytes),
       root_(root),
-      segment_bytes_(std::clamp<size_t>(segment_bytes, 1, net::kMaxDataPayload)) {}
+      segment_bytes_(std::clamp<size_t>(segment_bytes, 1, context.connections->MaxMessageBytes())) {
+}
 
 Status ChainBroadcast::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
   if (bytes_ == 0 || size == 1) return Status::OK();
   const int position = (rank - root_ + size) % size;  // 0 is the root, size-1 the end of the chain
   const bool receives = position > 0;
@@ -29,7 +30,9 @@ Status ChainBroadcast::Run() {
   std::vector<int> peers;
   if (receives) peers.push_back(previous);
   if (forwards) peers.push_back(next);
-  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
 
   const size_t segments = SegmentCount(bytes_, segment_bytes_);

@@ -83,8 +83,8 @@ void PendingOperation::Start(net::Deadline deadline) {
 // ---- Communicator ----
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
-    std::shared_ptr<net::Transport> transport, CommunicatorOptions options) {
-  if (transport == nullptr) return Status::InvalidArgument("communicator needs a transport");
+    std::shared_ptr<net::ConnectionSet> connections, CommunicatorOptions options) {
+  if (connections == nullptr) return Status::InvalidArgument("communicator needs a connection set");
   if (options.ring.segment_bytes == 0 || options.ring.receive_slots < 1) {
     return Status::InvalidArgument("ring segments must be at least one byte and one slot");
   }
@@ -92,11 +92,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
     return Status::InvalidArgument("operation timeout must be positive");
   }
   std::unique_ptr<Communicator> communicator(
-      new Communicator(std::move(transport), std::move(options)));
+      new Communicator(std::move(connections), std::move(options)));
   // Every rank must pick the same algorithms. The same-host path is used only if every rank can
   // read every other rank's memory, and the topology only if every rank sees the same one: one
-  // all-reduce (min) over TCP of each rank's answer, its host labels and their negations (so that
-  // the minimum of the negations gives the maximum).
+  // all-reduce (min) over the set's messages of each rank's answer, its host labels and their
+  // negations (so that the minimum of the negations gives the maximum).
   Communicator& self = *communicator;
   const int size = self.size();
   Topology topology;
@@ -110,17 +110,17 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
   } else {
     std::vector<std::string> identities;
     for (int rank = 0; rank < size; ++rank) {
-      identities.push_back(self.transport_->HostIdentity(rank));
+      identities.push_back(self.connections_->HostIdentity(rank));
     }
     topology = Topology::FromHostIdentities(identities);
   }
   std::vector<int32_t> agreement(2 + 2 * static_cast<size_t>(size));
-  agreement[0] =
-      self.options_.same_host_memory && self.transport_->CanReadMemoryOfAllPeers() ? 1 : 0;
-  bool reads_own_host = self.options_.same_host_memory;
+  const net::SameHostMemory* memory =
+      self.options_.same_host_memory ? self.connections_->same_host_memory() : nullptr;
+  agreement[0] = memory != nullptr && memory->CanReadMemoryOfAllPeers() ? 1 : 0;
+  bool reads_own_host = memory != nullptr;
   for (int rank : topology.RanksOn(topology.HostOf(self.rank()))) {
-    reads_own_host =
-        reads_own_host && (rank == self.rank() || self.transport_->CanReadMemoryOf(rank));
+    reads_own_host = reads_own_host && (rank == self.rank() || memory->CanReadMemoryOf(rank));
   }
   agreement[1] = reads_own_host ? 1 : 0;
   for (int rank = 0; rank < size; ++rank) {
@@ -154,25 +154,25 @@ Status Communicator::SetUpStaging() {
   // Rank 0 creates the area; the others open it through rank 0's descriptor; then all agree (a
   // minimum of "mapped it") before anyone uses it, and rank 0 closes its descriptor.
   const size_t slot_bytes = options_.same_host_staging_bytes;
+  // Every rank agreed that it may read every other's memory, so every rank has the capability.
+  net::SameHostMemory& memory = *connections_->same_host_memory();
   std::unique_ptr<StagingArea> area;
-  int64_t placement[2] = {-1, -1};  // rank 0's process id and descriptor
+  net::SharedMemory::Invitation invitation = {-1, -1};  // from rank 0
   if (rank() == 0) {
-    auto created = StagingArea::Create(size(), slot_bytes);
+    auto created = StagingArea::Create(memory, size(), slot_bytes);
     if (created.ok()) {
       area = std::move(*created);
-      placement[0] = area->process_id();
-      placement[1] = area->descriptor();
+      invitation = area->invitation();
     }
   }
-  COHORT_RETURN_IF_ERROR(Broadcast(placement, 2, DataType::kInt64, 0));
-  if (rank() != 0 && placement[1] >= 0) {
-    auto opened = StagingArea::Open(static_cast<uint32_t>(placement[0]),
-                                    static_cast<int>(placement[1]), size(), slot_bytes);
+  COHORT_RETURN_IF_ERROR(Broadcast(invitation.data(), invitation.size(), DataType::kInt64, 0));
+  if (rank() != 0 && invitation[1] >= 0) {
+    auto opened = StagingArea::Open(memory, invitation, size(), slot_bytes);
     if (opened.ok()) area = std::move(*opened);
   }
   int32_t mapped = area != nullptr ? 1 : 0;
   COHORT_RETURN_IF_ERROR(AllReduce(&mapped, 1, DataType::kInt32, ReduceOp::kMin));
-  if (area != nullptr) area->CloseDescriptor();
+  if (area != nullptr) area->Seal();
   if (mapped == 1) staging_ = std::move(area);
   return Status::OK();
 }
@@ -181,10 +181,11 @@ void Communicator::Announce(const OperationContext& context, uint64_t bytes) {
   if (staging_ != nullptr) AnnounceOperation(*staging_, rank(), context.tag, bytes);
 }
 
-Communicator::Communicator(std::shared_ptr<net::Transport> transport, CommunicatorOptions options)
-    : transport_(std::move(transport)),
+Communicator::Communicator(std::shared_ptr<net::ConnectionSet> connections,
+                           CommunicatorOptions options)
+    : connections_(std::move(connections)),
       options_(std::move(options)),
-      topology_(Topology::Flat(transport_->size())) {}
+      topology_(Topology::Flat(connections_->size())) {}
 
 Communicator::~Communicator() {
   std::deque<QueuedOperation> abandoned;
@@ -205,7 +206,7 @@ OperationContext Communicator::NewContext(const char* kind, uint8_t kind_code,
                                           const std::string& details) {
   const uint64_t sequence = next_sequence_++;
   OperationContext context;
-  context.transport = transport_.get();
+  context.connections = connections_.get();
   context.tag = (sequence << 8) | kind_code;
   context.description = std::string(kind) + " #" + std::to_string(sequence);
   if (!details.empty()) context.description += " (" + details + ")";

@@ -1,7 +1,8 @@
-// Communicator: the collective operations of one group of tasks, over one net::Transport.
+// Communicator: the collective operations of one group of tasks, over one net::ConnectionSet (the
+// transport seam, net/connection_set.h; TCP is net/tcp/tcp_transport.h), c10d's ProcessGroup.
 //
-//   auto transport = net::Transport::Connect(cluster, self, transport_options);
-//   auto communicator = collective::Communicator::Create(std::move(*transport), {});
+//   std::shared_ptr<net::ConnectionSet> connections = ...;   // made by the caller's transport
+//   auto communicator = collective::Communicator::Create(connections, {});
 //   Status status = (*communicator)->AllReduce(gradients, count, DataType::kFloat32,
 //                                              ReduceOp::kSum);
 //
@@ -24,15 +25,16 @@
 //
 // Failure: when a peer dies or hangs, every pending and later operation fails with an error that
 // names it ("worker:2 (host:2222) closed the connection without saying goodbye..."); the group
-// cannot be used again and must be rebuilt (see net/transport.h). The buffers of a failed
+// cannot be used again and must be rebuilt (see net/connection_set.h). The buffers of a failed
 // operation hold unspecified values, on every rank.
 //
 // Algorithms, chosen per call: ring reduce-scatter + all-gather for all-reduce, a pipelined chain
-// for broadcast, a ring for all-gather and a dissemination barrier, all over TCP; and, when every
-// rank runs on this host and may read the others' memory, all-reduce through shared memory
+// for broadcast, a ring for all-gather and a dissemination barrier, all over the set's messages;
+// and, when every rank runs on this host and the set's same-host capability
+// (net::SameHostMemory) lets each read the others' memory, all-reduce through shared memory
 // (staged_all_reduce.h) and, for buffers of at least same_host_min_bytes, the other same-host
 // algorithms of same_host_algorithms.h. The Communicator knows which
-// ranks share a host (topology.h, from the host identity in every handshake): over several hosts
+// ranks share a host (topology.h, from ConnectionSet::HostIdentity): over several hosts
 // with the same number of ranks each, at least two, all-reduce is hierarchical
 // (hierarchical_all_reduce.h); otherwise the all-reduce ring visits the ranks host by host, so
 // that it crosses the network once per host.
@@ -55,7 +57,7 @@
 #include "collective/ring_all_reduce.h"
 #include "collective/staging_area.h"
 #include "collective/topology.h"
-#include "net/transport.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -78,7 +80,7 @@ struct CommunicatorOptions {
   size_t same_host_staging_min_bytes = 0;
   // The host of each rank, by rank (equal labels: the same host), in place of what the handshakes
   // said; for tests and benchmarks that emulate several hosts on one machine. Empty: from the
-  // handshakes (net::Transport::HostIdentity).
+  // connection set (net::ConnectionSet::HostIdentity).
   std::vector<int> host_labels;
   // Use HierarchicalAllReduce where the topology allows it.
   bool hierarchical_all_reduce = true;
@@ -116,14 +118,14 @@ class PendingOperation {
 class Communicator {
  public:
   // Agrees with every peer on the algorithms to use (a small all-reduce), then returns.
-  static StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<net::Transport> transport,
-                                                        CommunicatorOptions options);
+  static StatusOr<std::unique_ptr<Communicator>> Create(
+      std::shared_ptr<net::ConnectionSet> connections, CommunicatorOptions options);
   // Fails operations that have not started; waits for the running one to finish or fail.
   ~Communicator();
 
-  int rank() const { return transport_->rank(); }
-  int size() const { return transport_->size(); }
-  net::Transport& transport() { return *transport_; }
+  int rank() const { return connections_->rank(); }
+  int size() const { return connections_->size(); }
+  net::ConnectionSet& connections() { return *connections_; }
   // Whether large operations use the same-host algorithms (the same answer on every rank).
   bool uses_same_host_memory() const { return same_host_; }
   // Which ranks share a host, as every rank agreed at Create.
@@ -165,7 +167,7 @@ class Communicator {
     std::shared_ptr<PendingOperation> pending;
   };
 
-  Communicator(std::shared_ptr<net::Transport> transport, CommunicatorOptions options);
+  Communicator(std::shared_ptr<net::ConnectionSet> connections, CommunicatorOptions options);
 
   // Numbers an operation and describes it ("all-reduce #12 (float32 x 1024, sum)").
   OperationContext NewContext(const char* kind, uint8_t kind_code, const std::string& details);
@@ -188,7 +190,7 @@ class Communicator {
   // Tells the peers through the staging area, if any, which operation this rank runs now.
   void Announce(const OperationContext& context, uint64_t bytes);
 
-  const std::shared_ptr<net::Transport> transport_;
+  const std::shared_ptr<net::ConnectionSet> connections_;
   const CommunicatorOptions options_;
   bool same_host_ = false;
   Topology topology_;

@@ -2,21 +2,23 @@
 
 #include <vector>
 
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
 Status DisseminationBarrier::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
   if (size == 1) return Status::OK();
   std::vector<int> peers;
   for (int distance = 1; distance < size; distance *= 2) {
     peers.push_back((rank + distance) % size);
     peers.push_back((rank - distance + size) % size);
   }
-  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   // Distinct powers of two below n are distinct modulo n, so each peer sends at most one word.
   for (int distance = 1; distance < size; distance *= 2) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "collective/same_host_algorithms.h"
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -25,9 +25,9 @@ HierarchicalAllReduce::HierarchicalAllReduce(const OperationContext& context, vo
       same_host_memory_within_hosts_(same_host_memory_within_hosts) {}
 
 Status HierarchicalAllReduce::Run() {
-  const int rank = context_.transport->rank();
+  const int rank = context_.connections->rank();
   if (!topology_.IsUniformWithSeveralRanksPerHost() ||
-      topology_.ranks() != context_.transport->size()) {
+      topology_.ranks() != context_.connections->size()) {
     return Status::Internal(context_.description +
                             ": hierarchical all-reduce needs several hosts with the same number "
                             "of ranks each, got " +
@@ -74,11 +74,11 @@ Status HierarchicalAllReduce::Run() {
 
 Status HierarchicalAllReduce::RunReadingMemoryWithinHost(const std::vector<int>& local, int block,
                                                          const RingPlan& across_hosts) {
-  net::Transport& transport = *context_.transport;
+  net::ConnectionSet& connections = *context_.connections;
   const size_t element_size = SizeOf(type_);
   std::vector<int> peers;
   for (int member : local) {
-    if (member != transport.rank()) peers.push_back(member);
+    if (member != connections.rank()) peers.push_back(member);
   }
   auto addresses = ExchangeBufferAddresses(context_, peers, data_, count_ * element_size);
   if (!addresses.ok()) return addresses.status();
@@ -86,7 +86,7 @@ Status HierarchicalAllReduce::RunReadingMemoryWithinHost(const std::vector<int>&
   const BlockPartition blocks(count_, static_cast<int>(local.size()));
   const size_t block_offset = blocks.offset(block);
   RingPlan plan = across_hosts;
-  plan.prepare = [&](net::Exchange& exchange, size_t offset, size_t elements) -> Status {
+  plan.prepare = [&](net::PeerExchange& exchange, size_t offset, size_t elements) -> Status {
     COHORT_RETURN_IF_ERROR(ReduceFromPeers(exchange, peers, *addresses, data_,
                                            block_offset + offset, elements, type_, op_,
                                            tuning_.segment_bytes, peer_scratch_));
@@ -99,7 +99,9 @@ Status HierarchicalAllReduce::RunReadingMemoryWithinHost(const std::vector<int>&
   std::vector<int> claimed = peers;
   claimed.push_back(ring.left());
   claimed.push_back(ring.right());
-  net::Exchange exchange(transport, claimed, context_.tag, context_.description, context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(claimed, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   // From every other rank of this host: "my block is final", then "I am done reading yours".
   for (int peer : peers) {

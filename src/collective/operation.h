@@ -5,14 +5,15 @@
 #include <cstdint>
 #include <string>
 
+#include "net/connection_set.h"
 #include "net/deadline.h"
-#include "net/transport.h"
 
 namespace cohort::collective {
 
 // One operation as the Communicator hands it to an algorithm.
 struct OperationContext {
-  net::Transport* transport = nullptr;
+  // The transport's connections (net/connection_set.h); algorithms know nothing more of it.
+  net::ConnectionSet* connections = nullptr;
   // Carried by every message of the operation; tasks that disagree on it are out of step.
   uint64_t tag = 0;
   // Starts every error: "all-reduce #12 (float32 x 1048576, sum)".

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -11,17 +11,19 @@ RingAllGather::RingAllGather(const OperationContext& context, void* output, size
     : context_(context),
       output_(static_cast<uint8_t*>(output)),
       block_bytes_(block_bytes),
-      segment_bytes_(std::clamp<size_t>(segment_bytes, 1, net::kMaxDataPayload)) {}
+      segment_bytes_(std::clamp<size_t>(segment_bytes, 1, context.connections->MaxMessageBytes())) {
+}
 
 Status RingAllGather::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
   if (block_bytes_ == 0 || size == 1) return Status::OK();
   const int left = (rank - 1 + size) % size;
   const int right = (rank + 1) % size;
-  net::Exchange exchange(transport, {left, right}, context_.tag, context_.description,
-                         context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened = connections.OpenExchange(
+      {left, right}, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
 
   const size_t segments = SegmentCount(block_bytes_, segment_bytes_);

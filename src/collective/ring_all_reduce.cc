@@ -5,7 +5,7 @@
 
 #include "collective/reduction.h"
 #include "collective/zero_skipping.h"
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -22,9 +22,9 @@ RingAllReduce::RingAllReduce(const OperationContext& context, void* data, size_t
       plan_(std::move(plan)) {
   members_ = plan_.members;
   if (members_.empty()) {
-    for (int rank = 0; rank < context_.transport->size(); ++rank) members_.push_back(rank);
+    for (int rank = 0; rank < context_.connections->size(); ++rank) members_.push_back(rank);
   }
-  auto self = std::find(members_.begin(), members_.end(), context_.transport->rank());
+  auto self = std::find(members_.begin(), members_.end(), context_.connections->rank());
   if (self != members_.end()) position_ = static_cast<int>(self - members_.begin());
 }
 
@@ -60,8 +60,9 @@ int RingAllReduce::right() const { return members_[(position_ + 1) % ring_size()
 
 Status RingAllReduce::Run() {
   if (position_ < 0 || count_ == 0 || ring_size() == 1) return RunAlone();
-  net::Exchange exchange(*context_.transport, {left(), right()}, context_.tag, context_.description,
-                         context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened = context_.connections->OpenExchange(
+      {left(), right()}, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   COHORT_RETURN_IF_ERROR(RunWith(exchange));
   return exchange.Finish();
@@ -79,15 +80,15 @@ Status RingAllReduce::RunAlone() {
   return Status::OK();
 }
 
-Status RingAllReduce::RunWith(net::Exchange& exchange) {
+Status RingAllReduce::RunWith(net::PeerExchange& exchange) {
   const int size = ring_size();
   if (position_ < 0 || count_ == 0 || size == 1) return RunAlone();
   const int average_over = plan_.average_over == 0 ? size : plan_.average_over;
   const bool divide = op_ == ReduceOp::kAverage && plan_.reduce_scatter && average_over > 1;
 
   const size_t element_size = SizeOf(type_);
-  const size_t segment_elements =
-      SegmentElements(std::min<size_t>(tuning_.segment_bytes, net::kMaxDataPayload), element_size);
+  const size_t segment_elements = SegmentElements(
+      std::min(tuning_.segment_bytes, context_.connections->MaxMessageBytes()), element_size);
   const int left = this->left();
   const int right = this->right();
   const std::vector<Segment> schedule = ReceiveSchedule(segment_elements);
@@ -205,8 +206,8 @@ Status RingAllReduce::RunWith(net::Exchange& exchange) {
       Status expanded = ExpandZeroSkippingInPlace(arrived, received_bytes[index], segment.elements);
       if (!expanded.ok()) {
         return exchange.Fail(Status::FailedPrecondition(
-            context_.transport->PeerName(left) + " sent " + std::to_string(received_bytes[index]) +
-            " bytes where " + std::to_string(bytes) +
+            context_.connections->PeerName(left) + " sent " +
+            std::to_string(received_bytes[index]) + " bytes where " + std::to_string(bytes) +
             " bytes or their zero-skipping encoding were expected (" + expanded.message() +
             "): the tasks called the same collective with different sizes or options"));
       }

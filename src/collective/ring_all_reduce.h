@@ -12,7 +12,7 @@
 // small scratch slots, which stay in cache between the receive and the reduction, and the number
 // of slots bounds how far the left neighbour can run ahead (TCP holds back the rest). All-gather
 // segments are received straight into the caller's buffer. One thread drives everything (see
-// net::Exchange), so there is no hand-off between a network thread and a compute thread.
+// net::PeerExchange), so there is no hand-off between a network thread and a compute thread.
 //
 // Every rank ends with bit-identical results: each block is reduced once, by one fixed order of
 // additions, and then copied.
@@ -39,7 +39,7 @@
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/operation.h"
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -68,7 +68,7 @@ struct RingPlan {
   // elements) just before the ring first uses it (sends it, or adds what arrived to it), with the
   // ring's Exchange. The hierarchical all-reduce reduces the segment over its host there, so that
   // this overlaps the network.
-  std::function<Status(net::Exchange& exchange, size_t offset, size_t elements)> prepare;
+  std::function<Status(net::PeerExchange& exchange, size_t offset, size_t elements)> prepare;
   // Whether this rank's right neighbour runs on another host. Zero skipping encodes only what
   // crosses hosts: over loopback TCP, bytes are cheaper than the passes that would save them.
   bool right_on_another_host = true;
@@ -91,7 +91,7 @@ class RingAllReduce {
   // The same over an Exchange the caller opened, which must claim both neighbours and carry no
   // other transfers with them; it may claim more peers. Returns once the ring's own transfers are
   // complete.
-  Status RunWith(net::Exchange& exchange);
+  Status RunWith(net::PeerExchange& exchange);
 
   // This rank's neighbours in the ring (the same rank when the ring has two members).
   int left() const;

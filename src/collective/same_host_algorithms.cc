@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string_view>
 
 #include "collective/reduction.h"
-#include "net/exchange.h"
-#include "net/frame.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 namespace {
@@ -24,48 +22,55 @@ struct AnnouncementWire {
   uint8_t bytes[kAnnouncementSize];
 };
 
+// Little-endian, whatever the host: the same bytes as every other message of the protocol.
+void PutU64(uint8_t* out, uint64_t value) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+
+uint64_t GetU64(const uint8_t* in) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= static_cast<uint64_t>(in[i]) << (8 * i);
+  return value;
+}
+
 AnnouncementWire Encode(const void* buffer, size_t bytes) {
-  net::WireWriter writer;
-  writer.U64(reinterpret_cast<uint64_t>(buffer));
-  writer.U64(bytes);
   AnnouncementWire wire;
-  std::memcpy(wire.bytes, writer.bytes().data(), kAnnouncementSize);
+  PutU64(wire.bytes, reinterpret_cast<uint64_t>(buffer));
+  PutU64(wire.bytes + 8, bytes);
   return wire;
 }
 
 BufferAnnouncement Decode(const AnnouncementWire& wire) {
-  net::WireReader reader(
-      std::string_view(reinterpret_cast<const char*>(wire.bytes), kAnnouncementSize));
   BufferAnnouncement announcement;
-  announcement.address = reader.U64();
-  announcement.bytes = reader.U64();
+  announcement.address = GetU64(wire.bytes);
+  announcement.bytes = GetU64(wire.bytes + 8);
   return announcement;
 }
 
 // Checks that a peer announced the size this rank expects; a mismatch means the ranks called the
 // collective with different arguments.
-Status CheckAnnouncedSize(net::Exchange& exchange, const OperationContext& context, int peer,
+Status CheckAnnouncedSize(net::PeerExchange& exchange, const OperationContext& context, int peer,
                           const BufferAnnouncement& announcement, size_t expected) {
   if (announcement.bytes == expected) return Status::OK();
   return exchange.Fail(Status::FailedPrecondition(
-      context.transport->PeerName(peer) + " announced a buffer of " +
+      context.connections->PeerName(peer) + " announced a buffer of " +
       std::to_string(announcement.bytes) + " bytes where " + std::to_string(expected) +
       " were expected: the tasks called the same collective with different sizes"));
 }
 
-std::vector<int> AllPeers(const net::Transport& transport) {
+std::vector<int> AllPeers(const net::ConnectionSet& connections) {
   std::vector<int> peers;
-  for (int rank = 0; rank < transport.size(); ++rank) {
-    if (rank != transport.rank()) peers.push_back(rank);
+  for (int rank = 0; rank < connections.size(); ++rank) {
+    if (rank != connections.rank()) peers.push_back(rank);
   }
   return peers;
 }
 
 // A peer that gave up on the operation (because something failed) may have reused its buffer
 // while this rank was still copying from it. It puts a failure notice in this rank's socket
-// before it returns (net::Exchange), so a last look at the sockets after the copies tells
+// before it returns (net::PeerExchange), so a last look at the sockets after the copies tells
 // whether what was copied can be trusted.
-Status ConfirmNoPeerGaveUp(net::Exchange& exchange) { return exchange.Service(); }
+Status ConfirmNoPeerGaveUp(net::PeerExchange& exchange) { return exchange.Service(); }
 
 }  // namespace
 
@@ -81,17 +86,19 @@ SameHostAllReduce::SameHostAllReduce(const OperationContext& context, void* data
       scratch_(scratch) {}
 
 Status SameHostAllReduce::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
   if (count_ == 0 || size == 1) return Status::OK();
   const size_t element_size = SizeOf(type_);
-  const std::vector<int> peers = AllPeers(transport);
+  const std::vector<int> peers = AllPeers(connections);
   BlockPartition blocks(count_, size);
   const size_t segment_elements = SegmentElements(segment_bytes_, element_size);
   auto segments_of = [&](int block) { return SegmentCount(blocks.size(block), segment_elements); };
 
-  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
 
   // From every peer, in order: its announcement, one "segment ready" per segment of its block,
@@ -179,7 +186,7 @@ namespace {
 
 // Sends this rank's announcement to every peer and waits for theirs, checking that each names a
 // buffer of `bytes`. The receives for the announcements must be posted first.
-Status ExchangeAnnouncements(net::Exchange& exchange, const OperationContext& context,
+Status ExchangeAnnouncements(net::PeerExchange& exchange, const OperationContext& context,
                              const std::vector<int>& peers, const void* buffer, size_t bytes,
                              const std::vector<AnnouncementWire>& wires,
                              std::vector<BufferAnnouncement>* announced) {
@@ -198,16 +205,18 @@ Status ExchangeAnnouncements(net::Exchange& exchange, const OperationContext& co
 StatusOr<std::vector<uint64_t>> ExchangeBufferAddresses(const OperationContext& context,
                                                         const std::vector<int>& peers,
                                                         const void* data, size_t bytes) {
-  net::Transport& transport = *context.transport;
-  net::Exchange exchange(transport, peers, context.tag, context.description, context.deadline);
+  net::ConnectionSet& connections = *context.connections;
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers, context.tag, context.description, context.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
-  std::vector<AnnouncementWire> wires(transport.size());
+  std::vector<AnnouncementWire> wires(connections.size());
   for (int peer : peers) exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
-  std::vector<BufferAnnouncement> announced(transport.size());
+  std::vector<BufferAnnouncement> announced(connections.size());
   COHORT_RETURN_IF_ERROR(
       ExchangeAnnouncements(exchange, context, peers, data, bytes, wires, &announced));
   COHORT_RETURN_IF_ERROR(exchange.Finish());
-  std::vector<uint64_t> addresses(transport.size(), 0);
+  std::vector<uint64_t> addresses(connections.size(), 0);
   for (int peer : peers) addresses[peer] = announced[peer].address;
   return addresses;
 }
@@ -215,7 +224,7 @@ StatusOr<std::vector<uint64_t>> ExchangeBufferAddresses(const OperationContext& 
 // Pieces of long copies, between which heartbeats keep flowing.
 constexpr size_t kCopyPiece = 16u << 20;
 
-Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
+Status CopyFromPeer(net::PeerExchange& exchange, int peer, uint64_t address, uint8_t* destination,
                     size_t bytes) {
   for (size_t done = 0; done < bytes; done += kCopyPiece) {
     size_t piece = std::min(kCopyPiece, bytes - done);
@@ -226,7 +235,7 @@ Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t
   return Status::OK();
 }
 
-Status ReduceFromPeers(net::Exchange& exchange, const std::vector<int>& peers,
+Status ReduceFromPeers(net::PeerExchange& exchange, const std::vector<int>& peers,
                        const std::vector<uint64_t>& addresses, void* data, size_t offset,
                        size_t count, DataType type, ReduceOp op, size_t segment_bytes,
                        std::vector<uint8_t>* scratch) {
@@ -253,12 +262,14 @@ SameHostBroadcast::SameHostBroadcast(const OperationContext& context, void* data
     : context_(context), data_(static_cast<uint8_t*>(data)), bytes_(bytes), root_(root) {}
 
 Status SameHostBroadcast::Run() {
-  net::Transport& transport = *context_.transport;
-  if (bytes_ == 0 || transport.size() == 1) return Status::OK();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  if (bytes_ == 0 || connections.size() == 1) return Status::OK();
+  const int rank = connections.rank();
   if (rank == root_) {
-    const std::vector<int> peers = AllPeers(transport);
-    net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+    const std::vector<int> peers = AllPeers(connections);
+    std::unique_ptr<net::PeerExchange> opened =
+        connections.OpenExchange(peers, context_.tag, context_.description, context_.deadline);
+    net::PeerExchange& exchange = *opened;
     COHORT_RETURN_IF_ERROR(exchange.status());
     const AnnouncementWire mine = Encode(data_, bytes_);
     for (int peer : peers) {
@@ -267,7 +278,9 @@ Status SameHostBroadcast::Run() {
     }
     return exchange.Finish();
   }
-  net::Exchange exchange(transport, {root_}, context_.tag, context_.description, context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange({root_}, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   AnnouncementWire wire;
   exchange.Receive(root_, wire.bytes, kAnnouncementSize);
@@ -285,12 +298,14 @@ SameHostAllGather::SameHostAllGather(const OperationContext& context, void* outp
     : context_(context), output_(static_cast<uint8_t*>(output)), block_bytes_(block_bytes) {}
 
 Status SameHostAllGather::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
   if (block_bytes_ == 0 || size == 1) return Status::OK();
-  const std::vector<int> peers = AllPeers(transport);
-  net::Exchange exchange(transport, peers, context_.tag, context_.description, context_.deadline);
+  const std::vector<int> peers = AllPeers(connections);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   std::vector<AnnouncementWire> wires(size);
   for (int peer : peers) {

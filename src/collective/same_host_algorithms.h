@@ -32,7 +32,7 @@
 #include "base/status.h"
 #include "collective/data_type.h"
 #include "collective/operation.h"
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -61,14 +61,14 @@ StatusOr<std::vector<uint64_t>> ExchangeBufferAddresses(const OperationContext& 
 
 // data[offset, offset + count) op= the same elements of every peer's buffer (in `peers` order),
 // read through `exchange`, which must claim the peers, via `scratch`. Never divides.
-Status ReduceFromPeers(net::Exchange& exchange, const std::vector<int>& peers,
+Status ReduceFromPeers(net::PeerExchange& exchange, const std::vector<int>& peers,
                        const std::vector<uint64_t>& addresses, void* data, size_t offset,
                        size_t count, DataType type, ReduceOp op, size_t segment_bytes,
                        std::vector<uint8_t>* scratch);
 
 // Copies `bytes` at `address` of `peer`'s memory into `destination` through `exchange`, in
 // pieces, keeping heartbeats flowing between them.
-Status CopyFromPeer(net::Exchange& exchange, int peer, uint64_t address, uint8_t* destination,
+Status CopyFromPeer(net::PeerExchange& exchange, int peer, uint64_t address, uint8_t* destination,
                     size_t bytes);
 
 class SameHostBroadcast {

@@ -57,14 +57,16 @@ StagedAllReduce::StagedAllReduce(const OperationContext& context, StagingArea& a
       op_(op) {}
 
 Status StagedAllReduce::Run() {
-  net::Transport& transport = *context_.transport;
-  const int size = transport.size();
-  const int rank = transport.rank();
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
   if (count_ == 0 || size == 1) return Status::OK();
   for (int peer = 0; peer < size; ++peer) {
     if (peer != rank) peers_.push_back(peer);
   }
-  net::Exchange exchange(transport, peers_, context_.tag, context_.description, context_.deadline);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers_, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   exchange_ = &exchange;
 
@@ -198,7 +200,7 @@ Status StagedAllReduce::CheckOnPeer(int peer, Counter counter, uint32_t target, 
   if (!context_.deadline.Expired()) return Status::OK();
   return exchange_->Fail(Status::DeadlineExceeded(
       "did not finish within its deadline; still waiting in shared memory for " +
-      context_.transport->PeerName(peer) + " to " + what + " chunk " + std::to_string(index + 1) +
+      context_.connections->PeerName(peer) + " to " + what + " chunk " + std::to_string(index + 1) +
       " of " + std::to_string(chunks_)));
 }
 
@@ -207,7 +209,7 @@ Status StagedAllReduce::CheckAnnouncement(int peer, const StagingAnnouncement& a
   const uint64_t bytes = count_ * SizeOf(type_);
   if (announced.tag == context_.tag && announced.bytes != bytes) {
     return exchange_->Fail(Status::FailedPrecondition(
-        context_.transport->PeerName(peer) + " announced a buffer of " +
+        context_.connections->PeerName(peer) + " announced a buffer of " +
         std::to_string(announced.bytes) + " bytes where " + std::to_string(bytes) +
         " were expected: the tasks called the same collective with different sizes"));
   }
@@ -217,7 +219,7 @@ Status StagedAllReduce::CheckAnnouncement(int peer, const StagingAnnouncement& a
   const uint64_t number = context_.tag >> 8, peer_number = announced.tag >> 8;
   if (announced.tag != context_.tag && (peer_number >= number || !may_lag)) {
     return exchange_->Fail(Status::FailedPrecondition(
-        context_.transport->PeerName(peer) + " is in another collective operation (tag " +
+        context_.connections->PeerName(peer) + " is in another collective operation (tag " +
         std::to_string(announced.tag) + ", expected " + std::to_string(context_.tag) +
         "): the tasks did not call the same collectives in the same order"));
   }

@@ -13,11 +13,11 @@
 // that rank, so a rank that fails and reuses its buffer harms nobody.
 //
 // Waits: a short spin, then yielding the core, then a futex sleep (staging_area.h). Every
-// millisecond of waiting drives the operation's connections (net::Exchange::Service): heartbeats
-// flow, and a peer that died, hung or gave up fails the operation with the error that names it, as
-// on every other path. Each rank also announces what operation it is in (AnnounceOperation), so
-// ranks that called collectives with different sizes, or different collectives, fail with a clear
-// error rather than wait out the deadline.
+// millisecond of waiting drives the operation's connections (net::PeerExchange::Service):
+// heartbeats flow, and a peer that died, hung or gave up fails the operation with the error that
+// names it, as on every other path. Each rank also announces what operation it is in
+// (AnnounceOperation), so ranks that called collectives with different sizes, or different
+// collectives, fail with a clear error rather than wait out the deadline.
 #pragma once
 
 #include <atomic>
@@ -29,7 +29,7 @@
 #include "collective/data_type.h"
 #include "collective/operation.h"
 #include "collective/staging_area.h"
-#include "net/exchange.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -73,7 +73,7 @@ class StagedAllReduce {
   const DataType type_;
   const ReduceOp op_;
   std::vector<int> peers_;
-  net::Exchange* exchange_ = nullptr;
+  net::PeerExchange* exchange_ = nullptr;
   uint32_t first_chunk_ = 0;
   size_t chunks_ = 0;
 };

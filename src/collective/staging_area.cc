@@ -1,18 +1,13 @@
 #include "collective/staging_area.h"
 
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <ctime>
 #include <string>
-
-#include "base/file.h"
+#include <utility>
 
 namespace cohort::collective {
 namespace {
@@ -44,72 +39,32 @@ size_t StagingArea::BytesFor(int ranks, size_t slot_bytes) {
          static_cast<size_t>(ranks) * 2 * RoundUpToPage(slot_bytes);
 }
 
-StagingArea::StagingArea(int ranks, size_t slot_bytes, int fd, uint8_t* base, size_t bytes)
+StagingArea::StagingArea(int ranks, size_t slot_bytes, std::unique_ptr<net::SharedMemory> memory)
     : ranks_(ranks),
       slot_bytes_(RoundUpToPage(slot_bytes)),
-      fd_(fd),
-      base_(base),
-      bytes_(bytes),
-      progress_(reinterpret_cast<StagingProgress*>(base)),
-      slots_(base + RoundUpToPage(sizeof(StagingProgress) * static_cast<size_t>(ranks))) {}
+      memory_(std::move(memory)),
+      progress_(reinterpret_cast<StagingProgress*>(memory_->data())),
+      slots_(memory_->data() +
+             RoundUpToPage(sizeof(StagingProgress) * static_cast<size_t>(ranks))) {}
 
-StagingArea::~StagingArea() {
-  munmap(base_, bytes_);
-  CloseDescriptor();
-}
-
-uint32_t StagingArea::process_id() const { return static_cast<uint32_t>(getpid()); }
-
-void StagingArea::CloseDescriptor() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
-StatusOr<std::unique_ptr<StagingArea>> StagingArea::Create(int ranks, size_t slot_bytes) {
+StatusOr<std::unique_ptr<StagingArea>> StagingArea::Create(net::SameHostMemory& memory, int ranks,
+                                                           size_t slot_bytes) {
   COHORT_RETURN_IF_ERROR(CheckShape(ranks, slot_bytes));
-  const size_t bytes = BytesFor(ranks, slot_bytes);
-  int fd = memfd_create("cohort-staging", MFD_CLOEXEC);
-  if (fd < 0)
-    return Status::Unavailable("memfd_create for the staging area: " + ErrnoMessage(errno));
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    Status failed = Status::Unavailable("sizing the staging area to " + std::to_string(bytes) +
-                                        " bytes: " + ErrnoMessage(errno));
-    close(fd);
-    return failed;
-  }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    Status failed = Status::Unavailable("mapping the staging area: " + ErrnoMessage(errno));
-    close(fd);
-    return failed;
-  }
-  // A fresh memory file reads as zeros: every counter starts at 0.
+  auto created = memory.CreateSharedMemory(BytesFor(ranks, slot_bytes));
+  if (!created.ok()) return created.status().WithContext("creating the staging area");
+  // Fresh shared memory reads as zeros: every counter starts at 0.
   return std::unique_ptr<StagingArea>(
-      new StagingArea(ranks, slot_bytes, fd, static_cast<uint8_t*>(base), bytes));
+      new StagingArea(ranks, slot_bytes, std::move(created).value()));
 }
 
-StatusOr<std::unique_ptr<StagingArea>> StagingArea::Open(uint32_t process_id, int fd, int ranks,
-                                                         size_t slot_bytes) {
+StatusOr<std::unique_ptr<StagingArea>> StagingArea::Open(
+    net::SameHostMemory& memory, const net::SharedMemory::Invitation& invitation, int ranks,
+    size_t slot_bytes) {
   COHORT_RETURN_IF_ERROR(CheckShape(ranks, slot_bytes));
-  const std::string path = "/proc/" + std::to_string(process_id) + "/fd/" + std::to_string(fd);
-  int own = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (own < 0) {
-    return Status::Unavailable("opening the staging area " + path + ": " + ErrnoMessage(errno));
-  }
-  const size_t bytes = BytesFor(ranks, slot_bytes);
-  struct stat info {};
-  if (fstat(own, &info) != 0 || static_cast<size_t>(info.st_size) != bytes) {
-    close(own);
-    return Status::FailedPrecondition("the staging area " + path + " is not " +
-                                      std::to_string(bytes) + " bytes long");
-  }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, own, 0);
-  close(own);
-  if (base == MAP_FAILED) {
-    return Status::Unavailable("mapping the staging area " + path + ": " + ErrnoMessage(errno));
-  }
+  auto opened = memory.OpenSharedMemory(invitation, BytesFor(ranks, slot_bytes));
+  if (!opened.ok()) return opened.status().WithContext("opening the staging area");
   return std::unique_ptr<StagingArea>(
-      new StagingArea(ranks, slot_bytes, -1, static_cast<uint8_t*>(base), bytes));
+      new StagingArea(ranks, slot_bytes, std::move(opened).value()));
 }
 
 void StagingArea::Publish(StagingProgress& line, std::atomic<uint32_t>& counter, uint32_t value) {

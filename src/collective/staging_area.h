@@ -1,15 +1,14 @@
 // StagingArea: shared memory that every rank of a same-host group maps, for collectives that pass
 // data through it rather than through sockets or each other's private memory.
 //
-// Rank 0 creates it (an anonymous memory file, memfd) and tells the others its process id and
-// descriptor number; each maps the same pages by opening /proc/<pid>/fd/<n>, which the kernel
-// allows exactly when it allows reading that process's memory (net/same_host.h). Nothing is left
-// behind on the host: the pages go away when the last rank unmaps them, even after a crash.
+// The memory comes from the transport's same-host capability (net::SameHostMemory in
+// net/connection_set.h; an anonymous memory file for TCP): rank 0 creates it and sends the others
+// its invitation; each maps the same pages. Nothing is left behind on the host.
 //
-//   auto area = StagingArea::Create(ranks, slot_bytes);             // rank 0
-//   broadcast {area->process_id(), area->descriptor()} ...
-//   auto area = StagingArea::Open(pid, fd, ranks, slot_bytes);      // the others
-//   ... agree that every rank mapped it; then rank 0 calls CloseDescriptor().
+//   auto area = StagingArea::Create(memory, ranks, slot_bytes);              // rank 0
+//   broadcast area->invitation() ...
+//   auto area = StagingArea::Open(memory, invitation, ranks, slot_bytes);    // the others
+//   ... agree that every rank mapped it; then rank 0 calls Seal().
 //
 // Layout: for every rank, a line of progress counters (written by that rank only, read by all)
 // and two staging slots of `slot_bytes` (written by that rank only), so that a rank can fill one
@@ -24,6 +23,7 @@
 #include <memory>
 
 #include "base/status.h"
+#include "net/connection_set.h"
 
 namespace cohort::collective {
 
@@ -51,22 +51,22 @@ class StagingArea {
   static constexpr int kMaxRanks = 1024;
   static constexpr size_t kMaxSlotBytes = 64u << 20;
 
-  // A new area for `ranks` ranks, held open by this process as descriptor().
-  static StatusOr<std::unique_ptr<StagingArea>> Create(int ranks, size_t slot_bytes);
-  // Maps the area that process `process_id` holds open as descriptor `fd`, after checking that
-  // its size is the one `ranks` and `slot_bytes` give.
-  static StatusOr<std::unique_ptr<StagingArea>> Open(uint32_t process_id, int fd, int ranks,
-                                                     size_t slot_bytes);
-  ~StagingArea();
+  // A new area for `ranks` ranks, in shared memory that `memory` creates.
+  static StatusOr<std::unique_ptr<StagingArea>> Create(net::SameHostMemory& memory, int ranks,
+                                                       size_t slot_bytes);
+  // Maps the area another rank created and invited this one to, after checking that its size is
+  // the one `ranks` and `slot_bytes` give.
+  static StatusOr<std::unique_ptr<StagingArea>> Open(
+      net::SameHostMemory& memory, const net::SharedMemory::Invitation& invitation, int ranks,
+      size_t slot_bytes);
 
   StagingArea(const StagingArea&) = delete;
   StagingArea& operator=(const StagingArea&) = delete;
 
-  // The descriptor the other ranks open (-1 once closed, and on ranks that opened the area).
-  int descriptor() const { return fd_; }
-  uint32_t process_id() const;
-  // Closes the descriptor; the mapping stays.
-  void CloseDescriptor();
+  // What the other ranks need to open the area (on the rank that created it, until Seal()).
+  net::SharedMemory::Invitation invitation() const { return memory_->invitation(); }
+  // Once every rank mapped the area: nobody else can open it. The mapping stays.
+  void Seal() { memory_->Seal(); }
 
   int ranks() const { return ranks_; }
   size_t slot_bytes() const { return slot_bytes_; }
@@ -84,14 +84,12 @@ class StagingArea {
                     int timeout_us);
 
  private:
-  StagingArea(int ranks, size_t slot_bytes, int fd, uint8_t* base, size_t bytes);
+  StagingArea(int ranks, size_t slot_bytes, std::unique_ptr<net::SharedMemory> memory);
   static size_t BytesFor(int ranks, size_t slot_bytes);
 
   const int ranks_;
   const size_t slot_bytes_;
-  int fd_;
-  uint8_t* const base_;
-  const size_t bytes_;
+  const std::unique_ptr<net::SharedMemory> memory_;
   StagingProgress* const progress_;
   uint8_t* const slots_;
 };

@@ -7,7 +7,7 @@
 //   topology.RingOrder();      // {0, 1, 2, 3}: every rank, grouped by host
 //
 // The Communicator builds it from the host identity each task sent in its handshake
-// (net::Transport::HostIdentity) and checks that every rank sees the same one before using it.
+// (net::ConnectionSet::HostIdentity) and checks that every rank sees the same one before using it.
 #pragma once
 
 #include <string>
@@ -22,8 +22,8 @@ class Topology {
   // Rank r runs on the host labelled host_labels[r]; equal labels mean the same host. Hosts are
   // numbered 0, 1, ... in order of their lowest rank.
   static Topology FromHostLabels(const std::vector<int>& host_labels);
-  // The same, from host identities (net::Transport::HostIdentity); an empty identity is unknown,
-  // and such a rank counts as a host of its own.
+  // The same, from host identities (net::ConnectionSet::HostIdentity); an empty identity is
+  // unknown, and such a rank counts as a host of its own.
   static Topology FromHostIdentities(const std::vector<std::string>& identities);
 
   int ranks() const { return static_cast<int>(host_of_rank_.size()); }

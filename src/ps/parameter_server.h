@@ -1,11 +1,11 @@
 // ParameterServer: a `ps` task. It holds its shard of the variables and serves workers and the
 // chief until the job ends.
 //
-// Unlike the all-to-all transport of chief and workers (net/transport.h), a parameter server is a
-// server: workers come and go (a killed worker rejoins later), so it accepts authenticated
-// connections at any time, from any task of the cluster that proves it knows the job secret
-// (net/handshake.h), and serves each connection on its own thread, so one slow or silent client
-// never delays another. A ps never talks to another ps, as in TensorFlow's device filters.
+// Unlike the all-to-all transport of chief and workers (net/tcp/tcp_transport.h), a parameter
+// server is a server: workers come and go (a killed worker rejoins later), so it accepts
+// authenticated connections at any time, from any task of the cluster that proves it knows the job
+// secret (net/handshake.h), and serves each connection on its own thread, so one slow or silent
+// client never delays another. A ps never talks to another ps, as in TensorFlow's device filters.
 //
 // Requests (protocol.h) create variables, pull and push dense row ranges and embedding rows, save
 // the shard (checkpoint.h), advance the bounded-staleness clock (step_clock.h) and end the job.

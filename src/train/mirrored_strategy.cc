@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "net/transport.h"
+#include "net/tcp/tcp_transport.h"
 
 namespace cohort::train {
 namespace {
@@ -30,14 +30,16 @@ StatusOr<std::unique_ptr<MultiWorkerMirroredStrategy>> MultiWorkerMirroredStrate
   transport_options.startup_timeout = options.startup_timeout;
   transport_options.peer_timeout = options.peer_timeout;
   transport_options.on_peer_failure = options.on_peer_failure;
+  // TF_CONFIG's cluster becomes the TCP transport's list of members (net::GroupFromCluster); the
+  // collectives see only the connection set.
   auto transport =
-      net::Transport::Connect(config.cluster, config.task, std::move(transport_options));
+      net::TcpTransport::Connect(config.cluster, config.task, std::move(transport_options));
   if (!transport.ok()) return transport.status().WithContext("connecting to the other workers");
   collective::CommunicatorOptions communicator_options;
   communicator_options.same_host_memory = options.same_host_path;
   communicator_options.ring.skip_zero_words = options.zero_skipping;
   auto communicator = collective::Communicator::Create(
-      std::shared_ptr<net::Transport>(std::move(transport).value()), communicator_options);
+      std::shared_ptr<net::ConnectionSet>(std::move(transport).value()), communicator_options);
   if (!communicator.ok()) {
     return communicator.status().WithContext("setting up collectives");
   }

@@ -2,7 +2,7 @@
 //
 // The tasks of TF_CONFIG that train (chief, master, worker; TensorFlow's worker_count) form one
 // all-reduce group, ranked chief first, then workers by index (cluster::WorkerTasks). Rendezvous,
-// authentication with COHORT_JOB_SECRET and failure detection are net::Transport's; the
+// authentication with COHORT_JOB_SECRET and failure detection are net::TcpTransport's; the
 // collectives are collective::Communicator's, which give every rank bit-identical sums, so the
 // replicas of the model never drift apart. When a peer dies, every pending and later call fails
 // with Unavailable naming it: the group cannot be repaired in place, and the worker is expected to

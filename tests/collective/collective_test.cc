@@ -17,6 +17,7 @@
 #include "collective/communicator.h"
 #include "collective/data_type.h"
 #include "element_value.h"
+#include "net/tcp/tcp_transport.h"
 #include "testing/host.h"
 #include "testing/multi_process.h"
 
@@ -92,7 +93,7 @@ std::vector<ChildOutcome> RunGroup(
         options.listening_fd = cluster.TakeListener(rank);
         cluster.CloseOthers(rank);
         options.log_warning = [](const std::string& message) { Report("warning: " + message); };
-        auto transport = net::Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        auto transport = net::TcpTransport::Connect(cluster.spec(), cluster.task(rank), options);
         if (!transport.ok()) {
           Report(transport.status().ToString());
           return 10;
@@ -477,7 +478,7 @@ TEST_P(ZeroSkippingRingTest, MostlyZeroDataGivesTheSameBitsInFewerBytesBetweenHo
       for (int peer = 0; peer < ranks; ++peer) {
         if (layout == ZeroSkippingLayout::kOneHost ||
             topology.HostOf(peer) != topology.HostOf(communicator.rank())) {
-          bytes += communicator.transport().DataBytesSentTo(peer);
+          bytes += communicator.connections().DataBytesSentTo(peer);
         }
       }
       return bytes;

@@ -19,6 +19,7 @@
 #include "collective/communicator.h"
 #include "collective/data_type.h"
 #include "collective/element_value.h"
+#include "net/tcp/tcp_transport.h"
 
 namespace cohort::collective {
 namespace {
@@ -93,7 +94,7 @@ int Run(int rank, const std::vector<std::string>& endpoints) {
   options.job_name = "emulated-all-reduce";
   options.secret = "emulated all-reduce secret";
   options.startup_timeout = std::chrono::seconds(60);
-  auto transport = net::Transport::Connect(spec, {"worker", rank}, options);
+  auto transport = net::TcpTransport::Connect(spec, {"worker", rank}, options);
   if (!transport.ok()) {
     std::printf("rank %d: %s\n", rank, transport.status().ToString().c_str());
     return 1;

@@ -1,7 +1,5 @@
-// Transport tests with real processes on loopback: rendezvous, authentication, malformed frames
+// TcpTransport tests with real processes on loopback: rendezvous, authentication, malformed frames
 // and failure detection.
-#include "net/transport.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,8 +8,9 @@
 #include <filesystem>
 #include <numeric>
 
-#include "net/exchange.h"
 #include "net/handshake.h"
+#include "net/tcp/tcp_exchange.h"
+#include "net/tcp/tcp_transport.h"
 #include "testing/files.h"
 #include "testing/multi_process.h"
 #include "testing/scratch_directory.h"
@@ -44,15 +43,18 @@ TransportOptions Options(LocalCluster& cluster, int rank) {
   return options;
 }
 
-// Each rank sends `bytes` to every peer and checks what every peer sent back.
-Status ExchangeWithEveryone(Transport& transport, uint64_t tag, size_t bytes) {
-  const int size = transport.size();
-  const int rank = transport.rank();
+// Each rank sends `bytes` to every peer and checks what every peer sent back; through the seam
+// (connection_set.h) alone, as the collectives use it.
+Status ExchangeWithEveryone(ConnectionSet& connections, uint64_t tag, size_t bytes) {
+  const int size = connections.size();
+  const int rank = connections.rank();
   std::vector<int> peers;
   for (int peer = 0; peer < size; ++peer) {
     if (peer != rank) peers.push_back(peer);
   }
-  Exchange exchange(transport, peers, tag, "test exchange", Deadline::After(60s));
+  std::unique_ptr<PeerExchange> opened =
+      connections.OpenExchange(peers, tag, "test exchange", Deadline::After(60s));
+  PeerExchange& exchange = *opened;
   COHORT_RETURN_IF_ERROR(exchange.status());
   std::vector<uint8_t> mine(bytes);
   for (size_t i = 0; i < bytes; ++i) mine[i] = static_cast<uint8_t>(rank * 31 + i);
@@ -75,15 +77,15 @@ Status ExchangeWithEveryone(Transport& transport, uint64_t tag, size_t bytes) {
 
 // Sends a ring of `bytes` messages around the ring until the transport fails or `rounds` pass.
 // Returns the first error.
-Status RingTraffic(Transport& transport, int rounds, size_t bytes,
+Status RingTraffic(TcpTransport& transport, int rounds, size_t bytes,
                    const std::function<void(int)>& after_round = nullptr) {
   const int size = transport.size();
   const int rank = transport.rank();
   const int left = (rank - 1 + size) % size, right = (rank + 1) % size;
   std::vector<uint8_t> out(bytes, 1), in(bytes);
   for (int round = 0; round < rounds; ++round) {
-    Exchange exchange(transport, {left, right}, static_cast<uint64_t>(round + 1), "ring round",
-                      Deadline::After(60s));
+    TcpExchange exchange(transport, {left, right}, static_cast<uint64_t>(round + 1), "ring round",
+                         Deadline::After(60s));
     COHORT_RETURN_IF_ERROR(exchange.status());
     exchange.Receive(left, in.data(), bytes);
     exchange.Send(right, out.data(), bytes);
@@ -105,7 +107,7 @@ TEST(TransportTest, TasksStartingInAnyOrderFindEachOther) {
         if (rank + 1 < cluster.size() && !WaitForFile(started(rank + 1), 20s)) return 6;
         WriteText(started(rank), "");
         auto transport =
-            Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
+            TcpTransport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) {
           Report(transport.status().ToString());
           return 1;
@@ -126,13 +128,56 @@ TEST(TransportTest, TasksStartingInAnyOrderFindEachOther) {
     ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
 }
 
+TEST(TransportTest, MembersListedByEndpointFindEachOther) {
+  // The plain form of the rendezvous: members and a rank, no cluster spec.
+  LocalCluster cluster(3);
+  std::vector<GroupMember> members;
+  for (int rank = 0; rank < cluster.size(); ++rank) {
+    members.push_back({cluster.task(rank), cluster.endpoint(rank)});
+  }
+  auto outcomes = RunProcesses(
+      cluster.size(),
+      [&](int rank) {
+        auto transport = TcpTransport::Connect(members, rank, Options(cluster, rank));
+        if (!transport.ok()) {
+          Report(transport.status().ToString());
+          return 1;
+        }
+        ConnectionSet& connections = **transport;
+        if (connections.rank() != rank || connections.size() != cluster.size()) return 2;
+        if (connections.PeerName(2) != "worker:2 (" + cluster.endpoint(2) + ")") return 3;
+        if (connections.HostIdentity(0).empty() ||
+            connections.HostIdentity(0) != connections.HostIdentity(1)) {
+          return 4;
+        }
+        Status status = ExchangeWithEveryone(connections, 1, 4096);
+        if (!status.ok()) {
+          Report(status.ToString());
+          return 5;
+        }
+        return connections.DataBytesSent() == 2 * 4096 ? 0 : 6;
+      },
+      60s);
+  for (const ChildOutcome& outcome : outcomes)
+    ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
+}
+
+TEST(TransportTest, RankOutsideTheMembersIsRefused) {
+  TransportOptions options;
+  options.secret = "";
+  auto transport = TcpTransport::Connect({{{"worker", 0}, "127.0.0.1:1"}}, 1, options);
+  ASSERT_FALSE(transport.ok());
+  EXPECT_NE(transport.status().message().find("rank 1 is not a member"), std::string::npos)
+      << transport.status().ToString();
+}
+
 TEST(TransportTest, LargeMessagesFlowBothWaysAtOnce) {
   LocalCluster cluster(2);
   auto outcomes = RunProcesses(
       2,
       [&](int rank) {
         auto transport =
-            Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
+            TcpTransport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         // Far more than the socket buffers hold: both sides must read while they write.
         Status status = ExchangeWithEveryone(**transport, 1, 48u << 20);
@@ -153,7 +198,7 @@ TEST(TransportTest, OpenModeWorksAndWarns) {
       [&](int rank) {
         TransportOptions options = Options(cluster, rank);
         options.secret = "";
-        auto transport = Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(rank), options);
         if (!transport.ok()) {
           Report(transport.status().ToString());
           return 1;
@@ -180,7 +225,7 @@ TEST(TransportTest, SingleTaskNeedsNoPeers) {
   TransportOptions options;
   options.secret = "";
   options.log_warning = [](const std::string&) {};
-  auto transport = Transport::Connect(spec, {"worker", 0}, options);
+  auto transport = TcpTransport::Connect(spec, {"worker", 0}, options);
   ASSERT_TRUE(transport.ok()) << transport.status().ToString();
   EXPECT_EQ((*transport)->size(), 1);
   EXPECT_TRUE((*transport)->health().ok());
@@ -192,12 +237,12 @@ TEST(TransportTest, NonParticipantsAndBadOptionsAreRefused) {
   spec.jobs["ps"] = {"127.0.0.1:2"};
   TransportOptions options;
   options.secret = "";
-  auto ps = Transport::Connect(spec, {"ps", 0}, options);
+  auto ps = TcpTransport::Connect(spec, {"ps", 0}, options);
   ASSERT_FALSE(ps.ok());
   EXPECT_NE(ps.status().message().find("ps:0 does not take part"), std::string::npos);
   options.peer_timeout = 1s;
   options.heartbeat_interval = 1s;
-  EXPECT_FALSE(Transport::Connect(spec, {"worker", 0}, options).ok());
+  EXPECT_FALSE(TcpTransport::Connect(spec, {"worker", 0}, options).ok());
 }
 
 TEST(TransportTest, StartupTimeoutNamesTheMissingPeers) {
@@ -212,7 +257,7 @@ TEST(TransportTest, StartupTimeoutNamesTheMissingPeers) {
   // worker:0 and worker:2 never run (their ports stay bound by this test, so connections hang
   // in the backlog instead of being refused: the harder case for a timeout).
   auto start = std::chrono::steady_clock::now();
-  auto transport = Transport::Connect(cluster.spec(), cluster.task(1), options);
+  auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(1), options);
   auto waited = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(transport.ok());
   EXPECT_EQ(transport.status().code(), Status::Code::kDeadlineExceeded);
@@ -275,8 +320,8 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
           for (int impostor = 2; process == 1 && impostor < 2 + kImpostors; ++impostor) {
             WaitForFile(directory + "/" + std::to_string(impostor), 30s);
           }
-          auto transport =
-              Transport::Connect(cluster.spec(), cluster.task(process), Options(cluster, process));
+          auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(process),
+                                                 Options(cluster, process));
           if (!transport.ok()) {
             Report(transport.status().ToString());
             return 1;
@@ -296,7 +341,7 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
           options.startup_timeout = 3s;
           options.listening_fd = listener->Release();
           options.log_warning = [](const std::string&) {};
-          auto transport = Transport::Connect(cluster.spec(), cluster.task(1), options);
+          auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(1), options);
           Report("impostor: " + transport.status().ToString());
           finished(process);
           return transport.ok() ? 1 : 0;
@@ -378,9 +423,9 @@ TEST(TransportTest, MalformedFramesFailTheConnectionNamingThePeer) {
         [&](int rank) {
           if (rank == 0) {
             auto transport =
-                Transport::Connect(cluster.spec(), cluster.task(0), Options(cluster, 0));
+                TcpTransport::Connect(cluster.spec(), cluster.task(0), Options(cluster, 0));
             if (!transport.ok()) return 1;
-            Exchange exchange(**transport, {1}, 1, "receive", Deadline::After(20s));
+            TcpExchange exchange(**transport, {1}, 1, "receive", Deadline::After(20s));
             uint8_t buffer[8];
             exchange.Receive(1, buffer, sizeof(buffer));
             Status status = exchange.Finish();
@@ -435,7 +480,7 @@ TEST(TransportTest, HungPeerIsDetectedWithinThePeerTimeout) {
         options.heartbeat_interval = 250ms;
         std::string told;  // what on_peer_failure was told, for job control
         options.on_peer_failure = [&](const std::string& report) { told = report; };
-        auto transport = Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(rank), options);
         if (!transport.ok()) return 1;
         Status status = RingTraffic(**transport, 1000000, 1 << 20, [&](int round) {
           if (round == 2 && rank == 2) Report("ready");
@@ -487,9 +532,9 @@ TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
   const std::filesystem::path judged = scratch.path() / "judged";
   const auto peer_timeout = 1s;
   const auto idle = 1500ms;  // longer than the peer timeout
-  auto exchange = [](Transport& transport, uint64_t tag, int receives, bool send) {
-    Exchange exchange(transport, {1 - transport.rank()}, tag, "op " + std::to_string(tag),
-                      Deadline::After(20s));
+  auto exchange = [](TcpTransport& transport, uint64_t tag, int receives, bool send) {
+    TcpExchange exchange(transport, {1 - transport.rank()}, tag, "op " + std::to_string(tag),
+                         Deadline::After(20s));
     COHORT_RETURN_IF_ERROR(exchange.status());
     uint8_t out[8] = {}, in[2][8];
     for (int i = 0; i < receives; ++i) exchange.Receive(1 - transport.rank(), in[i], 8);
@@ -503,9 +548,9 @@ TEST(TransportTest, PeerAheadIsJudgedOnceItsDataIsClaimed) {
         options.peer_timeout = peer_timeout;
         options.heartbeat_interval = 250ms;
         options.shutdown_timeout = 1s;
-        auto transport = Transport::Connect(cluster.spec(), cluster.task(rank), options);
+        auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(rank), options);
         if (!transport.ok()) return 1;
-        Transport& net = **transport;
+        TcpTransport& net = **transport;
         if (rank == 1) {
           // Alive and ahead: operation 1's data is sent, then it waits in operation 2.
           if (!exchange(net, 1, 0, true).ok()) return 2;
@@ -569,7 +614,7 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
       3,
       [&](int rank) {
         auto transport =
-            Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
+            TcpTransport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         if (rank == 2) {
           if (!WaitForFile(talking, 20s)) return 3;
@@ -578,7 +623,7 @@ TEST(TransportTest, DeadPeerIsReportedToEveryTask) {
         // Ranks 0 and 1 talk only to each other; they learn about rank 2 from the monitor.
         double start = MonotonicSeconds();
         for (uint64_t round = 1; MonotonicSeconds() - start < 20; ++round) {
-          Exchange exchange(**transport, {1 - rank}, round, "pair round", Deadline::After(20s));
+          TcpExchange exchange(**transport, {1 - rank}, round, "pair round", Deadline::After(20s));
           uint8_t in = 0, out = 1;
           Status status = exchange.status();
           if (status.ok()) {
@@ -617,7 +662,7 @@ TEST(TransportTest, GoodbyeIsNotAFailureUntilSomeoneNeedsThePeer) {
       2,
       [&](int rank) {
         auto transport =
-            Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
+            TcpTransport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         if (!ExchangeWithEveryone(**transport, 1, 100).ok()) return 2;
         if (rank == 1) {
@@ -646,7 +691,7 @@ TEST(TransportTest, TasksOutOfStepGetAnErrorInsteadOfMixedData) {
       2,
       [&](int rank) {
         auto transport =
-            Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
+            TcpTransport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         // Rank 0 runs operation 1 with 64 bytes, rank 1 runs operation 2.
         Status status = ExchangeWithEveryone(**transport, 1 + rank, 64);
@@ -669,10 +714,10 @@ TEST(TransportTest, ReceiveAtMostTakesShorterMessagesAndRefusesLongerOnes) {
       2,
       [&](int rank) {
         auto transport =
-            Transport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
+            TcpTransport::Connect(cluster.spec(), cluster.task(rank), Options(cluster, rank));
         if (!transport.ok()) return 1;
         const int peer = 1 - rank;
-        Exchange exchange(**transport, {peer}, 1, "sizes", Deadline::After(30s));
+        TcpExchange exchange(**transport, {peer}, 1, "sizes", Deadline::After(30s));
         if (rank == 0) {
           std::vector<uint8_t> short_message(100, 7), full(256, 8), too_long(300, 9);
           exchange.Send(peer, short_message.data(), short_message.size());

@@ -1,4 +1,4 @@
-#include "net/transport.h"
+#include "net/tcp/tcp_transport.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,6 +11,8 @@
 #include "cluster/peer_report.h"
 #include "net/auth.h"
 #include "net/rendezvous.h"
+#include "net/shared_memory_file.h"
+#include "net/tcp/tcp_exchange.h"
 
 namespace cohort::net {
 namespace {
@@ -46,18 +48,54 @@ Status ValidateOptions(const TransportOptions& options) {
   if (options.handshake_timeout <= milliseconds::zero()) {
     return Status::InvalidArgument("handshake timeout must be positive");
   }
-  if (options.participant_types.empty()) {
-    return Status::InvalidArgument("no participant task types");
-  }
   return Status::OK();
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Transport>> Transport::Connect(const cluster::ClusterSpec& cluster,
-                                                        const cluster::TaskId& self,
-                                                        TransportOptions options) {
+StatusOr<Group> GroupFromCluster(const cluster::ClusterSpec& cluster, const cluster::TaskId& self,
+                                 const std::vector<std::string>& participant_types) {
+  if (participant_types.empty()) return Status::InvalidArgument("no participant task types");
+  Group group;
+  bool found = false;
+  std::string participant_list;
+  for (const std::string& type : participant_types) {
+    if (!participant_list.empty()) participant_list += ", ";
+    participant_list += type;
+    for (int index = 0; index < cluster.NumTasks(type); ++index) {
+      cluster::TaskId task{type, index};
+      if (task == self) {
+        group.rank = static_cast<int>(group.members.size());
+        found = true;
+      }
+      group.members.push_back({task, cluster.Endpoint(task)});
+    }
+  }
+  if (!found) {
+    return Status::InvalidArgument("task " + self.ToString() +
+                                   " does not take part in collectives (participants: " +
+                                   participant_list + ") or is not in the cluster spec");
+  }
+  return group;
+}
+
+StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::Connect(const cluster::ClusterSpec& cluster,
+                                                              const cluster::TaskId& self,
+                                                              TransportOptions options) {
   COHORT_RETURN_IF_ERROR(ValidateOptions(options));
+  auto group = GroupFromCluster(cluster, self, options.participant_types);
+  if (!group.ok()) return group.status();
+  return Connect(std::move(group->members), group->rank, std::move(options));
+}
+
+StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::Connect(std::vector<GroupMember> members,
+                                                              int rank, TransportOptions options) {
+  COHORT_RETURN_IF_ERROR(ValidateOptions(options));
+  if (rank < 0 || rank >= static_cast<int>(members.size())) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) +
+                                   " is not a member of a group of " +
+                                   std::to_string(members.size()));
+  }
   if (!options.log_warning) {
     options.log_warning = [](const std::string& message) {
       std::fprintf(stderr, "cohort net: warning: %s\n", message.c_str());
@@ -65,30 +103,17 @@ StatusOr<std::unique_ptr<Transport>> Transport::Connect(const cluster::ClusterSp
   }
 
   Rendezvous::Participants participants;
-  std::string participant_list;
-  for (const std::string& type : options.participant_types) {
-    if (!participant_list.empty()) participant_list += ", ";
-    participant_list += type;
-    for (int index = 0; index < cluster.NumTasks(type); ++index) {
-      cluster::TaskId task{type, index};
-      const std::string endpoint_text = cluster.Endpoint(task);
-      auto endpoint = ParseEndpoint(endpoint_text);
-      if (!endpoint.ok()) {
-        return endpoint.status().WithContext("cluster spec entry of " + task.ToString());
-      }
-      if (task == self) participants.self_rank = static_cast<int>(participants.tasks.size());
-      participants.tasks.push_back(task);
-      participants.names.push_back(task.ToString() + " (" + endpoint_text + ")");
-      participants.endpoints.push_back(*endpoint);
+  for (const GroupMember& member : members) {
+    auto endpoint = ParseEndpoint(member.endpoint);
+    if (!endpoint.ok()) {
+      return endpoint.status().WithContext("cluster spec entry of " + member.task.ToString());
     }
+    participants.tasks.push_back(member.task);
+    participants.names.push_back(member.task.ToString() + " (" + member.endpoint + ")");
+    participants.endpoints.push_back(*endpoint);
   }
-  auto self_position = std::find(participants.tasks.begin(), participants.tasks.end(), self);
-  if (self_position == participants.tasks.end()) {
-    return Status::InvalidArgument("task " + self.ToString() +
-                                   " does not take part in collectives (participants: " +
-                                   participant_list + ") or is not in the cluster spec");
-  }
-  const int rank = participants.self_rank;
+  participants.self_rank = rank;
+  const cluster::TaskId self = members[rank].task;
 
   JobSecret secret =
       options.secret.has_value() ? JobSecret(*options.secret) : JobSecret::FromEnvironment();
@@ -101,8 +126,8 @@ StatusOr<std::unique_ptr<Transport>> Transport::Connect(const cluster::ClusterSp
         options.job_name + "\"");
   }
 
-  std::unique_ptr<Transport> transport(
-      new Transport(options, participants.tasks, participants.names, rank));
+  std::unique_ptr<TcpTransport> transport(
+      new TcpTransport(options, participants.tasks, participants.names, rank));
   transport->connections_.resize(size);
   if (size == 1) {
     if (options.listening_fd >= 0) close(options.listening_fd);
@@ -141,18 +166,8 @@ StatusOr<std::unique_ptr<Transport>> Transport::Connect(const cluster::ClusterSp
   return transport;
 }
 
-StatusOr<std::unique_ptr<Transport>> Transport::Connect(const cluster::TfConfig& config,
-                                                        TransportOptions options) {
-  if (config.sparse) {
-    return Status::InvalidArgument(
-        "TF_CONFIG uses the sparse cluster form, which does not list every worker; collectives "
-        "need the full cluster");
-  }
-  return Connect(config.cluster, config.task, std::move(options));
-}
-
-Transport::Transport(TransportOptions options, std::vector<cluster::TaskId> tasks,
-                     std::vector<std::string> names, int rank)
+TcpTransport::TcpTransport(TransportOptions options, std::vector<cluster::TaskId> tasks,
+                           std::vector<std::string> names, int rank)
     : options_(std::move(options)),
       tasks_(std::move(tasks)),
       names_(std::move(names)),
@@ -161,7 +176,7 @@ Transport::Transport(TransportOptions options, std::vector<cluster::TaskId> task
   monitor_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
-Transport::~Transport() {
+TcpTransport::~TcpTransport() {
   stopping_.store(true);
   if (monitor_.joinable()) {
     Signal(monitor_wake_fd_);
@@ -176,34 +191,50 @@ Transport::~Transport() {
   if (monitor_wake_fd_ >= 0) close(monitor_wake_fd_);
 }
 
-const std::string& Transport::HostIdentity(int rank) const {
+std::unique_ptr<PeerExchange> TcpTransport::OpenExchange(std::vector<int> peers, uint64_t tag,
+                                                         std::string description,
+                                                         Deadline deadline) {
+  return std::make_unique<TcpExchange>(*this, std::move(peers), tag, std::move(description),
+                                       deadline);
+}
+
+StatusOr<std::unique_ptr<SharedMemory>> TcpTransport::CreateSharedMemory(size_t bytes) {
+  return MemoryFileSharedMemory::Create(bytes);
+}
+
+StatusOr<std::unique_ptr<SharedMemory>> TcpTransport::OpenSharedMemory(
+    const SharedMemory::Invitation& invitation, size_t bytes) {
+  return MemoryFileSharedMemory::Open(invitation, bytes);
+}
+
+const std::string& TcpTransport::HostIdentity(int rank) const {
   if (rank == rank_) return ThisProcess().host_identity;
   return connections_[rank]->peer_process().host_identity;
 }
 
-bool Transport::CanReadMemoryOf(int rank) const {
+bool TcpTransport::CanReadMemoryOf(int rank) const {
   return rank != rank_ && connections_[rank]->can_read_peer_memory();
 }
 
-uint64_t Transport::DataBytesSent() const {
+uint64_t TcpTransport::DataBytesSent() const {
   uint64_t bytes = 0;
   for (int rank = 0; rank < size(); ++rank) bytes += DataBytesSentTo(rank);
   return bytes;
 }
 
-uint64_t Transport::DataBytesSentTo(int rank) const {
+uint64_t TcpTransport::DataBytesSentTo(int rank) const {
   const auto& connection = connections_[rank];
   return connection != nullptr ? connection->data_bytes_sent() : 0;
 }
 
-Status Transport::health() const {
+Status TcpTransport::health() const {
   if (!failed()) return Status::OK();
   std::lock_guard<std::mutex> lock(failure_mutex_);
   return failure_;
 }
 
-void Transport::RecordFailure(const Status& failure, bool tell_peers,
-                              const std::string& peer_report) {
+void TcpTransport::RecordFailure(const Status& failure, bool tell_peers,
+                                 const std::string& peer_report) {
   {
     std::lock_guard<std::mutex> lock(failure_mutex_);
     if (failed_.load()) return;
@@ -220,13 +251,13 @@ void Transport::RecordFailure(const Status& failure, bool tell_peers,
   Signal(monitor_wake_fd_);
 }
 
-std::string Transport::FailurePeerReport() const {
+std::string TcpTransport::FailurePeerReport() const {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   return failure_peer_report_;
 }
 
-std::string Transport::PeerReportOf(const Connection& connection, const Status& failure,
-                                    bool silent) const {
+std::string TcpTransport::PeerReportOf(const Connection& connection, const Status& failure,
+                                       bool silent) const {
   if (connection.received_failure_notice()) return connection.received_peer_report();
   // The connection's errors read "<peer name> <what happened>"; the report keeps what happened.
   std::string detail = failure.message();
@@ -242,11 +273,11 @@ std::string Transport::PeerReportOf(const Connection& connection, const Status& 
   return cluster::FormatPeerReport({tasks_[connection.peer_rank()], what, detail});
 }
 
-void Transport::StartMonitor() {
+void TcpTransport::StartMonitor() {
   monitor_ = std::thread([this] { MonitorLoop(); });
 }
 
-void Transport::MonitorLoop() {
+void TcpTransport::MonitorLoop() {
   const auto tick =
       std::min<std::chrono::nanoseconds>(options_.heartbeat_interval / 2, kMaxMonitorTick);
   std::vector<pollfd> fds;
@@ -301,7 +332,7 @@ void Transport::MonitorLoop() {
   }
 }
 
-void Transport::SendFailureNotices() {
+void TcpTransport::SendFailureNotices() {
   std::string failure;
   std::string peer_report;
   {
@@ -322,13 +353,13 @@ void Transport::SendFailureNotices() {
   }
 }
 
-std::optional<std::string> Transport::FailureMessage() const {
+std::optional<std::string> TcpTransport::FailureMessage() const {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (!failed_.load()) return std::nullopt;
   return failure_.message();
 }
 
-void Transport::SayGoodbye() {
+void TcpTransport::SayGoodbye() {
   // Every peer gets a goodbye; then this task waits until each peer has read everything it sent
   // and acknowledged by ending its own side of the stream, or until the shutdown timeout. Closing
   // earlier could destroy data a slower peer still has to read (pytorch/gloo issues of the

@@ -1,4 +1,4 @@
-#include "net/exchange.h"
+#include "net/tcp/tcp_exchange.h"
 
 #include <poll.h>
 
@@ -9,8 +9,8 @@
 
 namespace cohort::net {
 
-Exchange::Exchange(Transport& transport, std::vector<int> peers, uint64_t tag,
-                   std::string description, Deadline deadline)
+TcpExchange::TcpExchange(TcpTransport& transport, std::vector<int> peers, uint64_t tag,
+                         std::string description, Deadline deadline)
     : transport_(transport),
       tag_(tag),
       description_(std::move(description)),
@@ -31,7 +31,7 @@ Exchange::Exchange(Transport& transport, std::vector<int> peers, uint64_t tag,
   initial_status_ = WithDescription(transport.health());
 }
 
-Exchange::~Exchange() {
+TcpExchange::~TcpExchange() {
   for (Link& link : links_) {
     Connection* connection = link.connection;
     bool finished =
@@ -43,48 +43,48 @@ Exchange::~Exchange() {
   }
 }
 
-Exchange::Link& Exchange::LinkTo(int peer) {
+TcpExchange::Link& TcpExchange::LinkTo(int peer) {
   assert(peer >= 0 && peer < static_cast<int>(link_of_rank_.size()) && link_of_rank_[peer] >= 0);
   return links_[link_of_rank_[peer]];
 }
 
-const Exchange::Link& Exchange::LinkTo(int peer) const {
+const TcpExchange::Link& TcpExchange::LinkTo(int peer) const {
   assert(peer >= 0 && peer < static_cast<int>(link_of_rank_.size()) && link_of_rank_[peer] >= 0);
   return links_[link_of_rank_[peer]];
 }
 
-void Exchange::Send(int peer, const void* data, size_t size) {
+void TcpExchange::Send(int peer, const void* data, size_t size) {
   assert(size <= kMaxDataPayload);
   Link& link = LinkTo(peer);
   link.connection->QueueData(tag_, data, static_cast<uint32_t>(size));
   ++link.sends_posted;
 }
 
-void Exchange::Receive(int peer, void* buffer, size_t size) {
+void TcpExchange::Receive(int peer, void* buffer, size_t size) {
   assert(size <= kMaxDataPayload);
   Link& link = LinkTo(peer);
   link.connection->PostReceive(tag_, buffer, static_cast<uint32_t>(size));
   ++link.receives_posted;
 }
 
-void Exchange::ReceiveAtMost(int peer, void* buffer, size_t capacity, uint32_t* received_size) {
+void TcpExchange::ReceiveAtMost(int peer, void* buffer, size_t capacity, uint32_t* received_size) {
   assert(capacity <= kMaxDataPayload && received_size != nullptr);
   Link& link = LinkTo(peer);
   link.connection->PostReceive(tag_, buffer, static_cast<uint32_t>(capacity), received_size);
   ++link.receives_posted;
 }
 
-uint64_t Exchange::sends_completed(int peer) const {
+uint64_t TcpExchange::sends_completed(int peer) const {
   const Link& link = LinkTo(peer);
   return link.connection->data_frames_sent() - link.sends_at_start;
 }
 
-uint64_t Exchange::receives_completed(int peer) const {
+uint64_t TcpExchange::receives_completed(int peer) const {
   const Link& link = LinkTo(peer);
   return link.connection->data_frames_received() - link.receives_at_start;
 }
 
-Status Exchange::WaitForReceives(int peer, uint64_t count) {
+Status TcpExchange::WaitForReceives(int peer, uint64_t count) {
   return WaitUntil([&] { return receives_completed(peer) >= count; },
                    [&] {
                      return "message " + std::to_string(receives_completed(peer) + 1) + " of " +
@@ -93,7 +93,7 @@ Status Exchange::WaitForReceives(int peer, uint64_t count) {
                    });
 }
 
-Status Exchange::WaitForSends(int peer, uint64_t count) {
+Status TcpExchange::WaitForSends(int peer, uint64_t count) {
   return WaitUntil([&] { return sends_completed(peer) >= count; },
                    [&] {
                      return "sending message " + std::to_string(sends_completed(peer) + 1) +
@@ -102,7 +102,7 @@ Status Exchange::WaitForSends(int peer, uint64_t count) {
                    });
 }
 
-Status Exchange::Finish() {
+Status TcpExchange::Finish() {
   auto all_done = [&] {
     for (const Link& link : links_) {
       if (link.connection->data_frames_sent() - link.sends_at_start < link.sends_posted ||
@@ -129,7 +129,7 @@ Status Exchange::Finish() {
   return WaitUntil(all_done, pending);
 }
 
-Status Exchange::Service() {
+Status TcpExchange::Service() {
   if (transport_.failed()) {
     TellPeersNow();
     return WithDescription(transport_.health());
@@ -148,7 +148,7 @@ Status Exchange::Service() {
   return Status::OK();
 }
 
-Status Exchange::ReadPeerMemory(int peer, uint64_t address, void* destination, size_t size) {
+Status TcpExchange::ReadPeerMemory(int peer, uint64_t address, void* destination, size_t size) {
   Connection* connection = LinkTo(peer).connection;
   if (!connection->can_read_peer_memory()) {
     return Fail(Status::FailedPrecondition("cannot read the memory of " +
@@ -166,13 +166,13 @@ Status Exchange::ReadPeerMemory(int peer, uint64_t address, void* destination, s
   return Fail(status);
 }
 
-Status Exchange::Fail(const Status& failure, const std::string& peer_report) {
+Status TcpExchange::Fail(const Status& failure, const std::string& peer_report) {
   transport_.RecordFailure(failure, /*tell_peers=*/true, peer_report);
   TellPeersNow();
   return WithDescription(transport_.health());
 }
 
-void Exchange::TellPeersNow() {
+void TcpExchange::TellPeersNow() {
   std::optional<std::string> failure = transport_.FailureMessage();
   if (!failure.has_value()) return;
   const std::string peer_report = transport_.FailurePeerReport();
@@ -185,11 +185,11 @@ void Exchange::TellPeersNow() {
   }
 }
 
-Status Exchange::WithDescription(const Status& status) const {
+Status TcpExchange::WithDescription(const Status& status) const {
   return status.WithContext(description_);
 }
 
-Status Exchange::PumpLink(Link& link) {
+Status TcpExchange::PumpLink(Link& link) {
   Connection* connection = link.connection;
   Status status = connection->Pump(false);
   if (status.ok()) return status;
@@ -199,8 +199,8 @@ Status Exchange::PumpLink(Link& link) {
   return WithDescription(transport_.health());
 }
 
-Status Exchange::WaitUntil(const std::function<bool()>& done,
-                           const std::function<std::string()>& waiting_for) {
+Status TcpExchange::WaitUntil(const std::function<bool()>& done,
+                              const std::function<std::string()>& waiting_for) {
   const auto heartbeat_interval = transport_.options().heartbeat_interval;
   const auto peer_timeout = transport_.options().peer_timeout;
   std::vector<pollfd>& fds = poll_fds_;

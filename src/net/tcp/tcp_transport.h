@@ -1,14 +1,18 @@
-// Transport: authenticated, framed TCP connections between the tasks of one training cluster.
+// TcpTransport: the TCP implementation of net::ConnectionSet (connection_set.h): authenticated,
+// framed TCP connections between the ranks of one training group, with the same-host memory
+// capability (reads of peers' memory, shared memory files) where the handshake proved it works.
 //
-//   auto transport = net::Transport::Connect(cluster, self, options);   // rendezvous
-//   ... collective operations drive transport->... through net::Exchange ...
+//   auto transport = net::TcpTransport::Connect(members, rank, options);   // rendezvous
+//   ... collective operations open exchanges (tcp_exchange.h) through the ConnectionSet ...
 //
-// Who takes part. The tasks whose type is in TransportOptions::participant_types ("chief",
-// "master", "worker" by default) take part, ranked in that order of types and by index within a
-// type: with a chief and three workers, chief:0 is rank 0 and worker:2 is rank 3. Parameter
-// servers and evaluators do not take part in collectives.
+// Who takes part: a plain list of members, each a task identity and an endpoint ("host:port"),
+// in rank order, and this task's rank. The job name and secret (TransportOptions) are the job
+// identity the handshake proves. GroupFromCluster turns a cluster spec (TF_CONFIG) into that list:
+// the tasks whose type is in TransportOptions::participant_types ("chief", "master", "worker" by
+// default), in that order of types and by index within a type: with a chief and three workers,
+// chief:0 is rank 0 and worker:2 is rank 3. Parameter servers and evaluators take no part.
 //
-// Rendezvous needs nothing but the cluster spec. Each task listens on the port of its own endpoint
+// Rendezvous needs nothing but the members. Each task listens on the port of its own endpoint
 // and connects to every lower-ranked task, retrying with backoff until
 // TransportOptions::startup_timeout, so tasks may start in any order. Every connection begins
 // with the handshake of handshake.h; a process that fails it is refused and logged, and the
@@ -24,13 +28,13 @@
 //
 // Threads. The transport has one thread of its own, the monitor, which sends heartbeats and
 // watches connections between operations. An operation's I/O runs on the thread that runs the
-// operation (see exchange.h).
+// operation (see tcp_exchange.h).
 //
 // Shutdown. The destructor sends every peer a goodbye and waits (at most shutdown_timeout) until
 // each peer has read everything and acknowledged, so that a task that finishes first cannot
 // destroy data a slower peer still has to read.
 //
-// One Communicator (collective/communicator.h) per Transport: operation numbers belong to the
+// One Communicator (collective/communicator.h) per transport: operation numbers belong to the
 // communicator, and two communicators on one transport would mistake each other's messages.
 #pragma once
 
@@ -46,8 +50,8 @@
 
 #include "base/status.h"
 #include "cluster/cluster_spec.h"
-#include "cluster/tf_config.h"
 #include "net/connection.h"
+#include "net/connection_set.h"
 
 namespace cohort::net {
 
@@ -56,7 +60,8 @@ struct TransportOptions {
   std::string job_name;
   // The job secret. Unset: read COHORT_JOB_SECRET. Empty: open mode (with a warning).
   std::optional<std::string> secret;
-  // Task types that take part in collectives, in rank order.
+  // Task types that take part in collectives, in rank order (read only by the cluster-spec form
+  // of TcpTransport::Connect).
   std::vector<std::string> participant_types = {"chief", "master", "worker"};
   // How long the rendezvous waits for every peer to be reachable and to pass the handshake.
   std::chrono::milliseconds startup_timeout = std::chrono::minutes(5);
@@ -87,58 +92,80 @@ struct TransportOptions {
   std::function<void(const std::string&)> log_warning;
 };
 
-class Exchange;
+// One member of a group: who it is (the identity its handshake proves) and where it listens.
+struct GroupMember {
+  cluster::TaskId task;
+  std::string endpoint;  // "host:port"
+};
 
-// Thread-safe: any thread may read the accessors and health(); Exchanges from several threads
+// The members of the group a task of `cluster` joins, in rank order, and its own rank: the tasks
+// whose type is in `participant_types`, in that order of types and by index within a type. Fails
+// when `self` takes no part. The adapter from TF_CONFIG's cluster to a plain list of endpoints.
+struct Group {
+  std::vector<GroupMember> members;
+  int rank = 0;
+};
+StatusOr<Group> GroupFromCluster(const cluster::ClusterSpec& cluster, const cluster::TaskId& self,
+                                 const std::vector<std::string>& participant_types);
+
+class TcpExchange;
+
+// Thread-safe: any thread may read the accessors and health(); exchanges from several threads
 // take turns on the connections they share.
-class Transport {
+class TcpTransport : public ConnectionSet, public SameHostMemory {
  public:
-  // Rendezvous: returns once this task has an authenticated connection to every other
-  // participant, or fails naming the peers it could not reach or trust.
-  static StatusOr<std::unique_ptr<Transport>> Connect(const cluster::ClusterSpec& cluster,
-                                                      const cluster::TaskId& self,
-                                                      TransportOptions options);
-  // The same, for the cluster and task that TF_CONFIG names (cluster/tf_config.h). The sparse
-  // form of TF_CONFIG does not list the other workers, so collectives cannot use it.
-  static StatusOr<std::unique_ptr<Transport>> Connect(const cluster::TfConfig& config,
-                                                      TransportOptions options);
+  // Rendezvous: returns once this task (members[rank]) has an authenticated connection to every
+  // other member, or fails naming the peers it could not reach or trust.
+  static StatusOr<std::unique_ptr<TcpTransport>> Connect(std::vector<GroupMember> members, int rank,
+                                                         TransportOptions options);
+  // The same for the participants of a cluster spec (GroupFromCluster with
+  // options.participant_types). The sparse form of TF_CONFIG does not list the other workers, so
+  // collectives cannot use it.
+  static StatusOr<std::unique_ptr<TcpTransport>> Connect(const cluster::ClusterSpec& cluster,
+                                                         const cluster::TaskId& self,
+                                                         TransportOptions options);
 
   // Says goodbye to every peer (so that they can tell an orderly exit from a crash), waits until
   // each has read everything this task sent (at most shutdown_timeout) and closes.
-  ~Transport();
+  ~TcpTransport() override;
 
-  Transport(const Transport&) = delete;
-  Transport& operator=(const Transport&) = delete;
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return static_cast<int>(tasks_.size()); }
-  const cluster::TaskId& task(int rank) const { return tasks_[rank]; }
+  // ConnectionSet.
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(tasks_.size()); }
   // "worker:2 (localhost:23456)".
-  const std::string& PeerName(int rank) const { return names_[rank]; }
+  const std::string& PeerName(int rank) const override { return names_[rank]; }
+  // As the rank's handshake described it (boot id and namespaces, see same_host.h).
+  const std::string& HostIdentity(int rank) const override;
+  size_t MaxMessageBytes() const override { return kMaxDataPayload; }
+  // OK while every peer is healthy; afterwards the first failure, which names the peer.
+  Status health() const override;
+  // Payload bytes of the collectives' messages this task has sent to all peers so far (the
+  // same-host paths excepted): what the network carried.
+  uint64_t DataBytesSent() const override;
+  // The same, to one peer (0 for this task).
+  uint64_t DataBytesSentTo(int rank) const override;
+  // A TcpExchange (tcp_exchange.h).
+  std::unique_ptr<PeerExchange> OpenExchange(std::vector<int> peers, uint64_t tag,
+                                             std::string description, Deadline deadline) override;
+  // This transport: CanReadMemoryOf says whose memory the handshakes proved readable.
+  SameHostMemory* same_host_memory() override { return this; }
+
+  // SameHostMemory: process_vm_readv where the handshake's probe read back (same_host.h), and
+  // memory files (shared_memory_file.h). Each task decides on its own, so the tasks must agree
+  // (for example by an all-reduce) before relying on it.
+  bool CanReadMemoryOf(int rank) const override;
+  bool CanReadMemoryOfAllPeers() const override { return can_read_all_peers_; }
+  StatusOr<std::unique_ptr<SharedMemory>> CreateSharedMemory(size_t bytes) override;
+  StatusOr<std::unique_ptr<SharedMemory>> OpenSharedMemory(
+      const SharedMemory::Invitation& invitation, size_t bytes) override;
+
+  const cluster::TaskId& task(int rank) const { return tasks_[rank]; }
   const TransportOptions& options() const { return options_; }
 
-  // OK while every peer is healthy; afterwards the first failure, which names the peer.
-  Status health() const;
-
-  // Payload bytes of the collectives' messages this task has sent to all peers so far (the
-  // same-host paths excepted): what the network carried, for tests and benchmarks.
-  uint64_t DataBytesSent() const;
-  // The same, to one peer (0 for this task).
-  uint64_t DataBytesSentTo(int rank) const;
-
-  // True when this process can read every other participant's memory directly (all run on this
-  // host and the kernel allows it; see same_host.h). Each task decides this on its own,
-  // so the tasks must agree (for example by an all-reduce) before relying on it.
-  bool CanReadMemoryOfAllPeers() const { return can_read_all_peers_; }
-
-  // The host `rank` runs on, as its handshake described it (boot id and namespaces, see
-  // same_host.h); equal strings mean the same host, and an empty one means unknown.
-  const std::string& HostIdentity(int rank) const;
-  // True when this process can read `rank`'s memory directly (another participant; see
-  // same_host.h). Decided by each task on its own, like CanReadMemoryOfAllPeers.
-  bool CanReadMemoryOf(int rank) const;
-
-  // Records a failure (the first one wins) and wakes every waiting Exchange. With `tell_peers`
+  // Records a failure (the first one wins) and wakes every waiting exchange. With `tell_peers`
   // the monitor also sends it to every peer; a failure that arrived as a notice was already sent
   // to everyone by the task that detected it. `peer_report` names the peer that failed
   // (cluster/peer_report.h), or is empty when the failure names none.
@@ -149,10 +176,10 @@ class Transport {
   std::string FailurePeerReport() const;
 
  private:
-  friend class Exchange;
+  friend class TcpExchange;
 
-  Transport(TransportOptions options, std::vector<cluster::TaskId> tasks,
-            std::vector<std::string> names, int rank);
+  TcpTransport(TransportOptions options, std::vector<cluster::TaskId> tasks,
+               std::vector<std::string> names, int rank);
 
   Connection* connection(int rank) { return connections_[rank].get(); }
   // An eventfd that becomes readable, for good, once a failure is recorded.
