@@ -1,8 +1,9 @@
 #!/bin/sh
 # smoke.sh PREFIX COMMAND [ARGS...]: runs a benchmark at a tiny size, as ctest's smoke tests do
 # (label smoke), so that a benchmark cannot break unnoticed. Prints what it printed; fails when it
-# exits non-zero or its last line, the summary, does not start with PREFIX. The figures of such a
-# run mean nothing. Exit status 77 (a benchmark that cannot run here, saying why) is passed on, for
+# exits non-zero or its last line, the summary, does not start with PREFIX, or its figure right
+# after PREFIX is "n/a" (what it compares against did not run: a peer library missing from the
+# build). The figures of such a run mean nothing. Exit status 77 (a benchmark that cannot run here, saying why) is passed on, for
 # ctest's SKIP_RETURN_CODE.
 prefix="$1"
 shift
@@ -18,6 +19,10 @@ if [ "$status" -ne 0 ]; then
 fi
 last="$(printf '%s\n' "$output" | tail -n 1)"
 case "$last" in
+  "$prefix"n/a*)
+    echo "smoke: the summary of $1 has no figure (\"$last\"): what it compares against did not run" >&2
+    exit 1
+    ;;
   "$prefix"*) exit 0 ;;
 esac
 echo "smoke: the last line of $1 is not its summary (\"$prefix...\"): $last" >&2

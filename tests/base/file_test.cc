@@ -101,10 +101,7 @@ TEST(WriteFileAtomicallyTest, AMissingDirectoryIsNamed) {
 // old file stays whole, and nothing partial is left beside it.
 TEST(WriteFileAtomicallyTest, AFullDiskIsAnErrorNamingTheFileAndLeavesTheOldOne) {
   cohort::testing::SmallFileSystem disk(64 * 1024);
-  if (!disk.mounted()) {
-    if (cohort::testing::RunningInCi()) FAIL() << disk.why_not();
-    GTEST_SKIP() << disk.why_not();
-  }
+  if (!disk.mounted()) COHORT_SKIP_OR_FAIL_IN_CI(disk.why_not());
   const fs::path path = disk.path() / "ckpt-1.pt";
   ASSERT_TRUE(WriteFileAtomically(path, std::string(16 * 1024, 'a')).ok());
   Status status = WriteFileAtomically(path, std::string(128 * 1024, 'b'));

@@ -3,10 +3,12 @@
 //
 // The default sweep keeps to a few seconds per test on two cores: 1 to 5, 8 and 16 ranks, the
 // largest counts with the fewest ranks, and the same-host path on buffers of several MiB. The long
-// sweep, 4 to 16 ranks with large buffers, is the ctest test collective_long_sweep (label "long":
-// `ctest -L long`, or COHORT_LONG_TESTS=1
-// ./run-tests.sh), which runs AllReduceLongTest with COHORT_COLLECTIVE_LONG_SWEEP=1.
+// sweep, 4 to 16 ranks with large buffers, is AllReduceLongTest.DISABLED_..., which gtest runs only
+// when asked (--gtest_also_run_disabled_tests): the ctest test collective_long_sweep (label "long":
+// `ctest -L long`, or COHORT_LONG_TESTS=1 ./run-tests.sh) asks; the per-test registration leaves
+// it out, so that it is never reported as skipped.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include "net/tcp/tcp_transport.h"
 #include "testing/host.h"
 #include "testing/multi_process.h"
+#include "testing/wait.h"
 
 namespace cohort::collective {
 namespace {
@@ -31,11 +34,6 @@ using cohort::testing::MonotonicSeconds;
 using cohort::testing::Report;
 using cohort::testing::RunProcesses;
 using namespace std::chrono_literals;
-
-bool LongTests() {
-  const char* value = std::getenv("COHORT_COLLECTIVE_LONG_SWEEP");
-  return value != nullptr && std::string(value) == "1";
-}
 
 const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16,
                            DataType::kFloat16, DataType::kInt32,   DataType::kInt64};
@@ -140,12 +138,9 @@ std::vector<ChildOutcome> RunGroup(
 void ExpectAllSucceeded(const std::vector<ChildOutcome>& outcomes) {
   for (const ChildOutcome& outcome : outcomes) {
     if (outcome.exit_code != 12) continue;
-    if (cohort::testing::RunningInCi()) {
-      FAIL() << "the same-host path is not available in CI: "
-             << cohort::testing::CrossProcessReadsRefused() << "\n"
-             << Describe(outcomes);
-    }
-    GTEST_SKIP() << cohort::testing::CrossProcessReadsRefused();
+    COHORT_SKIP_OR_FAIL_IN_CI(
+        "the same-host path is not available here: " + cohort::testing::CrossProcessReadsRefused() +
+        "\n" + Describe(outcomes));
   }
   for (const ChildOutcome& outcome : outcomes) {
     ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
@@ -609,8 +604,7 @@ TEST_P(AllReduceLargeBuffersTest, SameHostMatchesTheSerialReference) {
 INSTANTIATE_TEST_SUITE_P(RankCounts, AllReduceLargeBuffersTest, ::testing::Values(2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "Ranks"; });
 
-TEST(AllReduceLongTest, UpToSixteenRanksAndLargeBuffers) {
-  if (!LongTests()) GTEST_SKIP() << "the long sweep runs as ctest -L long";
+TEST(AllReduceLongTest, DISABLED_UpToSixteenRanksAndLargeBuffers) {
   for (int ranks : {4, 6, 7, 9, 12, 16}) {
     for (Path path : {Path::kTcp, Path::kSameHost}) {
       GroupSetup setup;
@@ -886,7 +880,12 @@ TEST(MismatchTest, DifferentCollectivesThroughSharedMemoryFail) {
 }
 
 // The parent's side of a killed-rank test: waits (at most 20 s) for rank `victim` to report that
-// it is under way, then SIGKILLs it and records when.
+// it is under way (it reports as it enters its second operation), then SIGKILLs it 20 ms later and
+// records when. The 20 ms orders nothing the test waits for: it places the kill inside that
+// operation's exchange rather than at its start. A kill at the very start (no delay) makes the
+// same-host path fail about one run in three: the first survivor to fail goes on to its next
+// operation, and a survivor still in the failed one then fails naming that survivor (another
+// collective operation) instead of the dead task, a race in src/collective left to its owners.
 auto KillOnceReady(int victim, double* killed_at) {
   return [victim, killed_at](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
     cohort::testing::WaitForFirstReport(report_fds[victim]);
@@ -979,12 +978,16 @@ TEST(HungRankTest, OthersFailWithinThePeerTimeoutNamingIt) {
       60s,
       [&stopped_at](const std::vector<pid_t>& pids, const std::vector<int>& report_fds) {
         cohort::testing::WaitForFirstReport(report_fds[2]);
-        std::this_thread::sleep_for(20ms);
         kill(pids[2], SIGSTOP);
         stopped_at = MonotonicSeconds();
-        // Ends the stopped rank long after the others must have failed (the detection bound is
-        // 2 s); a survivor that only failed because of this kill fails the bound below.
-        std::this_thread::sleep_for(8s);
+        // Ends the stopped rank once both others have reported their failure (their first
+        // report, left in the pipe for their outcome) or at most 20 s later, far past the 2 s
+        // detection bound; a survivor that only failed because of this kill fails the bound below.
+        auto reported = [&](int rank) {
+          pollfd report{report_fds[rank], POLLIN, 0};
+          return poll(&report, 1, 0) == 1 && (report.revents & (POLLIN | POLLHUP)) != 0;
+        };
+        cohort::testing::WaitUntil([&] { return reported(0) && reported(1); }, 20s, 10ms);
         kill(pids[2], SIGKILL);
       });
   for (int rank = 0; rank < 2; ++rank) {

@@ -24,8 +24,7 @@ class TrainingOnEmulatedHosts : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string missing = MissingForEmulatedHosts(); !missing.empty()) {
-      if (RunningInCi()) FAIL() << "emulated hosts need what this machine lacks: " << missing;
-      GTEST_SKIP() << "emulated hosts need what this machine lacks: " << missing;
+      COHORT_SKIP_OR_FAIL_IN_CI("emulated hosts need what this machine lacks: " + missing);
     }
     train::testing::WriteDatasetFiles(train::testing::MakeSyntheticDataset(64, 1, 28), data_,
                                       "train", /*gzip=*/false);

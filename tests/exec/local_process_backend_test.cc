@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "exec_test_support.h"
+#include "testing/host.h"
 
 namespace cohort::exec {
 namespace {
@@ -181,8 +182,14 @@ class MemoryCgroup {
 // of 32 MiB and grows past it; the kernel's record says so, and the backend reports it.
 TEST_F(LocalProcessBackendTest, AnOomKillIsReportedWhenTheKernelRecordsIt) {
   MemoryCgroup cgroup(32 << 20);
-  if (cgroup.path().empty()) GTEST_SKIP() << "no memory cgroup can be made here";
-  if (access("/dev/kmsg", R_OK) != 0) GTEST_SKIP() << "the kernel's log cannot be read here";
+  if (cgroup.path().empty()) {
+    COHORT_SKIP_OR_FAIL_IN_CI(
+        "no memory cgroup can be made here (it needs root and a writable "
+        "cgroup file system)");
+  }
+  if (access("/dev/kmsg", R_OK) != 0) {
+    COHORT_SKIP_OR_FAIL_IN_CI("the kernel's log (/dev/kmsg) cannot be read here");
+  }
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
   job::Job job = ShellJob("oom", 1,

@@ -21,8 +21,7 @@ class AllReduceAcrossHostsTest : public ::testing::Test {
   void SetUp() override {
     const std::string missing = MissingForEmulatedHosts();
     if (missing.empty()) return;
-    if (RunningInCi()) FAIL() << "emulated hosts need what this machine lacks: " << missing;
-    GTEST_SKIP() << "emulated hosts need what this machine lacks: " << missing;
+    COHORT_SKIP_OR_FAIL_IN_CI("emulated hosts need what this machine lacks: " + missing);
   }
 
   // Runs `ranks_per_host` workers on each of `hosts` hosts (ranks numbered host by host) and

@@ -40,8 +40,7 @@ class EmulatedClusterTest : public ::testing::Test {
   void SetUp() override {
     const std::string missing = MissingForEmulatedHosts();
     if (missing.empty()) return;
-    if (RunningInCi()) FAIL() << "emulated hosts need what this machine lacks: " << missing;
-    GTEST_SKIP() << "emulated hosts need what this machine lacks: " << missing;
+    COHORT_SKIP_OR_FAIL_IN_CI("emulated hosts need what this machine lacks: " + missing);
   }
 
   std::unique_ptr<EmulatedCluster> Make(const EmulatedClusterOptions& options) {

@@ -48,14 +48,6 @@ const std::string kCMake = COHORT_CMAKE_COMMAND;
 const std::string kCPack = COHORT_CPACK_COMMAND;
 const std::string kVersion = COHORT_PROJECT_VERSION;
 
-// Skips the test saying why it cannot run here, or fails it in CI, where it must run.
-#define COHORT_SKIP_OR_FAIL(why)         \
-  do {                                   \
-    const std::string reason = (why);    \
-    if (RunningInCi()) FAIL() << reason; \
-    GTEST_SKIP() << reason;              \
-  } while (false)
-
 std::string Quoted(const std::string& text) { return ShellQuote(text); }
 
 std::string Quoted(const fs::path& path) { return Quoted(path.string()); }
@@ -111,7 +103,7 @@ void RunDemoJobs(const fs::path& bin, const fs::path& share, const fs::path& scr
 
   const fs::path data = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(data)) {
-    COHORT_SKIP_OR_FAIL(data.string() + " is missing (Debian's dataset-fashion-mnist)");
+    COHORT_SKIP_OR_FAIL_IN_CI(data.string() + " is missing (Debian's dataset-fashion-mnist)");
   }
   const std::string manifest = ReadText(share / "examples/mnist/tfjob.yaml");
   ASSERT_NE(manifest.find("replicas: 3"), std::string::npos) << manifest;
@@ -324,7 +316,8 @@ void BuildAndRunExamples(const fs::path& share, const fs::path& scratch, const s
 
   // custom-model alone: no TF_CONFIG (RunClean's environment is empty), a few steps.
   if (!fs::exists(kFashionMnist)) {
-    COHORT_SKIP_OR_FAIL(kFashionMnist.string() + " is missing (Debian's dataset-fashion-mnist)");
+    COHORT_SKIP_OR_FAIL_IN_CI(kFashionMnist.string() +
+                              " is missing (Debian's dataset-fashion-mnist)");
   }
   const fs::path alone = scratch / "custom-model-alone";
   CommandResult trained =
@@ -464,7 +457,8 @@ TEST_F(InstallTreeTest, TheTaxiExampleBuildsOutOfTreeAndTrainsAsAJob) {
 // to 3 minutes on 2 loaded cores (120 to 160 s measured, building included).
 TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
   if (!fs::exists(kFashionMnist)) {
-    COHORT_SKIP_OR_FAIL(kFashionMnist.string() + " is missing (Debian's dataset-fashion-mnist)");
+    COHORT_SKIP_OR_FAIL_IN_CI(kFashionMnist.string() +
+                              " is missing (Debian's dataset-fashion-mnist)");
   }
   const fs::path work = scratch() / "custom-model-job";
   const std::string path = (prefix() / "bin").string() + ":/usr/bin:/bin";
@@ -563,17 +557,18 @@ class DebianPackageTest : public ::testing::Test {
 };
 
 TEST_F(DebianPackageTest, InstallsRunsTheDemoAndRemovesCleanly) {
-  if (geteuid() != 0) COHORT_SKIP_OR_FAIL("installing a .deb needs root");
+  if (geteuid() != 0) COHORT_SKIP_OR_FAIL_IN_CI("installing a .deb needs root");
   for (const char* tool : {"dpkg-deb", "dpkg-shlibdeps", "file", "apt-get", "readelf"}) {
     if (RunCommand(std::string("command -v ") + tool).exit_code != 0) {
-      COHORT_SKIP_OR_FAIL(std::string(tool) +
-                          " is missing (scripts/setup.sh installs it: dpkg-dev, file, binutils)");
+      COHORT_SKIP_OR_FAIL_IN_CI(
+          std::string(tool) +
+          " is missing (scripts/setup.sh installs it: dpkg-dev, file, binutils)");
     }
   }
   for (const char* package : {"cohort", "cohort-dev"}) {
     if (PackageInstalled(package)) {
-      COHORT_SKIP_OR_FAIL(std::string("a package named ") + package +
-                          " is installed already; this test installs and purges its own");
+      COHORT_SKIP_OR_FAIL_IN_CI(std::string("a package named ") + package +
+                                " is installed already; this test installs and purges its own");
     }
   }
 
@@ -612,7 +607,7 @@ TEST_F(DebianPackageTest, InstallsRunsTheDemoAndRemovesCleanly) {
       if (arrow != std::string::npos) file = file.string().substr(0, arrow);
       package_files.push_back(file);
       if (fs::exists(fs::symlink_status(file))) {
-        COHORT_SKIP_OR_FAIL(file.string() + " exists already (installed by hand?)");
+        COHORT_SKIP_OR_FAIL_IN_CI(file.string() + " exists already (installed by hand?)");
       }
     }
   }
@@ -635,7 +630,7 @@ TEST_F(DebianPackageTest, InstallsRunsTheDemoAndRemovesCleanly) {
   if (!others.empty()) {
     std::string why = "apt-get would change other packages (scripts/setup.sh installs them):";
     for (const std::string& line : others) why += "\n  " + line;
-    COHORT_SKIP_OR_FAIL(why);
+    COHORT_SKIP_OR_FAIL_IN_CI(why);
   }
 
   installed_ = true;

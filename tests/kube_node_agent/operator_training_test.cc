@@ -22,6 +22,9 @@
 #include "testing/scratch_directory.h"
 #include "testing/wait.h"
 
+// Only in a build with cohort-train (COHORT_WITH_TORCH): without it these tests do not exist,
+// rather than skip.
+#ifdef COHORT_NODE_AGENT_TRAINS
 namespace cohort::testing {
 namespace {
 
@@ -90,12 +93,8 @@ bool JobSucceeded(kube::Api& api, const std::string& ns, const std::string& name
 class OperatorTrainingTest : public KubeClusterTest {};
 
 TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperator) {
-#ifndef COHORT_NODE_AGENT_TRAINS
-  GTEST_SKIP() << "this build has no cohort-train (COHORT_WITH_TORCH is off)";
-#else
   if (Status supported = CheckNodeAgentSupported(); !supported.ok()) {
-    if (RunningInCi()) FAIL() << supported.ToString();
-    GTEST_SKIP() << supported.ToString();
+    COHORT_SKIP_OR_FAIL_IN_CI(supported.ToString());
   }
   const std::string ns = "operator-mnist";
   ScratchDirectory scratch;
@@ -157,18 +156,13 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
   // The recreated worker resumed from the backup.
   std::string resumed = log("mnist-worker-1");
   EXPECT_NE(resumed.find("resuming from epoch 1"), std::string::npos) << resumed;
-#endif
 }
 
 // As a new user would: the flagship's manifest exactly as written (3 workers, 3 epochs, files in
 // /tmp/cohort-mnist), applied with kubectl; kubectl shows the operator's status and events.
 TEST_F(OperatorTrainingTest, TheFlagshipManifestTrainsAsWritten) {
-#ifndef COHORT_NODE_AGENT_TRAINS
-  GTEST_SKIP() << "this build has no cohort-train (COHORT_WITH_TORCH is off)";
-#else
   if (Status supported = CheckNodeAgentSupported(); !supported.ok()) {
-    if (RunningInCi()) FAIL() << supported.ToString();
-    GTEST_SKIP() << supported.ToString();
+    COHORT_SKIP_OR_FAIL_IN_CI(supported.ToString());
   }
   const std::string ns = "flagship";
   ScratchDirectory scratch;
@@ -196,8 +190,8 @@ TEST_F(OperatorTrainingTest, TheFlagshipManifestTrainsAsWritten) {
   EXPECT_NE(described.out.find("TFJobSucceeded"), std::string::npos) << described.out;
   EXPECT_NE(described.out.find("SuccessfulCreatePod"), std::string::npos) << described.out;
   std::filesystem::remove_all(out);
-#endif
 }
 
 }  // namespace
 }  // namespace cohort::testing
+#endif  // COHORT_NODE_AGENT_TRAINS

@@ -10,6 +10,11 @@ set -euo pipefail
 cohort="$1"
 source_dir="$2"
 here="$source_dir/tests/kube_schema"
+if ! command -v node >/dev/null; then
+  echo "kube_schema: node is not installed: apt-get install nodejs npm, then 'npm ci' in $here" \
+    "(scripts/setup.sh does both)" >&2
+  exit 1
+fi
 if [ ! -d "$here/node_modules/kubernetes-models" ]; then
   echo "kube_schema: $here/node_modules is missing: run 'npm ci' there (scripts/setup.sh does)" >&2
   exit 1

@@ -2,6 +2,7 @@
 // and failure detection.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -366,12 +367,12 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
         if (!WriteFully(socket->fd(), bytes.data(), bytes.size(), Deadline::After(5s), "raw")
                  .ok()) {
           code = 4;
-        } else if (process == 5) {
-          socket->Close();  // truncation
-          // Gives the server a moment to read the piece and the end of the stream.
-          std::this_thread::sleep_for(100ms);
         } else {
-          // The server must hang up on garbage.
+          // Truncation: the piece, then the end of the stream (our side only, so that the
+          // server's hang-up can still be read).
+          if (process == 5) shutdown(socket->fd(), SHUT_WR);
+          // The server must hang up on garbage and on a cut hello; its hang-up also says that it
+          // has read what was sent before worker:1 (and the rendezvous's end) comes.
           char reply[256];
           Status closed = ReadFully(socket->fd(), reply, sizeof(reply), Deadline::After(5s), "x");
           if (closed.code() != Status::Code::kUnavailable) code = 5;

@@ -6,6 +6,11 @@
 set -euo pipefail
 sample="$1"
 here="$2/tests/prometheus_text"
+if ! command -v node >/dev/null; then
+  echo "prometheus_text: node is not installed: apt-get install nodejs npm, then 'npm ci' in" \
+    "$here (scripts/setup.sh does both)" >&2
+  exit 1
+fi
 if [ ! -d "$here/node_modules/parse-prometheus-text-format" ]; then
   echo "prometheus_text: $here/node_modules is missing: run 'npm ci' there (scripts/setup.sh does)" >&2
   exit 1

@@ -165,8 +165,8 @@ class KubeClusterTest : public ::testing::Test {
   void SetUp() override {
     StatusOr<KubeTestCluster*> shared = SharedKubeTestCluster();
     if (!shared.ok()) {
-      if (shared.status().code() == Status::Code::kNotFound && !RunningInCi()) {
-        GTEST_SKIP() << shared.status().ToString();
+      if (shared.status().code() == Status::Code::kNotFound) {
+        COHORT_SKIP_OR_FAIL_IN_CI(shared.status().ToString());
       }
       FAIL() << shared.status().ToString();
     }

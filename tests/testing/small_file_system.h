@@ -5,10 +5,7 @@
 // in CI (testing/host.h) the same refusal fails the test, so a CI machine never passes it silently:
 //
 //   SmallFileSystem disk(64 * 1024);
-//   if (!disk.mounted()) {
-//     if (RunningInCi()) FAIL() << disk.why_not();
-//     GTEST_SKIP() << disk.why_not();
-//   }
+//   if (!disk.mounted()) COHORT_SKIP_OR_FAIL_IN_CI(disk.why_not());
 //   ... write under disk.path() ...
 #pragma once
 

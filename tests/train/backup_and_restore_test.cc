@@ -279,10 +279,7 @@ TEST_F(BackupAndRestoreTest, RestoringRemovesADeadWritersTemporaryFiles) {
 // is left.
 TEST_F(BackupAndRestoreTest, AFailedBackupKeepsTheLastGoodOne) {
   cohort::testing::SmallFileSystem disk(64 * 1024);
-  if (!disk.mounted()) {
-    if (cohort::testing::RunningInCi()) FAIL() << disk.why_not();
-    GTEST_SKIP() << disk.why_not();
-  }
+  if (!disk.mounted()) COHORT_SKIP_OR_FAIL_IN_CI(disk.why_not());
   const std::string backup_dir = (disk.path() / "backup").string();
   FitPlan plan;
   plan.steps_per_epoch = 6;

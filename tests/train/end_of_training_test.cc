@@ -162,10 +162,7 @@ TEST_F(EndOfTrainingTest, ALaterRunOfTheJobTrainsAfresh) {
 
 TEST_F(EndOfTrainingTest, AFullDiskIsOneLineNamingTheFileAndExitThree) {
   cohort::testing::SmallFileSystem disk(64 * 1024);
-  if (!disk.mounted()) {
-    if (cohort::testing::RunningInCi()) FAIL() << disk.why_not();
-    GTEST_SKIP() << disk.why_not();
-  }
+  if (!disk.mounted()) COHORT_SKIP_OR_FAIL_IN_CI(disk.why_not());
   const fs::path backup = disk.path() / "backup";
   std::string output;
   EXPECT_EQ(Run(Flags(backup), &output), 3) << output;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "testing/cohort_runner.h"
+#include "testing/host.h"
 #include "testing/processes.h"
 #include "testing/wait.h"
 #include "ui/ui_server.h"
@@ -70,10 +71,7 @@ class BrowserTest : public ::testing::Test {
 };
 
 TEST_F(BrowserTest, JobPageFollowsATrainingJobLive) {
-  if (!browser_.ok()) {
-    if (std::getenv("CI") != nullptr) FAIL() << browser_.error();
-    GTEST_SKIP() << browser_.error();
-  }
+  if (!browser_.ok()) COHORT_SKIP_OR_FAIL_IN_CI(browser_.error());
   ASSERT_TRUE(fs::exists(kCohortTrain)) << kCohortTrain;
   UiServer server(sandbox_);
   ASSERT_TRUE(server.ok()) << server.Output();
