@@ -42,6 +42,7 @@
 #include "job/reconciler.h"
 #include "train/summary/event_file_writer.h"
 #include "ui/dashboard_server.h"
+#include "view/local_job_client.h"
 
 namespace {
 
@@ -100,7 +101,11 @@ StatusOr<ServerProcess> StartServerProcess(const ui::ServerOptions& options) {
   if (process.pid < 0) return Status::IOError("fork failed");
   if (process.pid == 0) {
     close(ports[0]);
-    StatusOr<std::unique_ptr<ui::DashboardServer>> server = ui::DashboardServer::Start(options);
+    // The jobs of `home`, read as `cohort ui` reads them (tidied at most every 2 s).
+    view::LocalJobClient jobs(view::LocalJobClientOptions{options.home, std::chrono::seconds(2)});
+    ui::ServerOptions served = options;
+    served.jobs = &jobs;
+    StatusOr<std::unique_ptr<ui::DashboardServer>> server = ui::DashboardServer::Start(served);
     int port = server.ok() ? (*server)->port() : -1;
     if (!server.ok()) std::fprintf(stderr, "ui_bench: %s\n", server.status().message().c_str());
     if (write(ports[1], &port, sizeof(port)) != sizeof(port) || port < 0) _exit(1);
