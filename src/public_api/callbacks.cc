@@ -1,7 +1,7 @@
 #include "cohort/callbacks.h"
 
-#include "public_api/internal.h"
 #include "net/auth.h"
+#include "public_api/internal.h"
 #include "train/backup_and_restore.h"
 #include "train/model_checkpoint.h"
 #include "train/progress_callback.h"

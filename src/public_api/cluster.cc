@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "public_api/internal.h"
 #include "cluster/tf_config.h"
+#include "public_api/internal.h"
 
 namespace cohort {
 namespace {

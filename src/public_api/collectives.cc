@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "public_api/internal.h"
 #include "base/file.h"
 #include "collective/data_type.h"
+#include "public_api/internal.h"
 #include "train/gradient_buckets.h"
 #include "train/worker_dirs.h"
 

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "public_api/internal.h"
 #include "base/file.h"
 #include "cohort/collectives.h"
 #include "net/auth.h"
+#include "public_api/internal.h"
 #include "train/backup_and_restore.h"
 #include "train/run_identity.h"
 #include "train/trainer.h"

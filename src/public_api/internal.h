@@ -1,6 +1,6 @@
-// What the public API's implementation files (src/public_api/*.cc) share and users never see: turning
-// an internal Status into the cohort::Error the API throws, and reaching the internals behind the
-// public classes' opaque parts.
+// What the public API's implementation files (src/public_api/*.cc) share and users never see:
+// turning an internal Status into the cohort::Error the API throws, and reaching the internals
+// behind the public classes' opaque parts.
 #pragma once
 
 #include <torch/nn/module.h>

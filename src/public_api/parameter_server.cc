@@ -17,12 +17,12 @@
 #include <thread>
 #include <unordered_map>
 
-#include "public_api/internal.h"
 #include "base/file.h"
 #include "base/time.h"
 #include "net/auth.h"
 #include "net/deadline.h"
 #include "ps/parameter_server.h"
+#include "public_api/internal.h"
 #include "train/model_manifest.h"
 #include "train/parameter_server/checkpoint_evaluator.h"
 #include "train/parameter_server/model_evaluation.h"

@@ -252,8 +252,7 @@ Status KubeJobStore::Add(const ClusterJobObjects& objects) {
   return WriteReplicas(key, rows);
 }
 
-std::string KubeJobStore::LogLocation(const exec::JobKey& key,
-                                         const std::string& replica) const {
+std::string KubeJobStore::LogLocation(const exec::JobKey& key, const std::string& replica) const {
   return "pod/" + key.name + "-" + replica;
 }
 
