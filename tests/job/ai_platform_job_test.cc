@@ -10,6 +10,7 @@
 #include "job/replica_endpoints.h"
 #include "job/tfjob.h"
 #include "job/validation.h"
+#include "manifest_text.h"
 
 namespace cohort::job {
 namespace {
@@ -35,13 +36,6 @@ trainingInput:
   parameterServerCount: "2"
   args: [--epochs=3]
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 StatusOr<JobFile> Load(const std::string& text, std::vector<std::string>* warnings = nullptr,
                        const std::string& name = "") {

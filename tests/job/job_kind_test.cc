@@ -14,6 +14,7 @@
 #include "job/spec_writer.h"
 #include "job/tfjob.h"
 #include "job/validation.h"
+#include "manifest_text.h"
 #include "testing/test_kind.h"
 
 namespace cohort::job {
@@ -47,13 +48,6 @@ spec:
               image: busybox
               command: [sh, -c, "echo hi"]
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 // ---- The TFJob kind's table ----
 

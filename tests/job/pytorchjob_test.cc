@@ -21,6 +21,7 @@
 #include "job/spec_parser.h"
 #include "job/spec_writer.h"
 #include "job/validation.h"
+#include "manifest_text.h"
 
 namespace cohort::job {
 namespace {
@@ -81,13 +82,6 @@ spec:
             - name: pytorch
               image: torch:2.3
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 Job Load(const std::string& text) {
   StatusOr<Job> job = LoadJob(text, "job.yaml");

@@ -10,6 +10,7 @@
 #include "job/tfjob.h"
 #include "job/validation.h"
 #include "job/yaml_document.h"
+#include "manifest_text.h"
 
 namespace cohort::job {
 namespace {
@@ -41,13 +42,6 @@ spec:
               image: tf:2.15
               command: [python, train.py]
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 // ---- Kubeflow's own examples ----
 

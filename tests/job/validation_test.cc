@@ -9,6 +9,7 @@
 #include "job/defaults.h"
 #include "job/spec_parser.h"
 #include "job/tfjob.h"
+#include "manifest_text.h"
 
 namespace cohort::job {
 namespace {
@@ -37,13 +38,6 @@ spec:
             - name: tensorflow
               image: tf:2.15
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 Job ParseAndDefault(const std::string& text) {
   StatusOr<Job> job = ParseJob(text, "job.yaml");
