@@ -52,6 +52,7 @@
 #include "kube/client/http_api.h"
 #include "kube/client/kubeconfig.h"
 #include "kube/objects/crd.h"
+#include "kube/objects/objects.h"
 #include "testing/host.h"
 #include "testing/kube_test_cluster.h"
 #include "testing/wait.h"
@@ -158,7 +159,8 @@ Status CreateJobs(kube::Api& api, int count, int threads) {
     clients.emplace_back([&] {
       for (int i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
         StatusOr<nlohmann::json> created =
-            api.Create(kube::TFJobResource(), kNamespace, TFJob("job-" + std::to_string(i), 2));
+            api.Create(kube::JobResource(cohort::job::TFJobKind()), kNamespace,
+                       TFJob("job-" + std::to_string(i), 2));
         if (!created.ok()) {
           std::lock_guard<std::mutex> lock(mutex);
           if (first_error.ok()) first_error = created.status();
@@ -318,7 +320,8 @@ Status WaitForJobsCreated(kube::Api& api, int jobs, std::chrono::seconds bound) 
       [&] {
         StatusOr<kube::ObjectList> pods = api.List(kube::PodResource(), kNamespace, owned);
         StatusOr<kube::ObjectList> services = api.List(kube::ServiceResource(), kNamespace, owned);
-        StatusOr<kube::ObjectList> tfjobs = api.List(kube::TFJobResource(), kNamespace);
+        StatusOr<kube::ObjectList> tfjobs =
+            api.List(kube::JobResource(cohort::job::TFJobKind()), kNamespace);
         if (!pods.ok() || !services.ok() || !tfjobs.ok()) return false;
         int created = 0;
         for (const nlohmann::json& job : tfjobs->items) created += HasCondition(job, "Created");
@@ -472,8 +475,8 @@ StatusOr<std::optional<ApplyRound>> MeasureApply(kube::Api& api, const OperatorP
   if (!live) return Status::DeadlineExceeded("the watches of round " + job + " saw no probe");
 
   const SteadyTime posted = Now();
-  StatusOr<nlohmann::json> created =
-      api.Create(kube::TFJobResource(), kNamespace, TFJob(job, kApplyReplicas));
+  StatusOr<nlohmann::json> created = api.Create(kube::JobResource(cohort::job::TFJobKind()),
+                                                kNamespace, TFJob(job, kApplyReplicas));
   if (!created.ok()) return created.status();
   bool all = cohort::testing::WaitUntil(
       [&] { return pods.Arrival(kApplyReplicas) && services.Arrival(kApplyReplicas); }, 60s, 1ms);
@@ -487,7 +490,8 @@ StatusOr<std::optional<ApplyRound>> MeasureApply(kube::Api& api, const OperatorP
   // The operator's pass ends with the status write: wait for it, so rounds do not overlap.
   bool written = cohort::testing::WaitUntil(
       [&] {
-        StatusOr<nlohmann::json> current = api.Get(kube::TFJobResource(), kNamespace, job);
+        StatusOr<nlohmann::json> current =
+            api.Get(kube::JobResource(cohort::job::TFJobKind()), kNamespace, job);
         return current.ok() && HasCondition(*current, "Created");
       },
       60s, 5ms);

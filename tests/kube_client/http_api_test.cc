@@ -17,6 +17,9 @@ using testing::SetJson;
 using testing::SetStatus;
 using namespace std::chrono_literals;
 
+// A custom resource, as the operator reads its jobs.
+Resource TFJobs() { return {"kubeflow.org", "v1", "tfjobs", "TFJob", true}; }
+
 class HttpApiTest : public ::testing::Test {
  protected:
   HttpApiTest() {
@@ -55,7 +58,7 @@ TEST_F(HttpApiTest, GetReadsACorePodWithTheBearerToken) {
 
 TEST_F(HttpApiTest, PathsOfGroupAndClusterScopedResources) {
   server_.Respond(Echo({{"kind", "Thing"}}));
-  ASSERT_TRUE(api().Get(TFJobResource(), "team-a", "mnist").ok());
+  ASSERT_TRUE(api().Get(TFJobs(), "team-a", "mnist").ok());
   EXPECT_EQ(server_.last_request().path, "/apis/kubeflow.org/v1/namespaces/team-a/tfjobs/mnist");
   ASSERT_TRUE(api().Get(LeaseResource(), "kube-system", "cohort-operator").ok());
   EXPECT_EQ(server_.last_request().path,
@@ -63,7 +66,7 @@ TEST_F(HttpApiTest, PathsOfGroupAndClusterScopedResources) {
   ASSERT_TRUE(api().Get(NamespaceResource(), "ignored", "team-a").ok());
   EXPECT_EQ(server_.last_request().path, "/api/v1/namespaces/team-a");
   EXPECT_EQ(CollectionPath(EventResource(), "default"), "/api/v1/namespaces/default/events");
-  EXPECT_EQ(CollectionPath(TFJobResource(), ""), "/apis/kubeflow.org/v1/tfjobs");
+  EXPECT_EQ(CollectionPath(TFJobs(), ""), "/apis/kubeflow.org/v1/tfjobs");
   EXPECT_EQ(ObjectPath(ServiceResource(), "a b", "x/y"), "/api/v1/namespaces/a%20b/services/x%2Fy");
 }
 
@@ -93,7 +96,7 @@ TEST_F(HttpApiTest, CreatePostsTheObjectToItsCollection) {
   json stored = job;
   stored["metadata"]["uid"] = "u-1";
   server_.Respond(Echo(stored));
-  StatusOr<json> created = api().Create(TFJobResource(), "default", job);
+  StatusOr<json> created = api().Create(TFJobs(), "default", job);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_EQ((*created)["metadata"]["uid"], "u-1");
   RecordedRequest request = server_.last_request();
@@ -107,12 +110,12 @@ TEST_F(HttpApiTest, UpdatePutsTheObjectOrItsStatus) {
   json job = {{"metadata", {{"name", "mnist"}, {"resourceVersion", "7"}}},
               {"status", {{"conditions", json::array()}}}};
   server_.Respond(Echo(job));
-  ASSERT_TRUE(api().Update(TFJobResource(), "default", job).ok());
+  ASSERT_TRUE(api().Update(TFJobs(), "default", job).ok());
   RecordedRequest request = server_.last_request();
   EXPECT_EQ(request.method, "PUT");
   EXPECT_EQ(request.path, "/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist");
   EXPECT_EQ(json::parse(request.body), job);
-  ASSERT_TRUE(api().Update(TFJobResource(), "default", job, /*status_subresource=*/true).ok());
+  ASSERT_TRUE(api().Update(TFJobs(), "default", job, /*status_subresource=*/true).ok());
   EXPECT_EQ(server_.last_request().path,
             "/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist/status");
 }
@@ -120,7 +123,7 @@ TEST_F(HttpApiTest, UpdatePutsTheObjectOrItsStatus) {
 TEST_F(HttpApiTest, PatchSendsAJsonMergePatch) {
   server_.Respond(Echo({{"metadata", {{"name", "mnist"}}}}));
   json patch = {{"spec", {{"runPolicy", {{"suspend", true}}}}}};
-  ASSERT_TRUE(api().Patch(TFJobResource(), "default", "mnist", patch).ok());
+  ASSERT_TRUE(api().Patch(TFJobs(), "default", "mnist", patch).ok());
   RecordedRequest request = server_.last_request();
   EXPECT_EQ(request.method, "PATCH");
   EXPECT_EQ(request.path, "/apis/kubeflow.org/v1/namespaces/default/tfjobs/mnist");
@@ -329,11 +332,10 @@ TEST_F(HttpApiTest, UpdateWithRetryReadsAgainAfterAConflict) {
     stored["metadata"]["resourceVersion"] = "3";
     SetJson(response, stored);
   });
-  StatusOr<json> updated =
-      UpdateWithRetry(api(), TFJobResource(), "default", "mnist", [](json& job) {
-        job["spec"]["replicas"] = job["spec"]["replicas"].get<int>() + 1;
-        return true;
-      });
+  StatusOr<json> updated = UpdateWithRetry(api(), TFJobs(), "default", "mnist", [](json& job) {
+    job["spec"]["replicas"] = job["spec"]["replicas"].get<int>() + 1;
+    return true;
+  });
   ASSERT_TRUE(updated.ok()) << updated.status().ToString();
   EXPECT_EQ((*updated)["spec"]["replicas"], 6);  // 5 + 1: the change applied to a fresh read
   EXPECT_EQ((*updated)["metadata"]["resourceVersion"], "3");
@@ -503,8 +505,7 @@ TEST_F(HttpApiTest, WatchHttp410IsOutOfRange) {
   server_.Respond([](const RecordedRequest&, httplib::Response& response) {
     SetStatus(response, 410, "Gone", "too old resource version");
   });
-  Status watched =
-      api().Watch(TFJobResource(), "", {}, "1", 30s, [](const WatchEvent&) { return true; });
+  Status watched = api().Watch(TFJobs(), "", {}, "1", 30s, [](const WatchEvent&) { return true; });
   EXPECT_EQ(watched.code(), Status::Code::kOutOfRange) << watched.ToString();
   EXPECT_EQ(server_.requests().size(), 1u);
   EXPECT_EQ(server_.last_request().path, "/apis/kubeflow.org/v1/tfjobs");

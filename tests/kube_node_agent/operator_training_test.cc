@@ -12,8 +12,10 @@
 #include <string>
 
 #include "base/file.h"
+#include "job/tfjob.h"
 #include "kube/client/http_api.h"
 #include "kube/client/kubeconfig.h"
+#include "kube/objects/objects.h"
 #include "kube/operator/operator.h"
 #include "testing/files.h"
 #include "testing/host.h"
@@ -80,7 +82,7 @@ StatusOr<std::unique_ptr<Cluster>> StartOperatorAndAgent(const std::string& ns,
 }
 
 bool JobSucceeded(kube::Api& api, const std::string& ns, const std::string& name) {
-  StatusOr<json> job = api.Get(kube::TFJobResource(), ns, name);
+  StatusOr<json> job = api.Get(kube::JobResource(job::TFJobKind()), ns, name);
   if (!job.ok() || !(*job)["status"].is_object()) return false;
   for (const json& condition : (*job)["status"].value("conditions", json::array())) {
     if (condition.value("type", "") == "Succeeded" && condition.value("status", "") == "True") {

@@ -9,6 +9,8 @@
 #include <mutex>
 
 #include "fake_api.h"
+#include "job/tfjob.h"
+#include "kube/objects/objects.h"
 #include "operator_fixture.h"
 #include "testing/wait.h"
 
@@ -51,7 +53,7 @@ class OperatorTest : public ::testing::Test {
   }
 
   nlohmann::json CreateJob(const nlohmann::json& tfjob) {
-    StatusOr<nlohmann::json> created = api_.Create(TFJobResource(), "default", tfjob);
+    StatusOr<nlohmann::json> created = api_.Create(JobResource(job::TFJobKind()), "default", tfjob);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     return created.ok() ? *created : nlohmann::json();
   }
@@ -118,11 +120,11 @@ class OperatorTest : public ::testing::Test {
 
   // Updates the TFJob's spec as kubectl patch would.
   void EditJob(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
-    StatusOr<nlohmann::json> updated =
-        UpdateWithRetry(api_, TFJobResource(), "default", name, [&](nlohmann::json& job) {
-          edit(job);
-          return true;
-        });
+    StatusOr<nlohmann::json> updated = UpdateWithRetry(api_, JobResource(job::TFJobKind()),
+                                                       "default", name, [&](nlohmann::json& job) {
+                                                         edit(job);
+                                                         return true;
+                                                       });
     ASSERT_TRUE(updated.ok()) << updated.status().ToString();
   }
 

@@ -25,8 +25,10 @@
 #include <vector>
 
 #include "base/file.h"
+#include "job/tfjob.h"
 #include "kube/client/http_api.h"
 #include "kube/client/kubeconfig.h"
+#include "kube/objects/objects.h"
 #include "kube/operator/operator.h"
 #include "kube/operator/replica_objects.h"
 #include "testing/kube_test_cluster.h"
@@ -82,7 +84,7 @@ class CircumstantialApi : public Api {
   }
   StatusOr<nlohmann::json> Update(const Resource& resource, const std::string& namespace_name,
                                   const nlohmann::json& object, bool status_subresource) override {
-    if (status_subresource && resource.plural == TFJobResource().plural &&
+    if (status_subresource && resource.plural == JobResource(job::TFJobKind()).plural &&
         race_next_status_write_.exchange(false)) {
       const std::string name = object["metadata"].value("name", "");
       StatusOr<nlohmann::json> changed =
@@ -109,7 +111,8 @@ class CircumstantialApi : public Api {
                const Selector& selector, const std::string& resource_version,
                std::chrono::seconds timeout,
                const std::function<bool(const WatchEvent&)>& on_event) override {
-    if (resource.plural == TFJobResource().plural && expire_next_job_watch_.exchange(false)) {
+    if (resource.plural == JobResource(job::TFJobKind()).plural &&
+        expire_next_job_watch_.exchange(false)) {
       Status watched = inner_.Watch(resource, namespace_name, selector, "1", timeout, on_event);
       if (watched.code() == Status::Code::kOutOfRange) ++expiries_;
       return watched;
@@ -272,7 +275,7 @@ class OperatorClusterTest : public KubeClusterTest {
   }
 
   std::string Condition(const std::string& job, const std::string& type) {
-    std::optional<nlohmann::json> tfjob = Get(TFJobResource(), job);
+    std::optional<nlohmann::json> tfjob = Get(JobResource(job::TFJobKind()), job);
     if (!tfjob || !(*tfjob)["status"].is_object()) return "";
     for (const nlohmann::json& condition :
          (*tfjob)["status"].value("conditions", nlohmann::json::array())) {
@@ -282,7 +285,7 @@ class OperatorClusterTest : public KubeClusterTest {
   }
 
   int ReplicaCount(const std::string& job, const std::string& type, const std::string& what) {
-    std::optional<nlohmann::json> tfjob = Get(TFJobResource(), job);
+    std::optional<nlohmann::json> tfjob = Get(JobResource(job::TFJobKind()), job);
     if (!tfjob) return -1;
     const nlohmann::json& statuses = (*tfjob)["status"]["replicaStatuses"];
     if (!statuses.is_object() || !statuses.contains(type)) return 0;

@@ -6,7 +6,6 @@ Resource PodResource() { return {"", "v1", "pods", "Pod", true}; }
 Resource ServiceResource() { return {"", "v1", "services", "Service", true}; }
 Resource EventResource() { return {"", "v1", "events", "Event", true}; }
 Resource LeaseResource() { return {"coordination.k8s.io", "v1", "leases", "Lease", true}; }
-Resource TFJobResource() { return {"kubeflow.org", "v1", "tfjobs", "TFJob", true}; }
 Resource NamespaceResource() { return {"", "v1", "namespaces", "Namespace", false}; }
 
 StatusOr<nlohmann::json> UpdateWithRetry(Api& api, const Resource& resource,

@@ -46,7 +46,6 @@ Resource PodResource();
 Resource ServiceResource();
 Resource EventResource();  // core/v1 Events
 Resource LeaseResource();  // coordination.k8s.io/v1
-Resource TFJobResource();  // kubeflow.org/v1
 Resource NamespaceResource();
 
 // Which objects a List or Watch returns.

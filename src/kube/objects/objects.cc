@@ -154,6 +154,11 @@ void DecorateForGang(const job::Job& job, const std::string& replica_type,
 
 }  // namespace
 
+Resource JobResource(const job::JobKind& kind) {
+  const job::KindFacts& facts = kind.facts();
+  return {facts.group, facts.version, facts.plural, facts.kind, true};
+}
+
 std::map<std::string, std::string> ReplicaLabels(const job::Job& job,
                                                  const std::string& replica_type, int index) {
   const std::string prefix = kLabelPrefix;

@@ -33,6 +33,8 @@
 
 #include "base/status.h"
 #include "job/common_types.h"
+#include "job/job_kind.h"
+#include "kube/client/api.h"
 
 namespace cohort::kube {
 
@@ -59,6 +61,10 @@ struct ObjectOptions {
   // schedulerName (usually "scheduler-plugins" or "scheduler-plugins-scheduler").
   std::string gang_scheduler;
 };
+
+// Where the jobs of `kind` live on the server: its group, version and plural ("kubeflow.org",
+// "v1", "tfjobs"), as its CustomResourceDefinition (crd.h) declares them.
+Resource JobResource(const job::JobKind& kind);
 
 // `job` must be defaulted and valid. Errors name the replica and field.
 StatusOr<nlohmann::json> BuildPod(const job::Job& job, const Owner& owner,

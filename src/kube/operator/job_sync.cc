@@ -11,6 +11,7 @@
 #include "job/status_json.h"
 #include "job/tfjob.h"
 #include "job/validation.h"
+#include "kube/objects/objects.h"
 
 namespace cohort::kube {
 namespace {
@@ -616,7 +617,7 @@ Status JobSync::Pass::ClearPendingRestart(const ReplicaRef& replica) {
 // TTL: the job goes with its dependents first (foreground), never a newer job of the same name.
 Status JobSync::Pass::DeleteJob() {
   COHORT_RETURN_IF_ERROR(MayAct());
-  Status deleted = sync_.api_.Delete(TFJobResource(), namespace_, Name(tfjob_),
+  Status deleted = sync_.api_.Delete(JobResource(job::TFJobKind()), namespace_, Name(tfjob_),
                                      {"Foreground", uid_, std::nullopt});
   if (!deleted.ok() && deleted.code() != Status::Code::kNotFound) {
     AddEvent("Warning", "FailedDeleteJob", "Error deleting: " + deleted.message());
@@ -687,7 +688,7 @@ Status JobSync::Pass::WriteStatus(const job::JobStatus& status) {
   if (status_was_read_ && wanted == job::JobStatusToJson(previous_)) return Status::OK();
   COHORT_RETURN_IF_ERROR(MayAct());
   StatusOr<nlohmann::json> updated = UpdateWithRetry(
-      sync_.api_, TFJobResource(), namespace_, Name(tfjob_),
+      sync_.api_, JobResource(job::TFJobKind()), namespace_, Name(tfjob_),
       [&](nlohmann::json& object) {
         if (Uid(object) != uid_) return false;  // a newer job of the same name
         object["status"] = wanted;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "job/tfjob.h"
+#include "kube/objects/objects.h"
 #include "kube/operator/replica_objects.h"
 
 namespace cohort::kube {
@@ -16,8 +18,9 @@ Operator::Operator(Api& api, ObjectBuilders builders, OperatorOptions options,
   InformerOptions informer = options_.informer;
   if (!informer.log) informer.log = options_.log;
   const Selector owned{std::string(kOperatorNameLabel) + "=" + kOperatorName, ""};
-  jobs_ = std::make_unique<Informer>(api_, TFJobResource(), options_.namespace_name, Selector{},
-                                     informer, [this](const nlohmann::json& object, bool deleted) {
+  jobs_ = std::make_unique<Informer>(api_, JobResource(job::TFJobKind()), options_.namespace_name,
+                                     Selector{}, informer,
+                                     [this](const nlohmann::json& object, bool deleted) {
                                        // A deleted job's events are not aggregated any more; its
                                        // pods go with it.
                                        if (deleted)

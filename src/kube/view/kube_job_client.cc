@@ -8,7 +8,9 @@
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/status_json.h"
+#include "job/tfjob.h"
 #include "kube/client/http_api.h"
+#include "kube/objects/objects.h"
 #include "kube/view/kube_job_store.h"
 #include "view/spec_diff.h"
 
@@ -90,7 +92,7 @@ std::string KubeJobClient::Where(const std::string& namespace_name) const {
 Status KubeJobClient::Failed(const std::string& namespace_name, const Status& status) {
   std::string message = status.message() + " " + Where(namespace_name);
   if (status.code() == Status::Code::kNotFound) {
-    StatusOr<ObjectList> probe = api_->List(TFJobResource(), namespace_name);
+    StatusOr<ObjectList> probe = api_->List(JobResource(job::TFJobKind()), namespace_name);
     if (!probe.ok() && probe.status().code() == Status::Code::kNotFound) {
       message +=
           "\nThe cluster has no TFJob resource type (kubeflow.org/v1 tfjobs): install the "
@@ -132,12 +134,13 @@ StatusOr<view::JobList> KubeJobClient::GetJobs(const view::JobQuery& query) {
   const std::string listed_namespace = query.all_namespaces ? "" : namespace_name;
   std::vector<nlohmann::json> tfjobs;
   if (query.names.empty()) {
-    StatusOr<ObjectList> listed = api_->List(TFJobResource(), listed_namespace);
+    StatusOr<ObjectList> listed = api_->List(JobResource(job::TFJobKind()), listed_namespace);
     if (!listed.ok()) return Failed(namespace_name, listed.status());
     tfjobs = std::move(listed->items);
   } else {
     for (const std::string& name : query.names) {
-      StatusOr<nlohmann::json> tfjob = api_->Get(TFJobResource(), namespace_name, name);
+      StatusOr<nlohmann::json> tfjob =
+          api_->Get(JobResource(job::TFJobKind()), namespace_name, name);
       if (!tfjob.ok()) return Failed(namespace_name, tfjob.status());
       tfjobs.push_back(std::move(*tfjob));
     }
@@ -257,7 +260,8 @@ std::string KubeJobClient::OperatorNote() {
 StatusOr<view::Created> KubeJobClient::Create(const view::CreateRequest& request) {
   const job::Job& job = request.job;
   const std::string& namespace_name = job.metadata.namespace_name;
-  StatusOr<nlohmann::json> created = api_->Create(TFJobResource(), namespace_name, TFJobBody(job));
+  StatusOr<nlohmann::json> created =
+      api_->Create(JobResource(job::TFJobKind()), namespace_name, TFJobBody(job));
   if (!created.ok()) return Failed(namespace_name, created.status());
   std::string note = "TFJob " + namespace_name + "/" + job.metadata.name + " created on " +
                      config_.cluster.server + "; " + OperatorNote();
@@ -271,22 +275,25 @@ StatusOr<view::Created> KubeJobClient::Apply(const view::CreateRequest& request)
   view::Created result{
       {namespace_name, job.metadata.name}, kResourceName, view::Created::Outcome::kCreated, ""};
   nlohmann::json body = TFJobBody(job);
-  StatusOr<nlohmann::json> existing = api_->Get(TFJobResource(), namespace_name, job.metadata.name);
+  StatusOr<nlohmann::json> existing =
+      api_->Get(JobResource(job::TFJobKind()), namespace_name, job.metadata.name);
   if (!existing.ok() && existing.status().code() == Status::Code::kNotFound) {
-    StatusOr<nlohmann::json> created = api_->Create(TFJobResource(), namespace_name, body);
+    StatusOr<nlohmann::json> created =
+        api_->Create(JobResource(job::TFJobKind()), namespace_name, body);
     if (!created.ok()) return Failed(namespace_name, created.status());
     return result;
   }
   if (!existing.ok()) return Failed(namespace_name, existing.status());
   bool changed = false;
-  StatusOr<nlohmann::json> updated = UpdateWithRetry(
-      *api_, TFJobResource(), namespace_name, job.metadata.name, [&](nlohmann::json& object) {
-        changed =
-            !view::SpecDifferences(object.value("spec", nlohmann::json::object()), body["spec"])
-                 .empty();
-        if (changed) object["spec"] = body["spec"];
-        return changed;
-      });
+  StatusOr<nlohmann::json> updated =
+      UpdateWithRetry(*api_, JobResource(job::TFJobKind()), namespace_name, job.metadata.name,
+                      [&](nlohmann::json& object) {
+                        changed = !view::SpecDifferences(
+                                       object.value("spec", nlohmann::json::object()), body["spec"])
+                                       .empty();
+                        if (changed) object["spec"] = body["spec"];
+                        return changed;
+                      });
   if (!updated.ok()) return Failed(namespace_name, updated.status());
   result.outcome =
       changed ? view::Created::Outcome::kConfigured : view::Created::Outcome::kUnchanged;
@@ -296,7 +303,8 @@ StatusOr<view::Created> KubeJobClient::Apply(const view::CreateRequest& request)
 StatusOr<std::string> KubeJobClient::Delete(const exec::JobKey& key) {
   DeleteOptions options;
   options.propagation_policy = "Background";  // as kubectl's default: the server removes the pods
-  Status deleted = api_->Delete(TFJobResource(), key.namespace_name, key.name, options);
+  Status deleted =
+      api_->Delete(JobResource(job::TFJobKind()), key.namespace_name, key.name, options);
   if (!deleted.ok()) return Failed(key.namespace_name, deleted);
   return std::string(kResourceName);
 }
@@ -304,7 +312,8 @@ StatusOr<std::string> KubeJobClient::Delete(const exec::JobKey& key) {
 StatusOr<std::string> KubeJobClient::SetSuspended(const exec::JobKey& key, bool suspended) {
   const std::string resource = std::string(kResourceName) + "/" + key.name;
   if (suspended) {
-    StatusOr<nlohmann::json> tfjob = api_->Get(TFJobResource(), key.namespace_name, key.name);
+    StatusOr<nlohmann::json> tfjob =
+        api_->Get(JobResource(job::TFJobKind()), key.namespace_name, key.name);
     if (!tfjob.ok()) return Failed(key.namespace_name, tfjob.status());
     if (tfjob->contains("status") && (*tfjob)["status"].is_object()) {
       StatusOr<job::JobStatus> status = job::JobStatusFromJson((*tfjob)["status"]);
@@ -316,7 +325,7 @@ StatusOr<std::string> KubeJobClient::SetSuspended(const exec::JobKey& key, bool 
   }
   nlohmann::json patch = {{"spec", {{"runPolicy", {{"suspend", suspended}}}}}};
   StatusOr<nlohmann::json> patched =
-      api_->Patch(TFJobResource(), key.namespace_name, key.name, patch);
+      api_->Patch(JobResource(job::TFJobKind()), key.namespace_name, key.name, patch);
   if (!patched.ok()) return Failed(key.namespace_name, patched.status());
   return std::string(kResourceName);
 }
@@ -339,7 +348,8 @@ StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key,
   selector.field_selector = "metadata.name=" + key.name;
   while (!finished) {
     // A fresh read, then a watch from its version until the deadline (again after a 410).
-    StatusOr<nlohmann::json> tfjob = api_->Get(TFJobResource(), namespace_name, key.name);
+    StatusOr<nlohmann::json> tfjob =
+        api_->Get(JobResource(job::TFJobKind()), namespace_name, key.name);
     if (!tfjob.ok()) return Failed(namespace_name, tfjob.status());
     if (Status checked = check(*tfjob); !checked.ok()) return Failed(namespace_name, checked);
     std::string version =
@@ -354,8 +364,8 @@ StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key,
       }
       Status inner = Status::OK();
       watched = api_->Watch(
-          TFJobResource(), namespace_name, selector, version, std::min(left, kWatchChunk),
-          [&](const WatchEvent& event) {
+          JobResource(job::TFJobKind()), namespace_name, selector, version,
+          std::min(left, kWatchChunk), [&](const WatchEvent& event) {
             version = event.object.value("metadata", nlohmann::json::object())
                           .value("resourceVersion", version);
             if (event.type == WatchEvent::Type::kBookmark) return true;
@@ -385,7 +395,7 @@ Status KubeJobClient::Logs(const std::string& namespace_name, const view::LogReq
   const std::string& name = request.name;
   // NAME is a TFJob (all its pods, or --replica's) or else a pod.
   std::vector<std::pair<std::string, std::string>> pods;  // replica, pod name
-  StatusOr<nlohmann::json> tfjob = api_->Get(TFJobResource(), namespace_name, name);
+  StatusOr<nlohmann::json> tfjob = api_->Get(JobResource(job::TFJobKind()), namespace_name, name);
   if (tfjob.ok()) {
     StatusOr<std::vector<nlohmann::json>> listed = JobPods(namespace_name, name);
     if (!listed.ok()) return Failed(namespace_name, listed.status());
