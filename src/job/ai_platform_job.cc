@@ -178,10 +178,17 @@ class AiPlatformConverter {
     Warning(path, "ignored by a local run: " + reason);
   }
 
+  // As for a Kubernetes manifest (spec_parser.cc): a misspelt field the object lacks is an error
+  // with a "did you mean", any other unknown key a warning.
   void WarnUnknownFields(const json& object, const std::string& path,
                          const std::set<std::string>& known, const std::string& what) {
     for (const auto& [key, value] : object.items()) {
       if (known.count(key)) continue;
+      if (std::string meant = MisspeltField(key, object, known); !meant.empty()) {
+        Error(ChildPath(path, key), "not a field of " + what + "; did you mean \"" + meant +
+                                        "\"? (as written, the job would run without it)");
+        continue;
+      }
       Warning(ChildPath(path, key), "not a field of " + what + "; ignored");
     }
   }

@@ -123,6 +123,9 @@ class SpecDecoder {
     Error(path, "expected " + expected + ", got " + DescribeValue(value));
   }
 
+  // An unknown key that misspells a field the object lacks ("replica" for "replicas") is an error
+  // with a "did you mean", as the job would silently run without the field; any other is warned
+  // about and dropped, as an API server without strict validation drops it.
   // `what` names the API the fields belong to, e.g. "a Kubernetes container"; empty means the
   // job's kind, e.g. "the kubeflow.org/v1 TFJob API".
   void WarnUnknownFields(const json& object, const std::string& path,
@@ -131,6 +134,11 @@ class SpecDecoder {
         what.empty() ? "the " + kind_->api_version() + " " + kind_->name() + " API" : what;
     for (const auto& [key, value] : object.items()) {
       if (known.count(key)) continue;
+      if (std::string meant = MisspeltField(key, object, known); !meant.empty()) {
+        Error(ChildPath(path, key), "not a field of " + api + "; did you mean \"" + meant +
+                                        "\"? (as written, the job would run without it)");
+        continue;
+      }
       Warning(ChildPath(path, key),
               "not a field of " + api + "; ignored (a Kubernetes API server would drop it too)");
     }

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "base/file.h"
+#include "base/spelling.h"
 #include "base/utf8.h"
 #include "job/job_kind.h"
 
@@ -384,6 +385,15 @@ std::string ChildPath(const std::string& parent, const std::string& key) {
   for (char c : key) plain = plain && IsPlainNameCharacter(c);
   if (!plain) return parent + "[" + key + "]";
   return parent.empty() ? key : parent + "." + key;
+}
+
+std::string MisspeltField(const std::string& key, const nlohmann::json& object,
+                          const std::set<std::string>& known) {
+  std::vector<std::string> absent;
+  for (const std::string& field : known) {
+    if (!object.contains(field)) absent.push_back(field);
+  }
+  return ClosestWord(key, absent);
 }
 
 std::string IndexPath(const std::string& parent, size_t index) {

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,13 @@ StatusOr<std::string> ReadYamlDescriptor(int fd, const std::string& name);
 // `parent` + `key`: ".key" when the key is a plain name (letters, digits, '-', '_'), otherwise
 // "[key]", as Kubernetes prints "metadata.annotations[sidecar.istio.io/inject]".
 std::string ChildPath(const std::string& parent, const std::string& key);
+
+// The field of `known` that `key`, an unknown key of `object`, most likely misspells ("replica"
+// for "replicas"), among those `object` lacks; "" when none is near (base/spelling.h). A parser
+// makes such a key an error with a "did you mean": as written, the job would run without the
+// field.
+std::string MisspeltField(const std::string& key, const nlohmann::json& object,
+                          const std::set<std::string>& known);
 
 // `parent` + "[index]".
 std::string IndexPath(const std::string& parent, size_t index);

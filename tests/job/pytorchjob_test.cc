@@ -237,13 +237,23 @@ TEST(PyTorchJobParseTest, TypeErrorsInElasticPolicyNameTheNestedField) {
 TEST(PyTorchJobParseTest, UnknownElasticFieldsAreWarnedAboutAndDropped) {
   std::vector<std::string> warnings;
   StatusOr<Job> job =
-      LoadJob(Replace(kElastic, "    rdzvId: run-1\n", "    rdzvId: run-1\n    rdvzPort: 1\n"),
+      LoadJob(Replace(kElastic, "    rdzvId: run-1\n", "    rdzvId: run-1\n    rendezvous: 1\n"),
               "job.yaml", &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  EXPECT_THAT(warnings, ElementsAre("job.yaml:10:15: spec.elasticPolicy.rdvzPort: not a field of "
+  EXPECT_THAT(warnings, ElementsAre("job.yaml:10:17: spec.elasticPolicy.rendezvous: not a field of "
                                     "the kubeflow.org/v1 PyTorchJob API; ignored (a Kubernetes API "
                                     "server would drop it too)"));
-  EXPECT_FALSE(job->kind_spec.at(kElasticPolicyField).contains("rdvzPort"));
+  EXPECT_FALSE(job->kind_spec.at(kElasticPolicyField).contains("rendezvous"));
+}
+
+TEST(PyTorchJobParseTest, AMisspeltElasticFieldIsAnError) {
+  StatusOr<Job> job = LoadJob(
+      Replace(kElastic, "    rdzvId: run-1\n", "    rdzvId: run-1\n    rdvzPort: 1\n"), "job.yaml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message(),
+            "job.yaml:10:15: spec.elasticPolicy.rdvzPort: not a field of the kubeflow.org/v1 "
+            "PyTorchJob API; did you mean \"rdzvPort\"? (as written, the job would run without "
+            "it)");
 }
 
 TEST(PyTorchJobParseTest, TheNormalisedSpecReadsBackTheSame) {

@@ -214,19 +214,35 @@ TEST(ParseJob, ReadsEnvironmentIncludingValueFrom) {
   EXPECT_EQ(env[1].value_from["secretKeyRef"]["key"], "k");
 }
 
-TEST(ParseJob, WarnsAboutMisspeltContainerFields) {
+TEST(ParseJob, MisspeltFieldsAreErrorsWithTheFieldMeant) {
   std::string text = Replace(kMinimal, "command: [python, train.py]",
                              "comand: [python, train.py]\n              env: [{name: A, valu: x}]");
+  text = Replace(text, "replicas: 2", "replica: 2");
+  std::vector<std::string> warnings;
+  StatusOr<Job> job = ParseJob(text, "job.yaml", &warnings);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message(),
+            "job.yaml:8:16: spec.tfReplicaSpecs.Worker.replica: not a field of the kubeflow.org/v1 "
+            "TFJob API; did you mean \"replicas\"? (as written, the job would run without it)\n"
+            "job.yaml:15:15: spec.tfReplicaSpecs.Worker.template.spec.containers[0].comand: not a "
+            "field of a Kubernetes container; did you mean \"command\"? (as written, the job would "
+            "run without it)\n"
+            "job.yaml:16:37: spec.tfReplicaSpecs.Worker.template.spec.containers[0].env[0].valu: "
+            "not a field of a Kubernetes environment variable; did you mean \"value\"? (as "
+            "written, the job would run without it)");
+}
+
+TEST(ParseJob, AMisspellingBesideTheFieldItselfIsOnlyWarnedAbout) {
+  std::string text = Replace(kMinimal, "command: [python, train.py]",
+                             "command: [python, train.py]\n"
+                             "              comand: [python, other.py]");
   std::vector<std::string> warnings;
   StatusOr<Job> job = ParseJob(text, "job.yaml", &warnings);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_THAT(warnings,
-              ElementsAre("job.yaml:15:15: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
+              ElementsAre("job.yaml:16:15: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
                           "comand: not a field of a Kubernetes container; ignored (a Kubernetes "
-                          "API server would drop it too)",
-                          "job.yaml:16:37: spec.tfReplicaSpecs.Worker.template.spec.containers[0]."
-                          "env[0].valu: not a field of a Kubernetes environment variable; ignored "
-                          "(a Kubernetes API server would drop it too)"));
+                          "API server would drop it too)"));
 }
 
 TEST(ParseJob, ReadsEveryRunPolicyField) {
