@@ -63,6 +63,10 @@ void JobController::ExplainExit(Replica& replica, const ReplicaState& state) con
     replica.details.last_log_line = lines.back().substr(0, job::kMaxMatchedLineBytes);
   }
   if (state.exit_code != 0) {
+    if (std::optional<size_t> error = job::LastErrorLine(lines);
+        error && *error + 1 < lines.size()) {
+      replica.details.error_log_line = lines[*error].substr(0, job::kMaxMatchedLineBytes);
+    }
     replica.details.log_policy = job::MatchLogPolicies(job_log_policies_, lines);
     if (!replica.details.log_policy) {
       replica.details.log_policy = job::MatchLogPolicies(extra_log_policies_, lines);

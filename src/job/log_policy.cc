@@ -105,4 +105,19 @@ std::optional<LogPolicyMatch> MatchLogPolicies(const std::vector<LogPolicy>& pol
   return std::nullopt;
 }
 
+std::optional<size_t> LastErrorLine(const std::vector<std::string>& lines) {
+  static const std::regex kErrorWords(
+      R"((error|exception)\b|\b(fatal|traceback|failed|failure|cannot|can't|denied|refused|)"
+      R"(not found|no such|invalid|panic|abort|aborted)\b)",
+      std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+  for (size_t i = lines.size(); i-- > 0;) {
+    try {
+      if (std::regex_search(lines[i].substr(0, kMaxMatchedLineBytes), kErrorWords)) return i;
+    } catch (const std::regex_error&) {
+      // As in MatchLogPolicies: a line the library gives up on does not match.
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace cohort::job

@@ -80,4 +80,12 @@ const std::vector<LogPolicy>& BuiltInLogPolicies();
 std::optional<LogPolicyMatch> MatchLogPolicies(const std::vector<LogPolicy>& policies,
                                                const std::vector<std::string>& lines);
 
+// Which line of a failed run's output (`lines`, oldest first) most likely says why it failed: the
+// index of the last one that reads as an error (a word ending in "error" or "exception", as
+// Python's "ValueError: ...", or the word "fatal", "traceback", "failed", "cannot", "denied",
+// "refused", "not found", "no such", "invalid", "panic" or "abort", in any case), so that a
+// trailing hint such as "Run cohort-train --help for usage." is not taken for the reason; nullopt
+// when none does. Only kMaxMatchedLineBytes of each line are searched.
+std::optional<size_t> LastErrorLine(const std::vector<std::string>& lines);
+
 }  // namespace cohort::job

@@ -228,8 +228,9 @@ std::string SignalName(int signal) {
 // only when the kernel recorded it (exec/kernel_log.h), never from the code alone.
 //
 // Then the line of its log that says why: the line a log policy matched, with the policy, else the
-// last line it wrote ("...; its last log line: \"...\""), the first line of its termination
-// message (a peer it reported dead or hung) and the executor's hint if it has one.
+// last line that reads as an error when a hint follows it ("...; its last error line: \"...\""),
+// else the last line it wrote ("...; its last log line: \"...\""), the first line of its
+// termination message (a peer it reported dead or hung) and the executor's hint if it has one.
 std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   SortByExit(exits);
   const ObservedReplica& replica = *exits.front();
@@ -251,6 +252,8 @@ std::string DescribeFirstExit(std::vector<const ObservedReplica*> exits) {
   if (details.log_policy) {
     text += "; its log: \"" + details.log_policy->line + "\" (log policy " +
             details.log_policy->policy + ": " + ToString(details.log_policy->action) + ")";
+  } else if (!details.error_log_line.empty()) {
+    text += "; its last error line: \"" + details.error_log_line + "\"";
   } else if (!details.last_log_line.empty()) {
     text += "; its last log line: \"" + details.last_log_line + "\"";
   }

@@ -81,6 +81,9 @@ struct ExitDetails {
   // The first log policy (log_policy.h) that matched the run's output, with the line.
   std::optional<LogPolicyMatch> log_policy;
   std::string last_log_line;  // the run's last non-empty line of output, cut to a few KiB
+  // An earlier line that reads as the error (log_policy.h's LastErrorLine), quoted instead of a
+  // last line such as "Run cohort-train --help for usage."; empty when the last line is the one.
+  std::string error_log_line;
   std::string hint;  // the executor's own explanation, e.g. of a command that could not run
   // The signal that killed the process, as the executor saw it (0: it exited by itself, or the
   // executor cannot tell); a program that exits 137 itself is not killed by SIGKILL.
@@ -88,7 +91,8 @@ struct ExitDetails {
   bool oom_killed = false;  // the kernel says its OOM killer killed it
   bool operator==(const ExitDetails& other) const {
     return log_policy == other.log_policy && last_log_line == other.last_log_line &&
-           hint == other.hint && signal == other.signal && oom_killed == other.oom_killed;
+           error_log_line == other.error_log_line && hint == other.hint && signal == other.signal &&
+           oom_killed == other.oom_killed;
   }
 };
 

@@ -11,6 +11,7 @@
 #   RUN_UNTIL_FILE   or else work until this file exists (at most 120 s, then exit 124)
 #   FAIL_CODE        its exit code; "kill" = SIGKILL itself (exit code 137 as seen by a parent)
 #   FAIL_MESSAGE     a line it prints before failing (after its own "failing with" line)
+#   FAIL_HINT        a line it prints after FAIL_MESSAGE, as a usage hint follows an error
 #   FAIL_ONCE_DIR    if set, fail only the first time (a marker file there remembers)
 #   EXIT_CODE        the exit code of every other run (default 0)
 #   BACKGROUND_CHILD_SECONDS  if set, first start a background child (in the replica's process
@@ -52,6 +53,7 @@ if [ "${FAIL_INDEX:-}" = "${COHORT_REPLICA_INDEX}" ]; then
     if [ -n "${FAIL_ONCE_DIR:-}" ]; then touch "$FAIL_ONCE_DIR/$me.failed"; fi
     echo "replica $me failing with ${FAIL_CODE:-1}"
     if [ -n "${FAIL_MESSAGE:-}" ]; then echo "$FAIL_MESSAGE"; fi
+    if [ -n "${FAIL_HINT:-}" ]; then echo "$FAIL_HINT"; fi
     if [ "${FAIL_CODE:-1}" = "kill" ]; then kill -9 $$; fi
     exit "${FAIL_CODE:-1}"
   fi

@@ -68,6 +68,28 @@ TEST_F(RootCauseTest, APermanentLogPolicyEndsTheJobQuotingTheLine) {
               HasSubstr("    RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n"));
 }
 
+// A program that refuses its flags prints the error, then a usage hint: the job's message quotes
+// the error, not the hint (issue 34: "Run cohort-train --help for usage." was quoted).
+TEST_F(RootCauseTest, TheErrorIsQuotedNotTheUsageHintAfterIt) {
+  const std::string manifest = Manifest(
+      "refused",
+      ReplicaSpec("Worker", 1, "Never",
+                  {{"FAIL_INDEX", "0"},
+                   {"FAIL_CODE", "2"},
+                   {"FAIL_MESSAGE", "cohort-train: error: --checkpoint_path: gs://b/c is a URL"},
+                   {"FAIL_HINT", "Run cohort-train --help for usage."}}));
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("job.yaml", manifest).string()},
+                                      std::chrono::seconds(60));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(Message("refused"), HasSubstr("worker-0 exited with code 2 at "));
+  EXPECT_THAT(Message("refused"),
+              HasSubstr("; its last error line: \"cohort-train: error: --checkpoint_path: gs://b/c "
+                        "is a URL\""));
+  CommandResult wide = sandbox_.Cohort({"get", "refused", "-o", "wide"});
+  EXPECT_THAT(wide.output, HasSubstr("cohort-train: error: --checkpoint_path"));
+  EXPECT_THAT(wide.output, Not(HasSubstr("Run cohort-train --help")));
+}
+
 // The same rule from $COHORT_HOME/config, for every job.
 TEST_F(RootCauseTest, ConfigLogPoliciesApplyToEveryJob) {
   sandbox_.WriteFile("home/config",

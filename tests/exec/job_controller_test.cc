@@ -465,6 +465,22 @@ TEST_F(JobControllerTest, AWorkerThatKeepsFailingEndsTheJobNamingItsCodeAndLastL
                                  "/data/train.csv\""));
 }
 
+// A usage hint after the error (as a refused flag ends) is not quoted as the reason.
+TEST_F(JobControllerTest, TheFailureQuotesTheErrorLineNotTheHintAfterIt) {
+  CreateJob(1, "Never");
+  FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) -> std::optional<Exit> {
+    return Writing(Exit{seconds(1), 2},
+                   {"cohort-train: error: The following argument was not expected: --bogus",
+                    "Run cohort-train --help for usage."});
+  });
+  StatusOr<job::JobStatus> status = Run(backend);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(job::IsFailed(*status));
+  EXPECT_THAT(status->conditions.back().message,
+              HasSubstr("its last error line: \"cohort-train: error: The following argument was "
+                        "not expected: --bogus\""));
+}
+
 TEST_F(JobControllerTest, AReplicaThatCannotStartSaysWhyInTheJobsMessage) {
   CreateJob(1, "Never");
   FakeReplicaBackend backend(&now_, [](const ReplicaId&, int) { return Exit{seconds(1), 0}; });

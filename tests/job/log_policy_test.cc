@@ -109,5 +109,20 @@ TEST(LogPolicyTest, AJobsRulesAreItsAnnotation) {
               HasSubstr("metadata.annotations[cohort.dev/log-policies]: not JSON"));
 }
 
+TEST(LastErrorLineTest, FindsTheLastLineThatReadsAsAnError) {
+  EXPECT_EQ(LastErrorLine({"step 1", "cohort-train: error: bad flag", "Run cohort-train --help."}),
+            std::optional<size_t>(1));
+  EXPECT_EQ(LastErrorLine({"Traceback (most recent call last):", "  File \"t.py\", line 3",
+                           "ValueError: no data"}),
+            std::optional<size_t>(2));
+  EXPECT_EQ(LastErrorLine({"FATAL: out of disk", "bye"}), std::optional<size_t>(0));
+  EXPECT_EQ(LastErrorLine({"open: Permission denied", "exit"}), std::optional<size_t>(0));
+}
+
+TEST(LastErrorLineTest, NoErrorWordIsNoLine) {
+  EXPECT_EQ(LastErrorLine({}), std::nullopt);
+  EXPECT_EQ(LastErrorLine({"epoch 1 done", "terrorist attack averted"}), std::nullopt);
+}
+
 }  // namespace
 }  // namespace cohort::job

@@ -611,6 +611,20 @@ TEST(ReconcileTest, TheFailureMessageQuotesTheLastLogLineAndTheExecutorsHint) {
             "exec: train: not found\"; its command could not be run.");
 }
 
+TEST(ReconcileTest, AnErrorLineBeforeATrailingHintIsQuotedInsteadOfTheHint) {
+  Simulation simulation(MakeJob({{"Worker", 1, kNever}}));
+  simulation.StartRunning();
+  simulation.Advance(seconds(1));
+  simulation.Exit("Worker", 0, 2);
+  ExitDetails& details = simulation.Replica("Worker", 0).details;
+  details.last_log_line = "Run cohort-train --help for usage.";
+  details.error_log_line = "cohort-train: error: --checkpoint_path: gs://b/c is a URL";
+  EXPECT_EQ(simulation.Step().status.conditions.back().message,
+            "TFJob kubeflow/mnist has failed because 1 Worker replica(s) failed: worker-0 exited "
+            "with code 2 at 2021-09-06T11:48:11Z after 0 restarts; its last error line: "
+            "\"cohort-train: error: --checkpoint_path: gs://b/c is a URL\".");
+}
+
 // An executor that saw the signal says the replica was killed by it; the OOM killer is named only
 // when the executor says the kernel recorded it.
 TEST(ReconcileTest,
