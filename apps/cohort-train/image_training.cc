@@ -120,8 +120,8 @@ std::string FinalLines(const Flags& flags, bool is_chief, double test_accuracy) 
              " (evaluate: cohort-train --evaluate --model_path " + flags.saved_model_path + ")\n";
   }
   if (!flags.tensorboard_dir.empty()) {
-    lines += "TensorBoard logs: " + flags.tensorboard_dir + " (tensorboard --logdir " +
-             flags.tensorboard_dir + ")\n";
+    lines += "TensorBoard logs: " + flags.tensorboard_dir +
+             " (curves: cohort ui, on the job's page; they are TensorBoard's event files)\n";
   }
   return lines;
 }
