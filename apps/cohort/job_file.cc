@@ -34,6 +34,9 @@ StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptio
     }
     namespace_name = *namespace_flag;
   }
+  for (std::string& warning : job::UnrestoredBackupWarnings(loaded.job)) {
+    loaded.warnings.push_back(std::move(warning));
+  }
   for (std::string& warning : job::LocalRunWarnings(loaded.job)) {
     loaded.warnings.push_back(std::move(warning));
   }

@@ -16,7 +16,9 @@ namespace cohort::cli {
 struct LoadedJob {
   job::Job job;
   job::JobFileFormat format = job::JobFileFormat::kManifest;
-  std::vector<std::string> warnings;  // fields a local run cannot honour, each once
+  // The file's unknown fields, settings that undo each other (job::UnrestoredBackupWarnings)
+  // and the fields a local run cannot honour, each once.
+  std::vector<std::string> warnings;
 };
 
 // Errors name file:line:column and the field path; every error is InvalidArgument (a file that

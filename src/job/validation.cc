@@ -562,4 +562,48 @@ std::vector<std::string> LocalRunWarnings(const Job& job) {
   return report.Messages(job);
 }
 
+namespace {
+
+// Whether `arguments` pass --checkpoint_path, as "--checkpoint_path=DIR" or "--checkpoint_path
+// DIR".
+bool PassesCheckpointPath(const std::vector<std::string>& arguments) {
+  for (const std::string& argument : arguments) {
+    if (argument == "--checkpoint_path" || argument.rfind("--checkpoint_path=", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> UnrestoredBackupWarnings(const Job& job) {
+  const JobKind& kind = *job.job_kind;
+  std::vector<std::string> types;
+  std::string first_path;
+  for (const auto& [type, replica] : job.replica_specs) {
+    if (replica.restart_policy != RestartPolicy::kNever) continue;
+    const Container* container = kind.MainContainer(replica.template_spec);
+    if (container == nullptr ||
+        !(PassesCheckpointPath(container->command) || PassesCheckpointPath(container->args))) {
+      continue;
+    }
+    if (types.empty()) {
+      first_path = ChildPath(ChildPath(ChildPath("spec", kind.facts().replica_specs_field), type),
+                             "restartPolicy");
+    }
+    types.push_back(type);
+  }
+  if (types.empty()) return {};
+  std::string named;
+  for (size_t i = 0; i < types.size(); ++i) {
+    named += (i == 0 ? "" : i + 1 == types.size() ? " and " : ", ") + types[i];
+  }
+  return {FieldMessage(job, first_path,
+                       "Never: a failed " + named +
+                           " replica is not restarted, so the backups its program writes "
+                           "(--checkpoint_path) are never restored and the job fails instead; "
+                           "restartPolicy OnFailure or ExitCode would resume from them")};
+}
+
 }  // namespace cohort::job

@@ -64,4 +64,12 @@ Status ValidateJob(const Job& job);
 // Kubernetes runs locally as it is.
 std::vector<std::string> LocalRunWarnings(const Job& job);
 
+// Warnings that hold wherever the job runs, for a valid job whose settings undo each other: a
+// replica type whose restartPolicy is Never (Kubeflow's default for TFJob) while its program
+// backs up (--checkpoint_path in the kind's container's command or args, as BackupAndRestore
+// takes it), so a failed replica is never restarted and its backups are never restored. One
+// message per job, at the first such type's restartPolicy (or its replica spec when the policy is
+// defaulted), naming every such type.
+std::vector<std::string> UnrestoredBackupWarnings(const Job& job);
+
 }  // namespace cohort::job

@@ -310,6 +310,36 @@ TEST(ValidateJob, ASparseTfConfigDoesNotListEveryWorker) {
   EXPECT_THAT(ValidationErrors(ParseAndDefault(text)), IsEmpty());
 }
 
+// ---- Settings that undo each other ----
+
+TEST(UnrestoredBackupWarnings, NeverWithBackupsIsNamedOnce) {
+  std::string text = Replace(kValid, "image: tf:2.15",
+                             "image: tf:2.15\n              args: [--checkpoint_path=/b]");
+  text = Replace(text, "    Worker:\n",
+                 "    Chief:\n      template:\n        spec:\n          containers:\n"
+                 "            - name: tensorflow\n              args: [--checkpoint_path, /b]\n"
+                 "    Worker:\n");
+  EXPECT_THAT(UnrestoredBackupWarnings(ParseAndDefault(text)),
+              ElementsAre("job.yaml:9:5: spec.tfReplicaSpecs.Chief.restartPolicy: Never: a failed "
+                          "Chief and Worker replica is not restarted, so the backups its program "
+                          "writes (--checkpoint_path) are never restored and the job fails "
+                          "instead; restartPolicy OnFailure or ExitCode would resume from them"));
+}
+
+TEST(UnrestoredBackupWarnings, NoneWhenReplicasRestartOrDoNotBackUp) {
+  EXPECT_THAT(UnrestoredBackupWarnings(ParseAndDefault(kValid)), IsEmpty());
+  std::string text = Replace(kValid, "image: tf:2.15",
+                             "image: tf:2.15\n              args: [--checkpoint_path=/b]");
+  EXPECT_THAT(
+      UnrestoredBackupWarnings(ParseAndDefault(Replace(text, "      replicas: 2\n",
+                                                       "      replicas: 2\n      restartPolicy: "
+                                                       "OnFailure\n"))),
+      IsEmpty());
+  EXPECT_THAT(UnrestoredBackupWarnings(ParseAndDefault(
+                  Replace(text, "--checkpoint_path=/b", "--checkpoint_path_is_not=/b"))),
+              IsEmpty());
+}
+
 // ---- What a local run cannot honour ----
 
 TEST(LocalRunWarnings, NoneForAPlainJob) {
