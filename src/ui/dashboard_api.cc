@@ -703,8 +703,12 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
   StatusOr<FileReader> opened = FileReader::Open(path);
   if (!opened.ok()) {
     if (opened.status().code() == Status::Code::kNotFound) {
+      const job::JobKind* kind = KindOfJob(*store, pod->job);
+      const std::string container =
+          kind != nullptr ? kind->facts().container_name
+                          : job::KindRegistry::Default().kinds().front()->facts().container_name;
       return StatusResponse(400, "BadRequest",
-                            "container \"tensorflow\" in pod \"" + pod_name +
+                            "container \"" + container + "\" in pod \"" + pod_name +
                                 "\" is waiting to start: it has written no log yet");
     }
     return FromStatus(opened.status());
