@@ -510,6 +510,30 @@ TEST_F(CohortCliTest, EnvPrintsAReplicasEnvironmentInTheOperatorsOrderForEitherK
                                   HasSubstr("\nCOHORT_REPLICA_TYPE=master\n"),
                                   Not(HasSubstr("COHORT_JOB_SECRET"))));
   EXPECT_EQ(sandbox_.Cohort({"env", torch, "--replica", "chief-0"}).exit_code, 2);
+  EXPECT_EQ(sandbox_.Cohort({"env", "-f", torch, "--replica", "worker-1", "--kubernetes"}).output,
+            cluster.output);
+
+  // A created job's environment: its own ports while it runs.
+  const std::filesystem::path release = sandbox_.root() / "release";
+  std::string running =
+      sandbox_
+          .WriteFile(
+              "running.yaml",
+              PyTorchManifest(
+                  "running",
+                  ReplicaSpec("Master", 1, "Never", {{"RUN_UNTIL_FILE", release.string()}}) +
+                      ReplicaSpec("Worker", 1, "Never", {{"RUN_UNTIL_FILE", release.string()}})))
+          .string();
+  ASSERT_EQ(sandbox_.Cohort({"submit", running}).exit_code, 0);
+  CommandResult created =
+      sandbox_.Cohort({"env", "pytorchjob", "running", "--replica", "worker-0"});
+  EXPECT_EQ(created.exit_code, 0) << created.output;
+  EXPECT_THAT(created.output, AllOf(Not(HasSubstr("is not running")), HasSubstr("\nRANK=1\n"),
+                                    HasSubstr("\nRUN_UNTIL_FILE=" + release.string() + "\n"),
+                                    HasSubstr("\nCOHORT_JOB_NAME=running\n")));
+  EXPECT_EQ(sandbox_.Cohort({"env", "nothing", "--replica", "worker-0"}).exit_code, 3);
+  WriteText(release, "");
+  EXPECT_EQ(sandbox_.Cohort({"wait", "running", "--timeout", "60"}).exit_code, 0);
 
   // A TFJob's environment holds TF_CONFIG, the same that `cohort tfconfig` prints.
   std::string tf =

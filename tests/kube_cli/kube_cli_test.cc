@@ -771,6 +771,11 @@ TEST_F(KubeCliTest, GetListsEveryKindAndEachKindByItsOwnNames) {
       << describe.out;
   EXPECT_NE(describe.out.find("Created pod: torch-master-0\n"), std::string::npos) << describe.out;
 
+  Result env = Cohort("env pytorchjob torch --replica master-0 --kubernetes");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_NE(env.out.find("\nMASTER_ADDR=torch-master-0\n"), std::string::npos) << env.out;
+  EXPECT_NE(env.out.find("\nWORLD_SIZE=1\n"), std::string::npos) << env.out;
+
   cluster_.SetLog("torch-master-0", "epoch 1\n");
   Result logs = Cohort("logs pytorchjob/torch --kubernetes");
   ASSERT_EQ(logs.exit_code, 0) << logs.err;

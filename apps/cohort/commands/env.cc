@@ -1,13 +1,16 @@
-// `cohort env FILE --replica master-0 [--kubernetes [--cluster-domain D]] [-c C]`: the
-// environment a replica of a job of any kind gets, one NAME=VALUE a line, in the order Kubeflow's
-// operator writes it: the container's own env, then the kind's variables (a TFJob's TF_CONFIG; a
-// PyTorchJob's PYTHONUNBUFFERED, MASTER_ADDR, ... PET_*), as job::JobKind::ReplicaEnvironment
-// gives them. Locally they are what the local executor sets (exec/replica_environment.h: a live
-// job's ports, else ports chosen now), followed by Cohort's COHORT_JOB_NAME, COHORT_REPLICA_TYPE
-// and COHORT_REPLICA_INDEX (its COHORT_JOB_SECRET is never printed); with --kubernetes they are
-// the env of the container of the pod the operator creates (kube/objects/objects.h), in its
-// order. `cohort tfconfig` (tfconfig.cc) prints one variable of the same environment.
+// `cohort env FILE|-f FILE|[KIND] NAME --replica master-0 [--kubernetes [--cluster-domain D]]
+// [-c C]`: the environment a replica of a job of any kind gets (of a job file, or of a created
+// job: this machine's, or with --kubernetes the cluster's), one NAME=VALUE a line, in the order
+// Kubeflow's operator writes it: the container's own env, then the kind's variables (a TFJob's
+// TF_CONFIG; a PyTorchJob's PYTHONUNBUFFERED, MASTER_ADDR, ... PET_*), as
+// job::JobKind::ReplicaEnvironment gives them. Locally they are what the local executor sets
+// (exec/replica_environment.h: a live job's ports, else ports chosen now), followed by Cohort's
+// COHORT_JOB_NAME, COHORT_REPLICA_TYPE and COHORT_REPLICA_INDEX (its COHORT_JOB_SECRET is never
+// printed); with --kubernetes they are the env of the container of the pod the operator creates
+// (kube/objects/objects.h), in its order. `cohort tfconfig` (tfconfig.cc) prints one variable of
+// the same environment.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -16,6 +19,7 @@
 #include "exec/job_store.h"
 #include "exec/local_jobs.h"
 #include "exec/replica_environment.h"
+#include "job/defaults.h"
 #include "job/job_kind.h"
 #include "kube/objects/objects.h"
 
@@ -120,26 +124,79 @@ void PrintNotRunning(const job::Job& job) {
 namespace {
 
 struct EnvFlags {
-  JobFileFlags job_file;
+  std::vector<std::string> arguments;  // FILE, or [KIND] NAME of a created job
+  JobFileFlags job_file;               // -f FILE (and --name)
   NamespaceFlag namespace_flag;
   std::string replica;
-  EnvironmentOptions options;
+  TargetFlags target;
+  std::string cluster_domain;
+  std::string container;
 };
 
+// Whether an argument names a job file rather than a job: "-", a file that is there, or a name
+// ending as a manifest does (a missing file is then said to be missing).
+bool LooksLikeFile(const std::string& argument) {
+  auto ends_with = [&](const std::string& suffix) {
+    return argument.size() > suffix.size() &&
+           argument.compare(argument.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return argument == "-" || std::filesystem::is_regular_file(argument) || ends_with(".yaml") ||
+         ends_with(".yml") || ends_with(".json");
+}
+
+// The job whose environment is asked for: the file's (-f FILE, or an argument that is a file or
+// -), else the created job [KIND] NAME, read through the job client (the cluster's with
+// --kubernetes) and defaulted as a run defaults it.
+StatusOr<job::Job> EnvJob(const EnvFlags& flags) {
+  std::string file = flags.job_file.file;
+  if (!file.empty() && !flags.arguments.empty()) {
+    return Status::InvalidArgument("give FILE or -f FILE, or a job's name, not both");
+  }
+  if (file.empty() && flags.arguments.size() == 1 && LooksLikeFile(flags.arguments[0])) {
+    file = flags.arguments[0];
+  }
+  if (!file.empty()) {
+    StatusOr<LoadedJob> loaded =
+        LoadJobFile(file, flags.job_file.options, flags.namespace_flag.Given());
+    if (!loaded.ok()) return loaded.status();
+    return std::move(loaded->job);
+  }
+  if (flags.arguments.empty()) {
+    return Status::InvalidArgument("give a job file (FILE or -f FILE) or a created job's name (" +
+                                   JobArgumentsHelp(false) + ")");
+  }
+  StatusOr<JobArguments> named = OneJobName(flags.arguments);
+  if (!named.ok()) return named.status();
+  StatusOr<std::unique_ptr<view::JobClient>> client = ClientFactory(flags.target)();
+  if (!client.ok()) return client.status();
+  view::JobQuery query;
+  query.namespace_name = (*client)->Namespace(flags.namespace_flag.Given());
+  query.names = named->names;
+  query.kind = named->kind;
+  StatusOr<view::JobList> jobs = (*client)->GetJobs(query);
+  if (!jobs.ok()) return jobs.status();
+  StatusOr<job::Job> spec = jobs->store->ReadSpec(jobs->keys.front());
+  if (!spec.ok()) return spec.status();
+  job::ApplyDefaults(*spec);
+  return spec;
+}
+
 int Env(const EnvFlags& flags) {
-  StatusOr<LoadedJob> loaded =
-      LoadJobFile(flags.job_file.file, flags.job_file.options, flags.namespace_flag.Given());
-  if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
-  const job::Job& job = loaded->job;
-  StatusOr<ReplicaId> replica = FindReplica(job, flags.replica);
+  StatusOr<job::Job> job = EnvJob(flags);
+  if (!job.ok()) return Fail(job.status());
+  StatusOr<ReplicaId> replica = FindReplica(*job, flags.replica);
   if (!replica.ok()) return Fail(kExitInvalidInput, replica.status().message());
-  StatusOr<ReplicaVariables> environment = ReplicaEnvironmentOf(job, *replica, flags.options);
+  EnvironmentOptions options;
+  options.kubernetes = flags.target.kubernetes;
+  options.cluster_domain = flags.cluster_domain;
+  options.container = flags.container;
+  StatusOr<ReplicaVariables> environment = ReplicaEnvironmentOf(*job, *replica, options);
   if (!environment.ok()) {
     return Fail(environment.status().code() == Status::Code::kInvalidArgument ? kExitInvalidInput
                                                                               : kExitError,
                 environment.status().message());
   }
-  if (!environment->live) PrintNotRunning(job);
+  if (!environment->live) PrintNotRunning(*job);
   for (const job::EnvVar& variable : environment->variables) {
     if (variable.value_from.is_null()) {
       std::cout << variable.name << "=" << variable.value << "\n";
@@ -157,16 +214,19 @@ void AddEnvCommand(CLI::App& app, int& exit_code) {
   CLI::App* env = app.add_subcommand("env", "Print the environment a replica would get (" +
                                                 job::KindRegistry::Default().Names(", ") +
                                                 "), in the operator's order");
-  AddJobFile(env, flags->job_file, "the job");
+  env->add_option("JOB", flags->arguments,
+                  "FILE (" + ManifestHelp() +
+                      " or an AI Platform job spec), or a created job: " + JobArgumentsHelp(false));
+  env->add_option("-f,--filename", flags->job_file.file, "the job file (- for standard input)");
+  AddJobName(env, flags->job_file);
   AddNamespace(env, flags->namespace_flag);
   env->add_option("--replica", flags->replica, "e.g. worker-1, master-0")->required();
-  CLI::Option* kubernetes =
-      env->add_flag("--kubernetes", flags->options.kubernetes,
-                    "the form the operator's pod gets (hosts <job>-<type>-<i>[.<ns>.svc])");
-  env->add_option("--cluster-domain", flags->options.cluster_domain,
-                  "with --kubernetes: appended to the replicas' hosts, e.g. cluster.local")
-      ->needs(kubernetes);
-  env->add_option("-c,--container", flags->options.container,
+  AddKubernetes(env, flags->target,
+                "the form the operator's pod gets (hosts <job>-<type>-<i>[.<ns>.svc]); a created "
+                "job's NAME is then the cluster's");
+  env->add_option("--cluster-domain", flags->cluster_domain,
+                  "with --kubernetes: appended to the replicas' hosts, e.g. cluster.local");
+  env->add_option("-c,--container", flags->container,
                   "with --kubernetes: another container of the pod (default: the kind's)");
   env->callback([flags, &exit_code] { exit_code = Env(*flags); });
 }
