@@ -1,4 +1,4 @@
-// Reading a job file the way every command does: a TFJob manifest or an AI Platform job spec
+// Reading a job file the way every command does: a manifest of any kind or an AI Platform job spec
 // (job/job_file.h), with the operator's defaults and validation, and the warnings a local run
 // gives. The path "-" reads standard input, as kubectl's `-f -`, up to the same 4 MiB as a file.
 #pragma once

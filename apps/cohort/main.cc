@@ -1,20 +1,23 @@
-// cohort: run Kubeflow TFJob manifests on this machine, or on a Kubernetes cluster, kubectl-style.
+// cohort: run Kubeflow training job manifests (every kind of job::KindRegistry::Default()) on
+// this machine, or on a Kubernetes cluster, kubectl-style.
 //
 //   cohort run FILE        run a job in the foreground, streaming its replicas' output
 //   cohort submit FILE     start it in the background (a detached supervisor) and print its name
 //   cohort get / describe / logs / wait / delete / suspend / resume JOB
-//   cohort validate FILE... / cohort tfconfig FILE --replica worker-1
-//   cohort convert FILE    print the TFJob a file amounts to (an AI Platform job spec converted)
+//   cohort validate FILE... / cohort env FILE --replica master-0 / cohort tfconfig FILE ...
+//   cohort convert FILE    print the job a file amounts to (an AI Platform job spec converted)
 //   cohort manifests FILE  print the pods, services and PodGroup Kubeflow's operator would create
-//   cohort crd             print the TFJob CustomResourceDefinition (deploy/kubernetes/crd.yaml)
-//   cohort operator        run TFJobs on a Kubernetes cluster (kube/operator), until SIGTERM
+//   cohort crd             print the CustomResourceDefinitions (deploy/kubernetes/crd.yaml)
+//   cohort operator        run jobs on a Kubernetes cluster (kube/operator), until SIGTERM
 //   cohort ui              serve the web dashboard of the jobs here, or a cluster's (ui/)
-//   kubectl's forms: apply/create/delete -f FILE, get tfjobs|pods [NAME], logs POD, -o FORMAT, -w
+//   kubectl's forms: apply/create/delete -f FILE, get KINDS|pods [NAME] (each kind's plural),
+//   logs POD, -o FORMAT, -w
 //   gcloud's: cohort ai-platform jobs submit training|list|describe|cancel|stream-logs
 //   --kubernetes [--context C] [--kubeconfig F] on submit, apply, create, get, describe, logs,
 //   wait, delete, suspend, resume and ui: the same against a cluster's API server
 //
-// FILE is a TFJob manifest or a Google AI Platform training job spec (job/job_file.h).
+// FILE is a manifest of any registered kind or a Google AI Platform training job spec
+// (job/job_file.h).
 //
 // This file only wires: it registers the commands (one file each under commands/, listed in
 // commands/commands.h), gives a mistyped command the closest one, parses and returns the exit
@@ -29,12 +32,15 @@
 #include "apps/cohort/commands/commands.h"
 #include "apps/cohort/exit_codes.h"
 #include "base/version.h"
+#include "job/job_kind.h"
 #include "view/command_line.h"
 
 namespace cohort::cli {
 
 int Main(int argc, char** argv) {
-  CLI::App app{"cohort: run Kubeflow TFJob manifests on this machine, kubectl-style.", "cohort"};
+  CLI::App app{"cohort: run Kubeflow " + job::KindRegistry::Default().Names(" and ") +
+                   " manifests on this machine, kubectl-style.",
+               "cohort"};
   app.require_subcommand(1);
   app.set_version_flag("--version", VersionText("cohort"));
   app.footer(
@@ -44,12 +50,12 @@ int Main(int argc, char** argv) {
       "State lives in $COHORT_HOME (default ~/.cohort).");
 
   int exit_code = kExitSucceeded;
-  for (auto add :
-       {AddRunCommand,       AddSubmitCommand,   AddApplyCommand,    AddCreateCommand,
-        AddSuperviseCommand, AddGetCommand,      AddDescribeCommand, AddLogsCommand,
-        AddWaitCommand,      AddDeleteCommand,   AddSuspendCommand,  AddResumeCommand,
-        AddValidateCommand,  AddTfConfigCommand, AddConvertCommand,  AddManifestsCommand,
-        AddUiCommand,        AddCrdCommand,      AddOperatorCommand, AddAiPlatformCommand}) {
+  for (auto add : {AddRunCommand,       AddSubmitCommand, AddApplyCommand,    AddCreateCommand,
+                   AddSuperviseCommand, AddGetCommand,    AddDescribeCommand, AddLogsCommand,
+                   AddWaitCommand,      AddDeleteCommand, AddSuspendCommand,  AddResumeCommand,
+                   AddValidateCommand,  AddEnvCommand,    AddTfConfigCommand, AddConvertCommand,
+                   AddManifestsCommand, AddUiCommand,     AddCrdCommand,      AddOperatorCommand,
+                   AddAiPlatformCommand}) {
     add(app, exit_code);
   }
 

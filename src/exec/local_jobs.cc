@@ -406,19 +406,14 @@ Status LocalJobs::ReadLogs(const JobKey& key, const std::string& replica, bool f
   return Status::OK();
 }
 
-StatusOr<std::optional<std::string>> LocalJobs::LocalTfConfig(const job::Job& job,
-                                                              const std::string& replica_type,
-                                                              int index, bool* live) {
+StatusOr<std::map<std::string, std::string>> LocalJobs::LocalReplicaEnvironment(
+    const job::Job& job, const std::string& replica_type, int index, bool* live) {
   JobKey key{job.metadata.namespace_name, job.metadata.name};
   StatusOr<std::map<std::string, int>> ports = store_.ReadEndpoints(key);
   *live = ports.ok();
   if (!*live) ports = ReservePorts(job);
   if (!ports.ok()) return ports.status();
-  std::map<std::string, std::string> environment =
-      ReplicaEnvironment(job, replica_type, index, *ports, "");
-  auto it = environment.find("TF_CONFIG");
-  if (it == environment.end()) return std::optional<std::string>();
-  return std::optional<std::string>(it->second);
+  return ReplicaEnvironment(job, replica_type, index, *ports, "");
 }
 
 }  // namespace cohort::exec

@@ -124,12 +124,12 @@ class LocalJobs {
                   const LogLineCallback& on_line, const std::function<void()>& on_wait,
                   const LogSelection& selection = {});
 
-  // The TF_CONFIG that replica `replica_type`-`index` of `job` gets when run here (nullopt for a
-  // job of one replica, which gets none): with the ports of the live job of that name, else with
-  // ports chosen now as a run would choose them (`*live` says which).
-  StatusOr<std::optional<std::string>> LocalTfConfig(const job::Job& job,
-                                                     const std::string& replica_type, int index,
-                                                     bool* live);
+  // The environment replica `replica_type`-`index` of `job` gets when run here
+  // (replica_environment.h, with no secret): with the ports of the live job of that name, else
+  // with ports chosen now as a run would choose them (`*live` says which). `cohort env` and
+  // `cohort tfconfig` print it.
+  StatusOr<std::map<std::string, std::string>> LocalReplicaEnvironment(
+      const job::Job& job, const std::string& replica_type, int index, bool* live);
 
  private:
   // Chooses a free port for each replica of `job`.

@@ -36,7 +36,29 @@ constexpr uint64_t kMaxPointsPerSeries = 1000000;
 // Events of one request, the most recent kept.
 constexpr size_t kMaxEvents = 10000;
 
-const char kGroup[] = "kubeflow.org";
+// The kind whose resource is /apis/GROUP/VERSION/PLURAL, or null.
+const job::JobKind* KindOfResource(const std::string& group, const std::string& version,
+                                   const std::string& plural) {
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    const job::KindFacts& facts = kind->facts();
+    if (facts.group == group && facts.version == version && facts.plural == plural) return kind;
+  }
+  return nullptr;
+}
+
+// Whether some kind's resources are under /apis/GROUP/VERSION.
+bool IsJobGroupVersion(const std::string& group, const std::string& version) {
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    if (kind->facts().group == group && kind->facts().version == version) return true;
+  }
+  return false;
+}
+
+// The kind of the job `key` in `store`, or null when its spec cannot be read.
+const job::JobKind* KindOfJob(const exec::JobStateStore& store, const exec::JobKey& key) {
+  StatusOr<job::Job> spec = store.ReadSpec(key);
+  return spec.ok() ? spec->job_kind : nullptr;
+}
 
 // `value` as a JSON number, as printf writes it in `format` (std::to_chars gives the same text,
 // several times faster), or null where it is not finite: JSON has no NaN nor infinity (a gap in the
@@ -99,9 +121,10 @@ ApiResponse FromStatus(const Status& status) {
   return StatusResponse(code, reason, status.message());
 }
 
-ApiResponse JobNotFound(const std::string& name) {
-  return StatusResponse(404, "NotFound",
-                        std::string("tfjobs.") + kGroup + " \"" + name + "\" not found");
+ApiResponse JobNotFound(const std::string& name, const job::JobKind& kind) {
+  return StatusResponse(
+      404, "NotFound",
+      kind.facts().plural + "." + kind.facts().group + " \"" + name + "\" not found");
 }
 
 std::optional<std::string> Param(const ApiRequest& request, const std::string& name) {
@@ -142,15 +165,16 @@ bool AcceptsYaml(const ApiRequest& request) {
          request.accept.find("application/x-yaml") != std::string::npos;
 }
 
-json EventObject(const exec::JobKey& key, const job::Event& event, size_t index) {
+json EventObject(const exec::JobKey& key, const job::JobKind& kind, const job::Event& event,
+                 size_t index) {
   std::string time = FormatTime(event.time);
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
           {"metadata",
            {{"name", key.name + "." + std::to_string(index)}, {"namespace", key.namespace_name}}},
           {"involvedObject",
-           {{"apiVersion", std::string(kGroup) + "/v1"},
-            {"kind", "TFJob"},
+           {{"apiVersion", kind.api_version()},
+            {"kind", kind.name()},
             {"name", key.name},
             {"namespace", key.namespace_name}}},
           {"type", event.type},
@@ -344,35 +368,43 @@ ApiResponse DashboardApi::Handle(const ApiRequest& request) {
     ok.body = "ok";
     return ok;
   }
-  // /apis/kubeflow.org/v1/...
-  if (parts.size() >= 4 && parts[0] == "apis" && parts[1] == kGroup && parts[2] == "v1") {
-    if (parts.size() == 4 && parts[3] == "tfjobs") {
-      return read ? JobsList(request, "", true) : method_not_allowed();
+  // /apis/GROUP/VERSION/...: each kind's resources, under its own plural.
+  if (parts.size() == 3 && parts[0] == "apis" && IsJobGroupVersion(parts[1], parts[2])) {
+    return read ? ResourceList(parts[1], parts[2]) : method_not_allowed();
+  }
+  const job::JobKind* kind = nullptr;
+  if (parts.size() >= 4 && parts[0] == "apis") {
+    kind = KindOfResource(parts[1], parts[2], parts.size() >= 6 ? parts[5] : parts[3]);
+  }
+  if (kind != nullptr) {
+    if (parts.size() == 4) {
+      return read ? JobsList(request, "", true, *kind) : method_not_allowed();
     }
-    if (parts.size() >= 6 && parts[3] == "namespaces" && parts[5] == "tfjobs") {
+    if (parts.size() >= 6 && parts[3] == "namespaces") {
       if (auto bad = check_names({4})) return *bad;
       const std::string& namespace_name = parts[4];
       if (parts.size() == 6)
-        return read ? JobsList(request, namespace_name, false) : method_not_allowed();
+        return read ? JobsList(request, namespace_name, false, *kind) : method_not_allowed();
       if (auto bad = check_names({6})) return *bad;
       const std::string& name = parts[6];
       if (parts.size() == 7) {
-        if (read) return JobGet(request, namespace_name, name);
-        if (request.method == "DELETE") return JobAction(namespace_name, name, "delete");
+        if (read) return JobGet(request, namespace_name, name, *kind);
+        if (request.method == "DELETE") return JobAction(namespace_name, name, "delete", *kind);
         return method_not_allowed();
       }
       if (parts.size() == 8) {
         const std::string& sub = parts[7];
         if (sub == "replicas")
-          return read ? JobReplicas(namespace_name, name) : method_not_allowed();
+          return read ? JobReplicas(namespace_name, name, *kind) : method_not_allowed();
         if (sub == "scalars") {
-          return read ? JobScalars(request, namespace_name, name) : method_not_allowed();
+          return read ? JobScalars(request, namespace_name, name, *kind) : method_not_allowed();
         }
         if (sub == "events") {
-          return read ? EventsList(request, namespace_name, false, name) : method_not_allowed();
+          return read ? EventsList(request, namespace_name, false, name, kind)
+                      : method_not_allowed();
         }
         if (sub == "suspend" || sub == "resume" || sub == "delete") {
-          return request.method == "POST" ? JobAction(namespace_name, name, sub)
+          return request.method == "POST" ? JobAction(namespace_name, name, sub, *kind)
                                           : method_not_allowed();
         }
       }
@@ -382,13 +414,15 @@ ApiResponse DashboardApi::Handle(const ApiRequest& request) {
   if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "v1") {
     if (!read) return method_not_allowed();
     if (parts.size() == 3 && parts[2] == "pods") return PodsList(request, "", true);
-    if (parts.size() == 3 && parts[2] == "events") return EventsList(request, "", true, "");
+    if (parts.size() == 3 && parts[2] == "events") {
+      return EventsList(request, "", true, "", nullptr);
+    }
     if (parts.size() >= 5 && parts[2] == "namespaces") {
       if (auto bad = check_names({3})) return *bad;
       const std::string& namespace_name = parts[3];
       if (parts.size() == 5 && parts[4] == "pods") return PodsList(request, namespace_name, false);
       if (parts.size() == 5 && parts[4] == "events") {
-        return EventsList(request, namespace_name, false, "");
+        return EventsList(request, namespace_name, false, "", nullptr);
       }
       if (parts.size() >= 6 && parts[4] == "pods") {
         if (auto bad = check_names({5})) return *bad;
@@ -413,9 +447,28 @@ ApiResponse DashboardApi::Yaml(const json& object) {
   return response;
 }
 
+ApiResponse DashboardApi::ResourceList(const std::string& group, const std::string& version) {
+  json resources = json::array();
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    const job::KindFacts& facts = kind->facts();
+    if (facts.group != group || facts.version != version) continue;
+    resources.push_back({{"name", facts.plural},
+                         {"singularName", job::LowerCase(kind->name())},
+                         {"namespaced", true},
+                         {"kind", kind->name()},
+                         {"verbs", {"get", "list", "delete"}}});
+  }
+  return Json({{"apiVersion", "v1"},
+               {"kind", "APIResourceList"},
+               {"groupVersion", group + "/" + version},
+               {"resources", resources}});
+}
+
 StatusOr<view::JobList> DashboardApi::ListedJobs(const std::string& namespace_name, bool all,
-                                                 view::JobDetail detail, bool objects) {
+                                                 view::JobDetail detail, bool objects,
+                                                 const job::JobKind* kind) {
   view::JobQuery query;
+  query.kind = kind;
   query.namespace_name = namespace_name;
   query.all_namespaces = all;
   query.detail = detail;
@@ -425,8 +478,9 @@ StatusOr<view::JobList> DashboardApi::ListedJobs(const std::string& namespace_na
 
 StatusOr<view::JobList> DashboardApi::OneJob(const std::string& namespace_name,
                                              const std::string& name, view::JobDetail detail,
-                                             bool objects) {
+                                             bool objects, const job::JobKind* kind) {
   view::JobQuery query;
+  query.kind = kind;
   query.namespace_name = namespace_name;
   query.names = {name};
   query.detail = detail;
@@ -435,27 +489,31 @@ StatusOr<view::JobList> DashboardApi::OneJob(const std::string& namespace_name,
 }
 
 ApiResponse DashboardApi::JobsList(const ApiRequest& request, const std::string& namespace_name,
-                                   bool all) {
-  StatusOr<view::JobList> jobs = ListedJobs(namespace_name, all, view::JobDetail::kStatus, true);
+                                   bool all, const job::JobKind& kind) {
+  StatusOr<view::JobList> jobs =
+      ListedJobs(namespace_name, all, view::JobDetail::kStatus, true, &kind);
   if (!jobs.ok()) return FromStatus(jobs.status());
   json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", jobs->objects}};
   return AcceptsYaml(request) ? Yaml(list) : Json(list);
 }
 
 ApiResponse DashboardApi::JobGet(const ApiRequest& request, const std::string& namespace_name,
-                                 const std::string& name) {
-  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kStatus, true);
+                                 const std::string& name, const job::JobKind& kind) {
+  StatusOr<view::JobList> found =
+      OneJob(namespace_name, name, view::JobDetail::kStatus, true, &kind);
   if (!found.ok() && found.status().code() != Status::Code::kNotFound)
     return FromStatus(found.status());
-  if (!found.ok() || found->objects.empty()) return JobNotFound(name);
+  if (!found.ok() || found->objects.empty()) return JobNotFound(name, kind);
   return AcceptsYaml(request) ? Yaml(found->objects.front()) : Json(found->objects.front());
 }
 
-ApiResponse DashboardApi::JobReplicas(const std::string& namespace_name, const std::string& name) {
-  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kReplicas, false);
+ApiResponse DashboardApi::JobReplicas(const std::string& namespace_name, const std::string& name,
+                                      const job::JobKind& kind) {
+  StatusOr<view::JobList> found =
+      OneJob(namespace_name, name, view::JobDetail::kReplicas, false, &kind);
   if (!found.ok() && found.status().code() != Status::Code::kNotFound)
     return FromStatus(found.status());
-  if (!found.ok()) return JobNotFound(name);
+  if (!found.ok()) return JobNotFound(name, kind);
   exec::JobKey key{namespace_name, name};
   RequestStore store(*found->store);
   std::vector<exec::ReplicaRow> rows = store.ReadReplicas(key);
@@ -473,19 +531,22 @@ ApiResponse DashboardApi::JobReplicas(const std::string& namespace_name, const s
 }
 
 ApiResponse DashboardApi::JobAction(const std::string& namespace_name, const std::string& name,
-                                    const std::string& action) {
+                                    const std::string& action, const job::JobKind& kind) {
   exec::JobKey key{namespace_name, name};
-  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kStatus, false);
+  const std::string singular = job::LowerCase(kind.name());
+  StatusOr<view::JobList> found =
+      OneJob(namespace_name, name, view::JobDetail::kStatus, false, &kind);
   if (!found.ok() && found.status().code() != Status::Code::kNotFound)
     return FromStatus(found.status());
-  if (!found.ok()) return JobNotFound(name);
+  if (!found.ok()) return JobNotFound(name, kind);
   if (action == "delete") {
-    StatusOr<std::string> deleted = options_.jobs->Delete(key);
+    StatusOr<std::string> deleted = options_.jobs->Delete(key, &kind);
     if (!deleted.ok()) return FromStatus(deleted.status());
-    ApiResponse response = StatusResponse(200, "", "tfjob \"" + name + "\" deleted");
+    ApiResponse response = StatusResponse(200, "", singular + " \"" + name + "\" deleted");
     json body = json::parse(response.body);
     body.erase("reason");
-    body["details"] = {{"name", name}, {"group", kGroup}, {"kind", "tfjobs"}};
+    body["details"] = {
+        {"name", name}, {"group", kind.facts().group}, {"kind", kind.facts().plural}};
     response.body = body.dump();
     return response;
   }
@@ -493,14 +554,15 @@ ApiResponse DashboardApi::JobAction(const std::string& namespace_name, const std
   StatusOr<job::JobStatus> current = found->store->ReadStatus(key);
   if (suspend && current.ok() && job::IsFinished(*current)) {
     return StatusResponse(409, "Conflict",
-                          "tfjob " + name + " has already " + job::JobState(*current) +
+                          singular + " " + name + " has already " + job::JobState(*current) +
                               "; a finished job cannot be suspended");
   }
-  StatusOr<std::string> changed = options_.jobs->SetSuspended(key, suspend);
+  StatusOr<std::string> changed = options_.jobs->SetSuspended(key, &kind, suspend);
   if (!changed.ok()) return FromStatus(changed.status());
-  StatusOr<view::JobList> after = OneJob(namespace_name, name, view::JobDetail::kStatus, true);
+  StatusOr<view::JobList> after =
+      OneJob(namespace_name, name, view::JobDetail::kStatus, true, &kind);
   if (!after.ok()) return FromStatus(after.status());
-  if (after->objects.empty()) return JobNotFound(name);
+  if (after->objects.empty()) return JobNotFound(name, kind);
   return Json(after->objects.front());
 }
 
@@ -520,8 +582,8 @@ ApiResponse DashboardApi::PodsList(const ApiRequest& request, const std::string&
       selector ? selector->RequiredValue("training.kubeflow.org/job-name") : std::nullopt;
   const bool one_job = job_name && !all;
   StatusOr<view::JobList> jobs =
-      one_job ? OneJob(namespace_name, *job_name, view::JobDetail::kReplicas, false)
-              : ListedJobs(namespace_name, all, view::JobDetail::kReplicas, false);
+      one_job ? OneJob(namespace_name, *job_name, view::JobDetail::kReplicas, false, nullptr)
+              : ListedJobs(namespace_name, all, view::JobDetail::kReplicas, false, nullptr);
   if (one_job && !jobs.ok() && jobs.status().code() == Status::Code::kNotFound) {
     return Json({{"apiVersion", "v1"}, {"kind", "PodList"}, {"items", json::array()}});
   }
@@ -549,7 +611,7 @@ StatusOr<view::PodRef> DashboardApi::FindPod(const std::string& namespace_name,
                                              const std::string& pod_name,
                                              std::shared_ptr<const exec::JobStateStore>* store) {
   StatusOr<view::JobList> jobs =
-      ListedJobs(namespace_name, false, view::JobDetail::kReplicas, false);
+      ListedJobs(namespace_name, false, view::JobDetail::kReplicas, false, nullptr);
   if (!jobs.ok()) return jobs.status();
   *store = jobs->store;
   return view::FindPod(*jobs->store, namespace_name, pod_name);
@@ -641,8 +703,12 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
   StatusOr<FileReader> opened = FileReader::Open(path);
   if (!opened.ok()) {
     if (opened.status().code() == Status::Code::kNotFound) {
+      const job::JobKind* kind = KindOfJob(*store, pod->job);
+      const std::string container =
+          kind != nullptr ? kind->facts().container_name
+                          : job::KindRegistry::Default().kinds().front()->facts().container_name;
       return StatusResponse(400, "BadRequest",
-                            "container \"tensorflow\" in pod \"" + pod_name +
+                            "container \"" + container + "\" in pod \"" + pod_name +
                                 "\" is waiting to start: it has written no log yet");
     }
     return FromStatus(opened.status());
@@ -791,11 +857,12 @@ std::string DashboardApi::NothingMatched(const exec::JobStore& store, const exec
 }
 
 ApiResponse DashboardApi::JobScalars(const ApiRequest& request, const std::string& namespace_name,
-                                     const std::string& name) {
-  StatusOr<view::JobList> found = OneJob(namespace_name, name, view::JobDetail::kStatus, false);
+                                     const std::string& name, const job::JobKind& kind) {
+  StatusOr<view::JobList> found =
+      OneJob(namespace_name, name, view::JobDetail::kStatus, false, &kind);
   if (!found.ok() && found.status().code() != Status::Code::kNotFound)
     return FromStatus(found.status());
-  if (!found.ok()) return JobNotFound(name);
+  if (!found.ok()) return JobNotFound(name, kind);
   if (options_.home.empty()) {
     // The curves are read from event files on this machine; a cluster's replicas write theirs
     // where their flags say, which the dashboard cannot read.
@@ -868,7 +935,7 @@ ApiResponse DashboardApi::JobScalars(const ApiRequest& request, const std::strin
 }
 
 ApiResponse DashboardApi::Metrics() {
-  StatusOr<view::JobList> jobs = ListedJobs("", true, view::JobDetail::kReplicas, false);
+  StatusOr<view::JobList> jobs = ListedJobs("", true, view::JobDetail::kReplicas, false, nullptr);
   if (!jobs.ok()) return FromStatus(jobs.status());
   ApiResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -886,7 +953,8 @@ ApiResponse DashboardApi::Metrics() {
 }
 
 ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::string& namespace_name,
-                                     bool all, const std::string& job_name) {
+                                     bool all, const std::string& job_name,
+                                     const job::JobKind* kind) {
   std::optional<Selector> selector;
   if (std::optional<std::string> text = Param(request, "fieldSelector"); text && !text->empty()) {
     StatusOr<Selector> parsed = ParseSelector(*text, "fieldSelector");
@@ -913,17 +981,19 @@ ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::strin
   std::optional<std::string> named = job_name.empty() ? std::nullopt : std::optional(job_name);
   if (!named && selector) named = selector->RequiredValue("involvedObject.name");
   if (named && !all) {
-    StatusOr<view::JobList> found = OneJob(namespace_name, *named, view::JobDetail::kEvents, false);
+    StatusOr<view::JobList> found =
+        OneJob(namespace_name, *named, view::JobDetail::kEvents, false, kind);
     if (found.ok()) {
       keys = found->keys;
       store = found->store;
     } else if (found.status().code() != Status::Code::kNotFound) {
       return FromStatus(found.status());
-    } else if (!job_name.empty()) {
-      return JobNotFound(job_name);
+    } else if (!job_name.empty() && kind != nullptr) {
+      return JobNotFound(job_name, *kind);
     }
   } else {
-    StatusOr<view::JobList> jobs = ListedJobs(namespace_name, all, view::JobDetail::kEvents, false);
+    StatusOr<view::JobList> jobs =
+        ListedJobs(namespace_name, all, view::JobDetail::kEvents, false, kind);
     if (!jobs.ok()) return FromStatus(jobs.status());
     keys = jobs->keys;
     store = jobs->store;
@@ -941,6 +1011,8 @@ ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::strin
   }
   json items = json::array();
   for (const exec::JobKey& key : keys) {
+    const job::JobKind* of_job = KindOfJob(*store, key);
+    if (of_job == nullptr) continue;
     StatusOr<std::vector<job::Event>> events =
         keys.size() == 1 && only_the_job && !options_.home.empty()
             ? LastEvents(exec::JobStore(options_.home), key, keep)
@@ -949,14 +1021,14 @@ ApiResponse DashboardApi::EventsList(const ApiRequest& request, const std::strin
     for (size_t i = 0; i < events->size(); ++i) {
       const job::Event& event = (*events)[i];
       if (selector && !selector->Matches({{"involvedObject.name", key.name},
-                                          {"involvedObject.kind", "TFJob"},
+                                          {"involvedObject.kind", of_job->name()},
                                           {"involvedObject.namespace", key.namespace_name},
                                           {"metadata.namespace", key.namespace_name},
                                           {"type", event.type},
                                           {"reason", event.reason}})) {
         continue;
       }
-      items.push_back(EventObject(key, event, i));
+      items.push_back(EventObject(key, *of_job, event, i));
     }
   }
   if (items.size() > keep) {

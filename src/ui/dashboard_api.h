@@ -1,23 +1,29 @@
-// The dashboard's JSON API, shaped like the Kubernetes API a TFJob user knows, over the jobs a
-// view::JobClient reads (ApiOptions::jobs): those in $COHORT_HOME, or a cluster's TFJobs. The
-// pages use it, and so can scripts (README.md, "API"):
+// The dashboard's JSON API, shaped like the Kubernetes API a Kubeflow user knows, over the jobs a
+// view::JobClient reads (ApiOptions::jobs): those in $COHORT_HOME, or a cluster's. Every kind of
+// job::KindRegistry::Default() has its own routes under its group, version and plural (GROUP is
+// kubeflow.org, VERSION v1, PLURAL tfjobs, pytorchjobs...). The pages use it, and so can scripts
+// (README.md, "API"):
 //
-//   GET    /apis/kubeflow.org/v1/tfjobs                          every job (= cohort get -A -o
-//   json) GET    /apis/kubeflow.org/v1/namespaces/NS/tfjobs            (= cohort get -n NS -o json)
-//   GET    /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME       (= cohort get NAME -o json;
-//                                                                 Accept: application/yaml: -o
-//                                                                 yaml)
-//   DELETE /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME       (= cohort delete; or POST
-//   .../delete) POST   /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME/suspend | /resume GET
-//   /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME/replicas   the replica table GET
-//   /apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME/events     the job's events GET /api/v1/pods,
-//   /api/v1/namespaces/NS/pods[?labelSelector=]  replicas as pods GET
-//   /api/v1/namespaces/NS/pods/POD GET
-//   /api/v1/namespaces/NS/pods/POD/log[?previous&allRuns&tailLines&limitBytes&follow] GET
-//   /api/v1/events, /api/v1/namespaces/NS/events[?fieldSelector=involvedObject.name=NAME]
+//   GET    /apis/GROUP/VERSION                        the kinds' resources (an APIResourceList)
+//   GET    /apis/GROUP/VERSION/PLURAL                 every job of the kind (= cohort get PLURAL
+//                                                     -A -o json)
+//   GET    /apis/GROUP/VERSION/namespaces/NS/PLURAL   (= cohort get PLURAL -n NS -o json)
+//   GET    .../namespaces/NS/PLURAL/NAME              (= cohort get KIND NAME -o json; Accept:
+//                                                     application/yaml: -o yaml)
+//   DELETE .../namespaces/NS/PLURAL/NAME              (= cohort delete KIND NAME; or POST
+//                                                     .../delete)
+//   POST   .../namespaces/NS/PLURAL/NAME/suspend | /resume
+//   GET    .../namespaces/NS/PLURAL/NAME/replicas     the replica table
+//   GET    .../namespaces/NS/PLURAL/NAME/events       the job's events
+//   GET    .../namespaces/NS/PLURAL/NAME/scalars      training curves (local jobs)
+//   GET    /api/v1/pods, /api/v1/namespaces/NS/pods[?labelSelector=]  replicas as pods
+//   GET    /api/v1/namespaces/NS/pods/POD
+//   GET    /api/v1/namespaces/NS/pods/POD/log[?previous&allRuns&tailLines&limitBytes&follow]
+//   GET    /api/v1/events, /api/v1/namespaces/NS/events[?fieldSelector=involvedObject.name=NAME]
 //
 // Objects come from the read model (view/job_view.h, view/pod_view.h), the same functions
-// `cohort get -o json` prints with, so the two never disagree. Errors are Kubernetes Status objects
+// `cohort get -o json` prints with, so the two never disagree: each job with its own apiVersion
+// and kind, and an event's involvedObject its job's kind. Errors are Kubernetes Status objects
 // ({"kind": "Status", "code": 404, "reason": "NotFound", "message": ...}). Logs are streamed from
 // the file in chunks (ui/log_range.h), never read whole; a followed log goes on as the replica
 // writes, as server-sent events when the client accepts text/event-stream, else as chunked text.
@@ -97,13 +103,16 @@ class DashboardApi {
   void Stop() { stopping_ = true; }
 
  private:
-  struct JobPath;  // a parsed /apis/kubeflow.org/v1/... path
-  ApiResponse JobsList(const ApiRequest& request, const std::string& namespace_name, bool all);
+  // The handlers of a kind's routes act on jobs of that kind alone.
+  ApiResponse ResourceList(const std::string& group, const std::string& version);
+  ApiResponse JobsList(const ApiRequest& request, const std::string& namespace_name, bool all,
+                       const job::JobKind& kind);
   ApiResponse JobGet(const ApiRequest& request, const std::string& namespace_name,
-                     const std::string& name);
-  ApiResponse JobReplicas(const std::string& namespace_name, const std::string& name);
+                     const std::string& name, const job::JobKind& kind);
+  ApiResponse JobReplicas(const std::string& namespace_name, const std::string& name,
+                          const job::JobKind& kind);
   ApiResponse JobAction(const std::string& namespace_name, const std::string& name,
-                        const std::string& action);
+                        const std::string& action, const job::JobKind& kind);
   ApiResponse PodsList(const ApiRequest& request, const std::string& namespace_name, bool all);
   ApiResponse PodGet(const std::string& namespace_name, const std::string& pod);
   ApiResponse PodLog(const ApiRequest& request, const std::string& namespace_name,
@@ -112,23 +121,25 @@ class DashboardApi {
   ApiResponse ClientPodLog(const std::string& namespace_name, const std::string& pod,
                            const LogQuery& query, bool follow);
   ApiResponse JobScalars(const ApiRequest& request, const std::string& namespace_name,
-                         const std::string& name);
+                         const std::string& name, const job::JobKind& kind);
   // The note for a filtered scalars request that matched nothing: the tags, replicas and runs
   // the job does have.
   std::string NothingMatched(const exec::JobStore& store, const exec::JobKey& key,
                              const view::ScalarQuery& filter, const std::vector<std::string>& tags);
   ApiResponse Metrics();
+  // `kind`: a job route's kind, else null (every kind).
   ApiResponse EventsList(const ApiRequest& request, const std::string& namespace_name, bool all,
-                         const std::string& job_name);
+                         const std::string& job_name, const job::JobKind* kind);
 
   // The jobs of a namespace (of all with `all`) through the client (whose local form tidies them
   // at most every few seconds: a page that polls 200 jobs every 2 s must not re-read every spec
-  // each time), with `objects` their TFJob objects.
+  // each time), with `objects` their objects; of `kind` only, or of every kind (null).
   StatusOr<view::JobList> ListedJobs(const std::string& namespace_name, bool all,
-                                     view::JobDetail detail, bool objects);
-  // One job (NotFound when it is not there).
+                                     view::JobDetail detail, bool objects,
+                                     const job::JobKind* kind);
+  // One job (NotFound when it is not there, or not of `kind` unless null).
   StatusOr<view::JobList> OneJob(const std::string& namespace_name, const std::string& name,
-                                 view::JobDetail detail, bool objects);
+                                 view::JobDetail detail, bool objects, const job::JobKind* kind);
   // A pod of a namespace's jobs, and the store that holds its job (`*store`).
   StatusOr<view::PodRef> FindPod(const std::string& namespace_name, const std::string& pod_name,
                                  std::shared_ptr<const exec::JobStateStore>* store);

@@ -1,6 +1,6 @@
 // `cohort ui`: starts the dashboard (dashboard_server.h) on the jobs a view::JobClient reads (the
-// jobs in $COHORT_HOME, or with --kubernetes a cluster's TFJobs), prints its address, and serves
-// until SIGINT or SIGTERM.
+// jobs in $COHORT_HOME, or with --kubernetes a cluster's jobs of every kind), prints its address,
+// and serves until SIGINT or SIGTERM.
 //
 //   cohort ui [--address 127.0.0.1] [--port 8080] [--token T | --token-file F]
 //             [--kubernetes [--context C] [--kubeconfig F]]

@@ -25,25 +25,33 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return previous[b.size()];
 }
 
-Resource ResourceOf(const std::string& type) {
-  static const std::map<std::string, Resource> kTypes = {{"tfjob", Resource::kJob},
-                                                         {"tfjobs", Resource::kJob},
-                                                         {"tfjob.kubeflow.org", Resource::kJob},
-                                                         {"tfjobs.kubeflow.org", Resource::kJob},
-                                                         {"pod", Resource::kPod},
-                                                         {"pods", Resource::kPod},
-                                                         {"po", Resource::kPod}};
-  auto it = kTypes.find(type);
-  return it == kTypes.end() ? Resource::kNone : it->second;
+// A resource type word: which resource, and for a job the kind it names.
+struct TypeWord {
+  Resource resource = Resource::kNone;
+  const job::JobKind* kind = nullptr;
+};
+
+TypeWord ResourceOf(const std::string& type) {
+  if (type == "pod" || type == "pods" || type == "po") return {Resource::kPod, nullptr};
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    const std::string singular = job::LowerCase(kind->name());
+    const std::string& plural = kind->facts().plural;
+    const std::string group = "." + kind->facts().group;
+    if (type == singular || type == plural || type == singular + group || type == plural + group) {
+      return {Resource::kJob, kind};
+    }
+  }
+  return {};
 }
 
 // Words that name a Kubernetes resource cohort does not have, so that `get deployments` says so
 // instead of looking for a job called "deployments".
 bool IsOtherResourceType(const std::string& word) {
   static const std::vector<std::string> kTypes = {
-      "deployment",  "deployments", "deploy",  "service",   "services",   "svc",    "namespace",
-      "namespaces",  "ns",          "node",    "nodes",     "job",        "jobs",   "pytorchjob",
-      "pytorchjobs", "mpijob",      "mpijobs", "configmap", "configmaps", "secret", "secrets"};
+      "deployment", "deployments", "deploy",      "service",   "services",   "svc",
+      "namespace",  "namespaces",  "ns",          "node",      "nodes",      "job",
+      "jobs",       "mpijob",      "mpijobs",     "configmap", "configmaps", "secret",
+      "secrets",    "xgboostjob",  "xgboostjobs", "mxjob",     "mxjobs"};
   return std::find(kTypes.begin(), kTypes.end(), word) != kTypes.end();
 }
 
@@ -65,20 +73,52 @@ std::vector<std::string> NormalizeArguments(const std::vector<std::string>& argu
   return normalized;
 }
 
+std::string JobPlurals(const std::string& conjunction) {
+  const std::vector<const job::JobKind*>& kinds = job::KindRegistry::Default().kinds();
+  std::string text;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (i > 0) text += i + 1 == kinds.size() ? " " + conjunction + " " : ", ";
+    text += kinds[i]->facts().plural;
+  }
+  return text;
+}
+
+std::string ContainerNames() {
+  std::string text;
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    text += (text.empty() ? "" : ", ") + kind->facts().container_name;
+  }
+  return text;
+}
+
+std::string JobTypeChoices(const std::string& separator, bool plural) {
+  std::string text;
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    text += (text.empty() ? "" : separator) +
+            (plural ? kind->facts().plural : job::LowerCase(kind->name()));
+  }
+  return text;
+}
+
 StatusOr<ResourceArguments> SplitResource(const std::vector<std::string>& arguments) {
   ResourceArguments result;
   if (arguments.empty()) return result;
   const std::string& first = arguments.front();
   size_t slash = first.find('/');
   if (slash != std::string::npos) {
-    result.resource = ResourceOf(first.substr(0, slash));
+    TypeWord type = ResourceOf(first.substr(0, slash));
+    result.resource = type.resource;
+    result.kind = type.kind;
     if (result.resource == Resource::kNone) {
       return Status::InvalidArgument("the server doesn't have a resource type \"" +
-                                     first.substr(0, slash) + "\"; cohort has tfjobs and pods");
+                                     first.substr(0, slash) + "\"; cohort has " +
+                                     JobPlurals("and") + " and pods");
     }
     for (const std::string& argument : arguments) {
       size_t at = argument.find('/');
-      if (at == std::string::npos || ResourceOf(argument.substr(0, at)) != result.resource) {
+      TypeWord of_argument =
+          at == std::string::npos ? TypeWord{} : ResourceOf(argument.substr(0, at));
+      if (of_argument.resource != result.resource || of_argument.kind != result.kind) {
         return Status::InvalidArgument(
             "there is no need to specify a resource type as a "
             "separate argument when passing arguments in "
@@ -89,11 +129,13 @@ StatusOr<ResourceArguments> SplitResource(const std::vector<std::string>& argume
     }
     return result;
   }
-  result.resource = ResourceOf(first);
+  TypeWord type = ResourceOf(first);
+  result.resource = type.resource;
+  result.kind = type.kind;
   if (result.resource == Resource::kNone) {
     if (IsOtherResourceType(first)) {
-      return Status::InvalidArgument("cohort has no resource type \"" + first +
-                                     "\": it runs tfjobs, whose replicas are shown as pods");
+      return Status::InvalidArgument("cohort has no resource type \"" + first + "\": it runs " +
+                                     JobPlurals("and") + ", whose replicas are shown as pods");
     }
     result.names = arguments;
     return result;

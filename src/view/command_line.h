@@ -2,9 +2,10 @@
 // command wiring so that they are tested on their own:
 //
 //   NormalizeArguments({"get", "-o=wide"})   -> {"get", "-o", "wide"}    (kubectl's -o=x)
-//   SplitResource({"tfjobs", "mnist"})       -> {kJob, {"mnist"}}         (get tfjobs mnist)
-//   UnknownCommandMessage("aply", commands)  -> unknown command "aply"; did you mean "apply"?
-//   JobNameFromFileName("taxi_config.yaml")  -> "taxi-config"              (gcloud's submit)
+//   SplitResource({"pytorchjobs", "mnist"})  -> {kJob, PyTorchJob, {"mnist"}}  (get pytorchjobs
+//   mnist) UnknownCommandMessage("aply", commands)  -> unknown command "aply"; did you mean
+//   "apply"? JobNameFromFileName("taxi_config.yaml")  -> "taxi-config"              (gcloud's
+//   submit)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "job/job_kind.h"
 
 namespace cohort::view {
 
@@ -23,13 +25,25 @@ enum class Resource { kNone, kJob, kPod };
 
 struct ResourceArguments {
   Resource resource = Resource::kNone;  // kNone: the arguments name no resource type
+  // With kJob, the kind the type names; null when no type was given (every kind).
+  const job::JobKind* kind = nullptr;
   std::vector<std::string> names;
 };
 
-// Reads kubectl's `TYPE [NAME...]` and `TYPE/NAME` forms: tfjob, tfjobs, tfjob.kubeflow.org
-// (and any of them /NAME) are jobs; pod, pods, po are pods. InvalidArgument for a resource type
-// cohort does not have (deployments, services...), naming the ones it has.
+// Reads kubectl's `TYPE [NAME...]` and `TYPE/NAME` forms. The job types are every kind's of
+// job::KindRegistry::Default(), each as kubectl spells a resource: the kind in lower case, its
+// plural, and both with its group ("pytorchjob", "pytorchjobs", "pytorchjob.kubeflow.org",
+// "pytorchjobs.kubeflow.org"); pod, pods, po are pods. InvalidArgument for a resource type cohort
+// does not have (deployments, services...), naming the ones it has.
 StatusOr<ResourceArguments> SplitResource(const std::vector<std::string>& arguments);
+
+// The registry's plurals as a sentence: "tfjobs and pytorchjobs" (`conjunction` "and"), for
+// messages and help texts.
+std::string JobPlurals(const std::string& conjunction);
+// The registry's kinds' containers: "tensorflow, pytorch".
+std::string ContainerNames();
+// The registry's kinds in lower case as alternatives: "tfjob|pytorchjob", for usage lines.
+std::string JobTypeChoices(const std::string& separator, bool plural);
 
 // kubectl's -o values cohort prints: name, wide, json, yaml, jsonpath=TEMPLATE.
 struct OutputFormat {
@@ -53,7 +67,7 @@ std::string UnknownCommandMessage(const std::string& word,
                                   const std::vector<std::string>& commands);
 
 // The job name a file gives when nothing else does: its base name without extension, made a
-// TFJob name as jobId would be ("config_ps.yaml" -> "config-ps").
+// job name as jobId would be ("config_ps.yaml" -> "config-ps").
 StatusOr<std::string> JobNameFromFileName(const std::string& path);
 
 }  // namespace cohort::view

@@ -28,6 +28,7 @@
 #include "base/status.h"
 #include "exec/job_state_store.h"
 #include "job/common_types.h"
+#include "job/job_kind.h"
 
 namespace cohort::view {
 
@@ -43,6 +44,10 @@ struct JobQuery {
   std::string namespace_name;  // ignored with all_namespaces
   bool all_namespaces = false;
   std::vector<std::string> names;  // empty: every job of the namespace (or of all)
+  // Only jobs of this kind (`cohort get pytorchjobs`); null: every kind of
+  // job::KindRegistry::Default(). A name asked for without a kind that two kinds hold (a cluster
+  // may have a TFJob and a PyTorchJob of one name) is InvalidArgument naming both.
+  const job::JobKind* kind = nullptr;
   JobDetail detail = JobDetail::kStatus;
   bool objects = false;  // fill JobList::objects too (-o json|yaml, the dashboard)
 };
@@ -52,8 +57,12 @@ struct JobList {
   // Holds every job of `keys` (and perhaps others); read it with view/job_view.h.
   std::shared_ptr<const exec::JobStateStore> store;
   std::vector<exec::JobKey> keys;  // in the order asked for, else by namespace and name
-  // With JobQuery::objects: each job's TFJob object as `get -o json` prints it, in keys' order.
+  // With JobQuery::objects: each job's object as `get -o json` prints it (its own apiVersion and
+  // kind), in keys' order.
   std::vector<nlohmann::json> objects;
+  // What the caller should tell the user beside the answer: a job the store could not hold
+  // because a job of another kind has its namespace and name (only a cluster has such pairs).
+  std::vector<std::string> warnings;
 };
 
 // Pods (a job's replicas) as the read model shows them.
@@ -67,9 +76,11 @@ struct PodList {
 
 // What a log request selects (`cohort logs`, kubectl's flags).
 struct LogRequest {
-  std::string name;       // a job (every replica, or `replica`) or a pod (one replica)
+  std::string name;  // a job (every replica, or `replica`) or a pod (one replica)
+  // The job's kind when the user named one (`logs pytorchjob/NAME`); null: any kind.
+  const job::JobKind* kind = nullptr;
   std::string replica;    // "worker-1"; empty: all
-  std::string container;  // empty, or the replicas' one container ("tensorflow")
+  std::string container;  // empty, or the kind's container ("tensorflow", "pytorch")
   bool follow = false;
   bool previous = false;  // the run before the last restart
   int tail = -1;          // the last N lines of each replica; -1: all
@@ -99,7 +110,7 @@ struct CreateRequest {
 // What a create or apply did.
 struct Created {
   exec::JobKey key;
-  std::string resource;  // "tfjob.kubeflow.org"
+  std::string resource;  // the kind's resource name: "tfjob.kubeflow.org"
   enum class Outcome { kCreated, kConfigured, kUnchanged } outcome = Outcome::kCreated;
   std::string note;  // said on standard error after the result (which operator will run it)
 };
@@ -143,15 +154,20 @@ class JobClient {
   // unchanged.
   virtual StatusOr<Created> Apply(const CreateRequest& request) = 0;
 
-  // Deletes the job with its replicas; returns its resource name. NotFound when it is not there.
-  virtual StatusOr<std::string> Delete(const exec::JobKey& key) = 0;
+  // The next three act on the job `key` names, of `kind` when the user named one (`cohort delete
+  // pytorchjob NAME`), else of whichever kind holds that name: NotFound when none does (or the
+  // named kind does not), InvalidArgument naming both kinds and how to choose when two do.
+
+  // Deletes the job with its replicas; returns its resource name ("pytorchjob.kubeflow.org").
+  virtual StatusOr<std::string> Delete(const exec::JobKey& key, const job::JobKind* kind) = 0;
 
   // Sets runPolicy.suspend; returns the job's resource name. InvalidArgument when suspending a
   // job that has finished.
-  virtual StatusOr<std::string> SetSuspended(const exec::JobKey& key, bool suspended) = 0;
+  virtual StatusOr<std::string> SetSuspended(const exec::JobKey& key, const job::JobKind* kind,
+                                             bool suspended) = 0;
 
   // Waits until the job has finished and returns its status; DeadlineExceeded after `timeout`.
-  virtual StatusOr<job::JobStatus> Wait(const exec::JobKey& key,
+  virtual StatusOr<job::JobStatus> Wait(const exec::JobKey& key, const job::JobKind* kind,
                                         std::chrono::milliseconds timeout) = 0;
 
   // Passes the selected lines of a job's or pod's logs to `sink`, and with `follow` those written
@@ -166,5 +182,18 @@ using JobClientFactory = std::function<StatusOr<std::unique_ptr<JobClient>>()>;
 // The name kubectl prints for a job's resource ("tfjob.kubeflow.org"), from its spec in `store`
 // (the first kind registered when it cannot be read).
 std::string ResourceName(const exec::JobStateStore& store, const exec::JobKey& key);
+
+// The kinds a request for `kind` covers: that one, or (null) every kind of
+// job::KindRegistry::Default() in its order.
+std::vector<const job::JobKind*> KindsOf(const job::JobKind* kind);
+
+// The InvalidArgument for a name that jobs of several kinds hold: "job team/x is both a TFJob and
+// a PyTorchJob; name the kind: cohort delete tfjob x, or cohort delete pytorchjob x".
+Status AmbiguousJobName(const exec::JobKey& key, const std::vector<const job::JobKind*>& kinds,
+                        const std::string& command);
+
+// The NotFound for a job that is not there as `kind` (null: as any kind):
+// "PyTorchJob team/x not found", or "job team/x not found".
+Status JobNotFound(const exec::JobKey& key, const job::JobKind* kind);
 
 }  // namespace cohort::view

@@ -15,8 +15,8 @@
 
 namespace cohort::view {
 
-// The whole TFJob object as `kubectl get tfjob -o json` shows it: apiVersion, kind, metadata,
-// spec (normalised) and status.
+// The whole job object as `kubectl get KIND NAME -o json` shows it: its kind's apiVersion and
+// kind, metadata, spec (normalised) and status.
 StatusOr<nlohmann::json> JobObject(const exec::JobStateStore& store, const exec::JobKey& key);
 
 // `cohort get -o json|yaml`: one job's object, or with `list` a List of every job's.

@@ -24,36 +24,57 @@ Jobs Open(const std::filesystem::path& home) {
 
 }  // namespace
 
-std::string ResourceName(const exec::JobStateStore& store, const exec::JobKey& key) {
+Status LocalJobClient::CheckKind(const exec::JobStateStore& store, const exec::JobKey& key,
+                                 const job::JobKind* kind) {
+  if (kind == nullptr) return Status::OK();
   StatusOr<job::Job> spec = store.ReadSpec(key);
-  const job::JobKind& kind =
-      spec.ok() ? *spec->job_kind : *job::KindRegistry::Default().kinds().front();
-  return kind.ResourceName();
+  if (!spec.ok()) return spec.status();
+  if (spec->job_kind == kind) return Status::OK();
+  return Status::NotFound(kind->name() + " " + key.ToString() + " not found (it is a " +
+                          spec->job_kind->name() + ": cohort get " +
+                          job::LowerCase(spec->job_kind->name()) + " " + key.name + ")");
 }
 
 StatusOr<std::vector<exec::JobKey>> LocalJobClient::Lookup(exec::LocalJobs& jobs,
                                                            const JobQuery& query) {
+  std::vector<exec::JobKey> keys;
   if (!query.names.empty()) {
-    std::vector<exec::JobKey> keys;
     for (const std::string& name : query.names) {
       StatusOr<std::vector<exec::JobKey>> found = jobs.Lookup(name, query.namespace_name, false);
       if (!found.ok()) return found.status();
+      for (const exec::JobKey& key : *found) {
+        if (Status of_kind = CheckKind(jobs.store(), key, query.kind); !of_kind.ok()) {
+          return of_kind;
+        }
+      }
       keys.insert(keys.end(), found->begin(), found->end());
     }
     return keys;
   }
   if (options_.tidy_every.count() == 0) {
-    return jobs.Lookup("", query.namespace_name, query.all_namespaces);
-  }
-  {
-    std::lock_guard<std::mutex> lock(tidy_mutex_);
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_tidy_ >= options_.tidy_every) {
-      jobs.Tidy(jobs.store().ListJobs());
-      last_tidy_ = now;
+    StatusOr<std::vector<exec::JobKey>> found =
+        jobs.Lookup("", query.namespace_name, query.all_namespaces);
+    if (!found.ok()) return found.status();
+    keys = std::move(*found);
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(tidy_mutex_);
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_tidy_ >= options_.tidy_every) {
+        jobs.Tidy(jobs.store().ListJobs());
+        last_tidy_ = now;
+      }
     }
+    keys = jobs.store().ListJobs(query.all_namespaces ? "" : query.namespace_name);
   }
-  return jobs.store().ListJobs(query.all_namespaces ? "" : query.namespace_name);
+  if (query.kind == nullptr) return keys;
+  // The local store keys jobs by namespace and name alone: a job's kind is its spec's.
+  std::vector<exec::JobKey> of_kind;
+  for (const exec::JobKey& key : keys) {
+    StatusOr<job::Job> spec = jobs.store().ReadSpec(key);
+    if (spec.ok() && spec->job_kind == query.kind) of_kind.push_back(key);
+  }
+  return of_kind;
 }
 
 StatusOr<JobList> LocalJobClient::GetJobs(const JobQuery& query) {
@@ -150,16 +171,21 @@ StatusOr<Created> LocalJobClient::Apply(const CreateRequest& request) {
   return Status::InvalidArgument(message);
 }
 
-StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key) {
+StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key, const job::JobKind* kind) {
   exec::LocalJobs jobs(options_.home);
-  if (!jobs.store().Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
+  if (!jobs.store().Exists(key)) return JobNotFound(key, kind);
+  if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
   const std::string resource = ResourceName(jobs.store(), key);
   if (Status deleted = jobs.Delete(key); !deleted.ok()) return deleted;
   return resource;
 }
 
-StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key, bool suspended) {
+StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key,
+                                                   const job::JobKind* kind, bool suspended) {
   exec::LocalJobs jobs(options_.home);
+  if (jobs.store().Exists(key)) {
+    if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
+  }
   const std::string resource = ResourceName(jobs.store(), key);
   StatusOr<job::JobStatus> current = jobs.store().ReadStatus(key);
   if (suspended && current.ok() && job::IsFinished(*current)) {
@@ -171,9 +197,12 @@ StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key, bool
   return resource;
 }
 
-StatusOr<job::JobStatus> LocalJobClient::Wait(const exec::JobKey& key,
+StatusOr<job::JobStatus> LocalJobClient::Wait(const exec::JobKey& key, const job::JobKind* kind,
                                               std::chrono::milliseconds timeout) {
   exec::LocalJobs jobs(options_.home);
+  if (jobs.store().Exists(key)) {
+    if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
+  }
   return jobs.Wait(key, static_cast<double>(timeout.count()) / 1000);
 }
 
@@ -193,6 +222,7 @@ Status LocalJobClient::Logs(const std::string& namespace_name, const LogRequest&
     replica = pod->replica;
     is_pod = true;
   }
+  if (Status of_kind = CheckKind(jobs.store(), key, request.kind); !of_kind.ok()) return of_kind;
   if (!replica.empty()) {
     if (Status known = jobs.CheckReplica(key, replica); !known.ok()) return known;
   }

@@ -1,7 +1,8 @@
 // LocalJobClient: the JobClient (job_client.h) of the jobs on this machine, under $COHORT_HOME:
 // exec::LocalJobs (exec/local_jobs.h) carries out what changes jobs, and the job store
-// (exec/job_store.h) is what reads return, so that `cohort get` and the dashboard print what the
-// files say at that moment.
+// (exec/job_store.h) is what reads return (it keys jobs by namespace and name whatever their
+// kind, so a name is never two jobs here; a kind filter reads each job's spec), so that `cohort
+// get` and the dashboard print what the files say at that moment.
 //
 //   LocalJobClient client({exec::DefaultCohortHome()});
 //   StatusOr<JobList> jobs = client.GetJobs({.namespace_name = "default"});
@@ -46,15 +47,19 @@ class LocalJobClient : public JobClient {
                        const std::function<void(const JobList& changed)>& on_changed) override;
   StatusOr<Created> Create(const CreateRequest& request) override;
   StatusOr<Created> Apply(const CreateRequest& request) override;
-  StatusOr<std::string> Delete(const exec::JobKey& key) override;
-  StatusOr<std::string> SetSuspended(const exec::JobKey& key, bool suspended) override;
-  StatusOr<job::JobStatus> Wait(const exec::JobKey& key,
+  StatusOr<std::string> Delete(const exec::JobKey& key, const job::JobKind* kind) override;
+  StatusOr<std::string> SetSuspended(const exec::JobKey& key, const job::JobKind* kind,
+                                     bool suspended) override;
+  StatusOr<job::JobStatus> Wait(const exec::JobKey& key, const job::JobKind* kind,
                                 std::chrono::milliseconds timeout) override;
   Status Logs(const std::string& namespace_name, const LogRequest& request,
               const LogSink& sink) override;
 
  private:
-  // The keys of the jobs `query` names, tidied.
+  // OK when `kind` is null or the job `key` is of that kind, else NotFound saying what it is.
+  static Status CheckKind(const exec::JobStateStore& store, const exec::JobKey& key,
+                          const job::JobKind* kind);
+  // The keys of the jobs `query` names (of its kind), tidied.
   StatusOr<std::vector<exec::JobKey>> Lookup(exec::LocalJobs& jobs, const JobQuery& query);
 
   LocalJobClientOptions options_;

@@ -98,7 +98,8 @@ std::string PodTable(const exec::JobStateStore& store, const std::vector<PodRef>
 
 nlohmann::json PodObject(const exec::JobStateStore& store, const PodRef& pod) {
   exec::ReplicaRow row = RowOf(store, pod);
-  std::string container = "tensorflow";
+  // The kind's container; the first kind's when the spec cannot be read.
+  std::string container = job::KindRegistry::Default().kinds().front()->facts().container_name;
   if (StatusOr<job::Job> spec = store.ReadSpec(pod.job); spec.ok()) {
     container = spec->job_kind->facts().container_name;
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "testing/cohort_runner.h"
 #include "testing/wait.h"
@@ -405,6 +406,149 @@ TEST_F(CohortCliTest, TfConfigCommandPrintsWhatAReplicaWouldGet) {
       result.output,
       HasSubstr(
           R"({"cluster":{"chief":["mnist-chief-0.default.svc:2222"],"ps":["mnist-ps-0.default.svc:2222","mnist-ps-1.default.svc:2222"],"worker":["mnist-worker-0.default.svc:2222","mnist-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})"));
+}
+
+// A PyTorchJob of shell replicas (the replica's container is the kind's, "pytorch").
+std::string PyTorchManifest(const std::string& name, const std::string& replicas) {
+  std::string specs = replicas;
+  for (size_t at; (at = specs.find("name: tensorflow")) != std::string::npos;) {
+    specs.replace(at, 16, "name: pytorch");
+  }
+  return "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: " + name +
+         "\nspec:\n  pytorchReplicaSpecs:\n" + specs;
+}
+
+TEST_F(CohortCliTest, APyTorchJobIsListedDescribedAndActedOnByItsOwnResourceNames) {
+  const std::map<std::string, std::string> short_run = {{"SLEEP_SECONDS", "1"}};
+  std::string torch =
+      sandbox_
+          .WriteFile("torch.yaml",
+                     PyTorchManifest("torch", ReplicaSpec("Master", 1, "Never", short_run) +
+                                                  ReplicaSpec("Worker", 1, "Never", short_run)))
+          .string();
+  std::string tf =
+      sandbox_.WriteFile("tf.yaml", Manifest("tf", ReplicaSpec("Chief", 1, "Never", short_run)))
+          .string();
+  ASSERT_EQ(sandbox_.Cohort({"submit", torch}).exit_code, 0);
+  ASSERT_EQ(sandbox_.Cohort({"submit", tf}).exit_code, 0);
+
+  CommandResult pytorchjobs = sandbox_.Cohort({"get", "pytorchjobs"});
+  EXPECT_EQ(pytorchjobs.exit_code, 0) << pytorchjobs.output;
+  EXPECT_THAT(pytorchjobs.output, AllOf(HasSubstr("torch"), Not(HasSubstr("tf "))));
+  CommandResult tfjobs = sandbox_.Cohort({"get", "tfjobs.kubeflow.org"});
+  EXPECT_THAT(tfjobs.output, AllOf(HasSubstr("tf "), Not(HasSubstr("torch"))));
+  CommandResult every = sandbox_.Cohort({"get"});
+  EXPECT_THAT(every.output, AllOf(HasSubstr("tf "), HasSubstr("torch")));
+  EXPECT_EQ(sandbox_.Cohort({"get", "pytorchjob", "torch", "-o", "name"}).output,
+            "pytorchjob.kubeflow.org/torch\n");
+  EXPECT_EQ(sandbox_.Cohort({"get", "-o", "name"}).output,
+            "tfjob.kubeflow.org/tf\npytorchjob.kubeflow.org/torch\n");
+  CommandResult yaml = sandbox_.Cohort({"get", "pytorchjob/torch", "-o", "yaml"});
+  EXPECT_THAT(yaml.output, AllOf(HasSubstr("apiVersion: kubeflow.org/v1"),
+                                 HasSubstr("kind: PyTorchJob"), HasSubstr("pytorchReplicaSpecs")));
+  CommandResult wrong_kind = sandbox_.Cohort({"get", "tfjob", "torch"});
+  EXPECT_EQ(wrong_kind.exit_code, 3);
+  EXPECT_THAT(wrong_kind.output, HasSubstr("TFJob default/torch not found (it is a PyTorchJob"));
+
+  CommandResult wait = sandbox_.Cohort({"wait", "pytorchjob", "torch", "--timeout", "30"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.output;
+  EXPECT_THAT(wait.output, HasSubstr("torch Succeeded"));
+  CommandResult describe = sandbox_.Cohort({"describe", "pytorchjob", "torch"});
+  EXPECT_THAT(describe.output,
+              AllOf(HasSubstr("Kind:         PyTorchJob"), HasSubstr("PyTorchJobSucceeded"),
+                    HasSubstr("Created pod: torch-master-0")));
+  CommandResult logs = sandbox_.Cohort({"logs", "pytorchjob/torch"});
+  EXPECT_THAT(logs.output, AllOf(HasSubstr("[master-0] replica master-0 done"),
+                                 HasSubstr("[worker-0] replica worker-0 done")));
+  CommandResult suspend = sandbox_.Cohort({"suspend", "pytorchjob", "torch"});
+  EXPECT_EQ(suspend.exit_code, 2);
+  EXPECT_THAT(suspend.output,
+              HasSubstr("pytorchjob.kubeflow.org/torch has already Succeeded; a finished job "
+                        "cannot be suspended"));
+  EXPECT_EQ(sandbox_.Cohort({"delete", "tfjob", "torch"}).exit_code, 3);
+  CommandResult remove = sandbox_.Cohort({"delete", "pytorchjob", "torch"});
+  EXPECT_EQ(remove.exit_code, 0) << remove.output;
+  EXPECT_EQ(remove.output, "pytorchjob.kubeflow.org \"torch\" deleted\n");
+  EXPECT_EQ(sandbox_.Cohort({"wait", "tf", "--timeout", "30"}).exit_code, 0);
+  CommandResult remove_tf = sandbox_.Cohort({"delete", "tf"});
+  EXPECT_EQ(remove_tf.output, "tfjob.kubeflow.org \"tf\" deleted\n");
+  ExpectNothingLeftRunning(3);
+}
+
+// The lines of `text` that begin with one of `names` followed by '=' or ' ', in their order.
+std::vector<std::string> VariableOrder(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    names.push_back(line.substr(0, line.find_first_of("= ")));
+  }
+  return names;
+}
+
+TEST_F(CohortCliTest, EnvPrintsAReplicasEnvironmentInTheOperatorsOrderForEitherKind) {
+  std::string torch =
+      sandbox_
+          .WriteFile("torch.yaml", PyTorchManifest("torch", ReplicaSpec("Master", 1, "Never") +
+                                                                ReplicaSpec("Worker", 2, "Never")))
+          .string();
+  CommandResult cluster = sandbox_.Cohort({"env", torch, "--replica", "worker-1", "--kubernetes"});
+  ASSERT_EQ(cluster.exit_code, 0) << cluster.output;
+  EXPECT_EQ(VariableOrder(cluster.output),
+            (std::vector<std::string>{"PID_DIR", "COHORT_TERMINATION_MESSAGE_PATH",
+                                      "PYTHONUNBUFFERED", "MASTER_PORT", "PET_MASTER_PORT",
+                                      "MASTER_ADDR", "PET_MASTER_ADDR", "WORLD_SIZE", "RANK",
+                                      "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES"}))
+      << cluster.output;
+  EXPECT_THAT(cluster.output,
+              AllOf(HasSubstr("\nMASTER_ADDR=torch-master-0\n"), HasSubstr("\nMASTER_PORT=23456\n"),
+                    HasSubstr("\nWORLD_SIZE=3\n"), HasSubstr("\nRANK=2\n")));
+
+  CommandResult local = sandbox_.Cohort({"env", torch, "--replica", "master-0"});
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  EXPECT_THAT(local.output, AllOf(HasSubstr("is not running; showing freshly chosen local ports"),
+                                  HasSubstr("\nMASTER_ADDR=localhost\n"), HasSubstr("\nRANK=0\n"),
+                                  HasSubstr("\nCOHORT_REPLICA_TYPE=master\n"),
+                                  Not(HasSubstr("COHORT_JOB_SECRET"))));
+  EXPECT_EQ(sandbox_.Cohort({"env", torch, "--replica", "chief-0"}).exit_code, 2);
+  EXPECT_EQ(sandbox_.Cohort({"env", "-f", torch, "--replica", "worker-1", "--kubernetes"}).output,
+            cluster.output);
+
+  // A created job's environment: its own ports while it runs.
+  const std::filesystem::path release = sandbox_.root() / "release";
+  std::string running =
+      sandbox_
+          .WriteFile(
+              "running.yaml",
+              PyTorchManifest(
+                  "running",
+                  ReplicaSpec("Master", 1, "Never", {{"RUN_UNTIL_FILE", release.string()}}) +
+                      ReplicaSpec("Worker", 1, "Never", {{"RUN_UNTIL_FILE", release.string()}})))
+          .string();
+  ASSERT_EQ(sandbox_.Cohort({"submit", running}).exit_code, 0);
+  CommandResult created =
+      sandbox_.Cohort({"env", "pytorchjob", "running", "--replica", "worker-0"});
+  EXPECT_EQ(created.exit_code, 0) << created.output;
+  EXPECT_THAT(created.output, AllOf(Not(HasSubstr("is not running")), HasSubstr("\nRANK=1\n"),
+                                    HasSubstr("\nRUN_UNTIL_FILE=" + release.string() + "\n"),
+                                    HasSubstr("\nCOHORT_JOB_NAME=running\n")));
+  EXPECT_EQ(sandbox_.Cohort({"env", "nothing", "--replica", "worker-0"}).exit_code, 3);
+  WriteText(release, "");
+  EXPECT_EQ(sandbox_.Cohort({"wait", "running", "--timeout", "60"}).exit_code, 0);
+
+  // A TFJob's environment holds TF_CONFIG, the same that `cohort tfconfig` prints.
+  std::string tf =
+      sandbox_
+          .WriteFile("tf.yaml", Manifest("mnist", ReplicaSpec("Chief", 1, "Never") +
+                                                      ReplicaSpec("Worker", 2, "Never")))
+          .string();
+  CommandResult tf_env = sandbox_.Cohort({"env", tf, "--replica", "worker-1", "--kubernetes"});
+  CommandResult tf_config =
+      sandbox_.Cohort({"tfconfig", tf, "--replica", "worker-1", "--kubernetes"});
+  ASSERT_EQ(tf_config.exit_code, 0) << tf_config.output;
+  EXPECT_THAT(tf_env.output, HasSubstr("\nTF_CONFIG=" + tf_config.output));
+  CommandResult no_tf_config = sandbox_.Cohort({"tfconfig", torch, "--replica", "worker-1"});
+  EXPECT_EQ(no_tf_config.exit_code, 0);
+  EXPECT_THAT(no_tf_config.output, HasSubstr("a PyTorchJob's replicas get no TF_CONFIG"));
 }
 
 }  // namespace

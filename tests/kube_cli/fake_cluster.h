@@ -60,7 +60,12 @@ class FakeCluster {
     ended_logs_.insert(pod);
     changed_.notify_all();
   }
-  void RemoveTFJobType() { tfjobs_served_ = false; }
+  void RemoveTFJobType() { RemoveJobType("tfjobs"); }
+  // Answers 404 for every path of `plural`, as a cluster without that CRD does.
+  void RemoveJobType(const std::string& plural) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    missing_plurals_.insert(plural);
+  }
   void Forbid() { forbidden_ = true; }
 
  private:
@@ -120,11 +125,11 @@ class FakeCluster {
       return;
     }
     Target target = Parse(request.path);
-    if (target.plural == "tfjobs" && !tfjobs_served_) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (missing_plurals_.count(target.plural) != 0) {
       SetStatus(response, 404, "NotFound", "the server could not find the requested resource");
       return;
     }
-    std::unique_lock<std::mutex> lock(mutex_);
     Key key{target.prefix, target.namespace_name, target.plural, target.name};
     if (target.subresource == "log") {
       auto log = logs_.find(target.name + (request.Param("previous") == "true" ? "#previous" : ""));
@@ -247,7 +252,7 @@ class FakeCluster {
   std::map<std::string, std::string> logs_;
   std::set<std::string> ended_logs_;
   int64_t version_ = 100;
-  std::atomic<bool> tfjobs_served_{true};
+  std::set<std::string> missing_plurals_;  // resource types the cluster lacks
   std::atomic<bool> forbidden_{false};
   FakeApiServer server_;  // last: it stops answering before the objects go
 };

@@ -186,6 +186,52 @@ class KubeCliTest : public ::testing::Test {
   }
 
   json StoredHello() { return *cluster_.Find(kTFJobs, "tfjobs", "team", "hello"); }
+  json StoredTorch(const std::string& name = "torch") {
+    return *cluster_.Find(kTFJobs, "pytorchjobs", "team", name);
+  }
+
+  // A PyTorchJob in team/NAME as the operator leaves it running: its master's pod (owned by the
+  // PyTorchJob) and an Event of the job.
+  void PutRunningTorch(const std::string& name) {
+    const Time created = Clock::now() - 90min;
+    json container = {
+        {"spec", {{"containers", {{{"name", "pytorch"}, {"image", "cohort/torch"}}}}}}};
+    json status = RunningStatus(created);
+    for (json& condition : status["conditions"]) {
+      condition["reason"] = "PyTorchJob" + condition["type"].get<std::string>();
+    }
+    status["replicaStatuses"] = {{"Master", {{"active", 1}}}};
+    cluster_.Put(
+        kTFJobs, "pytorchjobs",
+        {{"apiVersion", "kubeflow.org/v1"},
+         {"kind", "PyTorchJob"},
+         {"metadata",
+          {{"name", name},
+           {"namespace", "team"},
+           {"uid", "uid-" + name},
+           {"creationTimestamp", FormatTime(created)}}},
+         {"spec",
+          {{"pytorchReplicaSpecs", {{"Master", {{"replicas", 1}, {"template", container}}}}}}},
+         {"status", status}});
+    json pod = Pod("master", 0, created, "Running",
+                   {{"name", "pytorch"},
+                    {"ready", true},
+                    {"restartCount", 1},
+                    {"state", {{"running", {{"startedAt", FormatTime(created)}}}}}});
+    pod["metadata"]["name"] = name + "-master-0";
+    pod["metadata"]["labels"]["training.kubeflow.org/job-name"] = name;
+    pod["metadata"]["ownerReferences"] = {{{"apiVersion", "kubeflow.org/v1"},
+                                           {"kind", "PyTorchJob"},
+                                           {"name", name},
+                                           {"controller", true}}};
+    pod["spec"]["containers"] = {
+        {{"name", "pytorch"},
+         {"ports", {{{"name", "pytorchjob-port"}, {"containerPort", 23456}}}}}};
+    cluster_.Put(kCore, "pods", pod);
+    cluster_.Put(kCore, "events",
+                 Event(name + ".1", "PyTorchJob", name, "Normal", "SuccessfulCreatePod",
+                       "Created pod: " + name + "-master-0", created, created, 1));
+  }
 
   // Sets the stored job's last condition, as the operator does when it finishes.
   void Finish(const std::string& type) {
@@ -596,8 +642,9 @@ TEST_F(KubeCliTest, AServerThatNeverAnswersFailsWithinTheRequestTimeout) {
   EXPECT_NE(result.err.find("server " + silent.url()), std::string::npos) << result.err;
 }
 
-TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
+TEST_F(KubeCliTest, UiServesTheClustersJobsOfEveryKind) {
   PutRunningHello();
+  PutRunningTorch("torch");
   // `cohort ui --kubernetes --port 0` in the background, its output in a file.
   const std::string dir = scratch_.path().string();
   const std::string output = dir + "/ui.out";
@@ -637,13 +684,18 @@ TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
   } stop{pid};
   std::string printed = cohort::testing::ReadText(output);
   ASSERT_TRUE(started) << printed;
-  EXPECT_NE(printed.find("serving the TFJobs of context \"fake\""), std::string::npos) << printed;
+  EXPECT_NE(printed.find("serving the jobs of context \"fake\""), std::string::npos) << printed;
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(30, 0);
   auto all = client.Get("/apis/kubeflow.org/v1/tfjobs");
   auto one = client.Get("/apis/kubeflow.org/v1/namespaces/team/tfjobs/hello");
   auto pods = client.Get("/api/v1/namespaces/team/pods");
+  auto resources = client.Get("/apis/kubeflow.org/v1");
+  auto torches = client.Get("/apis/kubeflow.org/v1/pytorchjobs");
+  auto torch = client.Get("/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/torch");
+  auto torch_events = client.Get("/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/torch/events");
+  auto not_a_tfjob = client.Get("/apis/kubeflow.org/v1/namespaces/team/tfjobs/torch");
   EXPECT_EQ(stop.Now(), 0);  // SIGTERM: a clean stop
   ASSERT_TRUE(all);
   ASSERT_EQ(all->status, 200) << all->body;
@@ -658,7 +710,27 @@ TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
   std::vector<std::string> names;
   json pod_list = json::parse(pods->body);
   for (const json& pod : pod_list["items"]) names.push_back(pod["metadata"]["name"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"hello-ps-0", "hello-worker-0"})) << pods->body;
+  EXPECT_EQ(names, (std::vector<std::string>{"hello-ps-0", "hello-worker-0", "torch-master-0"}))
+      << pods->body;
+  // Every kind under its own plural, with its own apiVersion and kind.
+  ASSERT_TRUE(resources && torches && torch && torch_events && not_a_tfjob);
+  ASSERT_EQ(resources->status, 200) << resources->body;
+  std::vector<std::string> plurals;
+  json resource_list = json::parse(resources->body);
+  for (const json& resource : resource_list["resources"]) plurals.push_back(resource["name"]);
+  EXPECT_EQ(plurals, (std::vector<std::string>{"tfjobs", "pytorchjobs"}));
+  ASSERT_EQ(torches->status, 200) << torches->body;
+  json torch_list = json::parse(torches->body);
+  ASSERT_EQ(torch_list["items"].size(), 1u) << torches->body;
+  EXPECT_EQ(torch_list["items"][0], StoredTorch());
+  ASSERT_EQ(torch->status, 200) << torch->body;
+  EXPECT_EQ(json::parse(torch->body)["kind"], "PyTorchJob");
+  ASSERT_EQ(torch_events->status, 200) << torch_events->body;
+  json torch_event_list = json::parse(torch_events->body);
+  ASSERT_FALSE(torch_event_list["items"].empty()) << torch_events->body;
+  EXPECT_EQ(torch_event_list["items"][0]["involvedObject"]["kind"], "PyTorchJob");
+  EXPECT_EQ(not_a_tfjob->status, 404) << not_a_tfjob->body;
+  EXPECT_EQ(json::parse(not_a_tfjob->body)["message"], "tfjobs.kubeflow.org \"torch\" not found");
   // Read from the cluster, with the kubeconfig user's token.
   bool listed = false;
   for (const testing::RecordedRequest& request : Requests("GET")) {
@@ -666,6 +738,130 @@ TEST_F(KubeCliTest, UiServesTheClustersTFJobs) {
     EXPECT_EQ(request.authorization, "Bearer t0k") << request.path;
   }
   EXPECT_TRUE(listed);
+}
+
+TEST_F(KubeCliTest, GetListsEveryKindAndEachKindByItsOwnNames) {
+  PutRunningHello();
+  PutRunningTorch("torch");
+  Result every = Cohort("get --kubernetes");
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  EXPECT_EQ(every.out,
+            "NAME    STATE     AGE\n"
+            "hello   Running   3h\n"
+            "torch   Running   90m\n");
+  Result torches = Cohort("get pytorchjobs --kubernetes");
+  EXPECT_EQ(torches.out,
+            "NAME    STATE     AGE\n"
+            "torch   Running   90m\n");
+  EXPECT_EQ(Cohort("get --kubernetes -o name").out,
+            "tfjob.kubeflow.org/hello\npytorchjob.kubeflow.org/torch\n");
+  Result object = Cohort("get pytorchjob.kubeflow.org/torch --kubernetes -o json");
+  ASSERT_EQ(object.exit_code, 0) << object.err;
+  EXPECT_EQ(json::parse(object.out), StoredTorch());
+  Result yaml = Cohort("get pytorchjob torch --kubernetes -o yaml");
+  EXPECT_NE(yaml.out.find("kind: PyTorchJob\n"), std::string::npos) << yaml.out;
+  EXPECT_EQ(Cohort("get tfjobs torch --kubernetes").exit_code, 3);
+
+  Result describe = Cohort("describe pytorchjob torch --kubernetes");
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("Kind:         PyTorchJob\n"), std::string::npos) << describe.out;
+  EXPECT_NE(describe.out.find("  master-0   Running   1                      23456         "
+                              "pod/torch-master-0\n"),
+            std::string::npos)
+      << describe.out;
+  EXPECT_NE(describe.out.find("Created pod: torch-master-0\n"), std::string::npos) << describe.out;
+
+  Result env = Cohort("env pytorchjob torch --replica master-0 --kubernetes");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_NE(env.out.find("\nMASTER_ADDR=torch-master-0\n"), std::string::npos) << env.out;
+  EXPECT_NE(env.out.find("\nWORLD_SIZE=1\n"), std::string::npos) << env.out;
+
+  cluster_.SetLog("torch-master-0", "epoch 1\n");
+  Result logs = Cohort("logs pytorchjob/torch --kubernetes");
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "[master-0] epoch 1\n");
+}
+
+TEST_F(KubeCliTest, ANameTwoKindsHoldIsRefusedUntilTheKindIsNamed) {
+  PutRunningHello();
+  PutRunningTorch("hello");
+  Result ambiguous = Cohort("delete hello --kubernetes");
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("job team/hello is both a TFJob and a PyTorchJob; name the kind: "
+                               "cohort delete tfjob hello, or cohort delete pytorchjob hello"),
+            std::string::npos)
+      << ambiguous.err;
+  EXPECT_TRUE(Requests("DELETE").empty());
+  EXPECT_EQ(Cohort("wait hello --kubernetes --timeout 1").exit_code, 2);
+  EXPECT_EQ(Cohort("describe hello --kubernetes").exit_code, 2);
+  // Listing every kind shows the first and says why the other is left out.
+  Result listed = Cohort("get --kubernetes");
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.err.find("PyTorchJob team/hello is not shown"), std::string::npos) << listed.err;
+
+  Result suspended = Cohort("suspend pytorchjob hello --kubernetes");
+  ASSERT_EQ(suspended.exit_code, 0) << suspended.err;
+  EXPECT_EQ(suspended.out, "pytorchjob.kubeflow.org/hello suspended\n");
+  ASSERT_EQ(Requests("PATCH").size(), 1u);
+  EXPECT_EQ(Requests("PATCH")[0].path, "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/hello");
+  EXPECT_EQ(StoredTorch("hello")["spec"]["runPolicy"]["suspend"], true);
+
+  Result deleted = Cohort("delete pytorchjobs/hello --kubernetes");
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_EQ(deleted.out, "pytorchjob.kubeflow.org \"hello\" deleted\n");
+  ASSERT_EQ(Requests("DELETE").size(), 1u);
+  EXPECT_EQ(Requests("DELETE")[0].path, "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/hello");
+  EXPECT_TRUE(cluster_.Find(kTFJobs, "tfjobs", "team", "hello").has_value());
+  // One kind left: the name alone is enough again.
+  Result resumed = Cohort("resume hello --kubernetes");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out, "tfjob.kubeflow.org/hello resumed\n");
+}
+
+TEST_F(KubeCliTest, WaitAndSubmitUseTheJobsKind) {
+  PutRunningTorch("torch");
+  json torch = StoredTorch();
+  torch["status"]["conditions"].push_back(
+      {{"type", "Succeeded"},
+       {"status", "True"},
+       {"reason", "PyTorchJobSucceeded"},
+       {"message", "PyTorchJob team/torch is successfully completed."},
+       {"lastUpdateTime", FormatTime(Clock::now())},
+       {"lastTransitionTime", FormatTime(Clock::now())}});
+  cluster_.Put(kTFJobs, "pytorchjobs", torch);
+  Result wait = Cohort("wait torch --kubernetes --timeout 10");
+  EXPECT_EQ(wait.exit_code, 0) << wait.err;
+  EXPECT_EQ(wait.out, "torch Succeeded\n");
+
+  Result submitted =
+      Cohort("submit --kubernetes " COHORT_TEST_DATA_DIR "/specs/pytorchjob/mnist.yaml");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_EQ(submitted.out, "pytorch-mnist\n");
+  EXPECT_NE(submitted.err.find("PyTorchJob kubeflow/pytorch-mnist created on"), std::string::npos)
+      << submitted.err;
+  std::optional<json> stored = cluster_.Find(kTFJobs, "pytorchjobs", "kubeflow", "pytorch-mnist");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ((*stored)["kind"], "PyTorchJob");
+  EXPECT_TRUE((*stored)["spec"].contains("pytorchReplicaSpecs")) << stored->dump();
+}
+
+TEST_F(KubeCliTest, AKindWhoseCrdIsMissingIsLeftOutOfAListingButNamedWhenAskedFor) {
+  PutRunningHello();
+  cluster_.RemoveJobType("pytorchjobs");
+  Result every = Cohort("get --kubernetes");
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  EXPECT_EQ(every.out,
+            "NAME    STATE     AGE\n"
+            "hello   Running   3h\n");
+  Result asked = Cohort("get pytorchjobs --kubernetes");
+  EXPECT_EQ(asked.exit_code, 3);
+  EXPECT_NE(asked.err.find("The cluster has no PyTorchJob resource type (kubeflow.org/v1 "
+                           "pytorchjobs): install the CRD"),
+            std::string::npos)
+      << asked.err;
+  EXPECT_EQ(asked.err.find("no TFJob resource type"), std::string::npos) << asked.err;
+  // A name is still found in the kinds the cluster has.
+  EXPECT_EQ(Cohort("describe hello --kubernetes").exit_code, 0);
 }
 
 TEST_F(KubeCliTest, ClusterFlagsWithoutKubernetesAreRefused) {

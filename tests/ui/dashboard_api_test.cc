@@ -201,6 +201,60 @@ TEST_F(UiApiTest, FollowedLogStreamsAsServerSentEventsUntilTheJobEnds) {
   EXPECT_EQ(sandbox_.Cohort({"wait", "follow", "--timeout", "60"}).exit_code, 0);
 }
 
+TEST_F(UiApiTest, EveryKindHasItsOwnRoutesObjectsEventsAndMessages) {
+  std::string manifest =
+      Manifest("torch", ReplicaSpec("Master", 1, "Never") + ReplicaSpec("Worker", 1, "Never"));
+  manifest.replace(manifest.find("kind: TFJob"), 11, "kind: PyTorchJob");
+  manifest.replace(manifest.find("tfReplicaSpecs"), 14, "pytorchReplicaSpecs");
+  for (size_t at; (at = manifest.find("name: tensorflow")) != std::string::npos;) {
+    manifest.replace(at, 16, "name: pytorch");
+  }
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("torch.yaml", manifest).string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string torches = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs";
+
+  json resources = GetJson("/apis/kubeflow.org/v1");
+  EXPECT_EQ(resources["kind"], "APIResourceList");
+  std::vector<std::string> plurals;
+  for (const json& resource : resources["resources"]) plurals.push_back(resource["name"]);
+  EXPECT_EQ(plurals, (std::vector<std::string>{"tfjobs", "pytorchjobs"}));
+
+  CommandResult one = sandbox_.Cohort({"get", "pytorchjob", "torch", "-o", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  json object = GetJson(torches + "/torch");
+  EXPECT_EQ(object, json::parse(one.output));
+  EXPECT_EQ(object["kind"], "PyTorchJob");
+  EXPECT_EQ(GetJson("/apis/kubeflow.org/v1/pytorchjobs")["items"].size(), 1u);
+  EXPECT_TRUE(GetJson("/apis/kubeflow.org/v1/tfjobs")["items"].empty());
+  json status = GetJson(kTfJobs + "/torch", 404);
+  EXPECT_EQ(status["message"], "tfjobs.kubeflow.org \"torch\" not found");
+  EXPECT_EQ(GetJson(torches + "/torch/replicas")["items"].size(), 2u);
+
+  json events = GetJson(torches + "/torch/events");
+  ASSERT_FALSE(events["items"].empty()) << events.dump();
+  EXPECT_EQ(events["items"][0]["involvedObject"]["kind"], "PyTorchJob");
+  EXPECT_EQ(events["items"][0]["involvedObject"]["apiVersion"], "kubeflow.org/v1");
+  json selected =
+      GetJson("/api/v1/namespaces/default/events?fieldSelector=involvedObject.kind%3DPyTorchJob");
+  EXPECT_EQ(selected["items"].size(), events["items"].size());
+
+  auto client = server_->Client();
+  const std::string token = server_->PageToken();
+  auto suspended =
+      client->Post(torches + "/torch/suspend", {{"X-Cohort-Token", token}}, "", "text/plain");
+  ASSERT_TRUE(suspended);
+  EXPECT_EQ(suspended->status, 409) << suspended->body;
+  EXPECT_NE(suspended->body.find("pytorchjob torch has already Succeeded"), std::string::npos)
+      << suspended->body;
+  auto deleted = client->Delete(torches + "/torch", {{"X-Cohort-Token", token}});
+  ASSERT_TRUE(deleted);
+  ASSERT_EQ(deleted->status, 200) << deleted->body;
+  json body = json::parse(deleted->body);
+  EXPECT_EQ(body["message"], "pytorchjob \"torch\" deleted");
+  EXPECT_EQ(body["details"]["kind"], "pytorchjobs");
+  GetJson(torches + "/torch", 404);
+}
+
 TEST_F(UiApiTest, UnknownJobIsA404WithAMessage) {
   for (const std::string& path :
        {kTfJobs + "/nope", kTfJobs + "/nope/replicas", kTfJobs + "/nope/events",

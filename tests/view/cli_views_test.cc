@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "exec/memory_job_store.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/spec_parser.h"
 #include "view/ai_platform_view.h"
@@ -165,6 +166,35 @@ TEST(CommandLineTest, ResourceTypesAndNames) {
   EXPECT_EQ(SplitResource({"mnist"})->names, std::vector<std::string>{"mnist"});
   EXPECT_THAT(SplitResource({"deployments"}).status().message(), HasSubstr("no resource type"));
   EXPECT_FALSE(SplitResource({"services/x"}).ok());
+}
+
+TEST(CommandLineTest, EveryKindOfTheRegistryIsAResourceTypeByEachOfItsNames) {
+  const job::JobKind* pytorch = job::KindRegistry::Default().FindByName("PyTorchJob");
+  const job::JobKind* tf = job::KindRegistry::Default().FindByName("TFJob");
+  ASSERT_NE(pytorch, nullptr);
+  ASSERT_NE(tf, nullptr);
+  for (const std::string& type :
+       {"pytorchjob", "pytorchjobs", "pytorchjob.kubeflow.org", "pytorchjobs.kubeflow.org"}) {
+    StatusOr<ResourceArguments> named = SplitResource({type, "a"});
+    ASSERT_TRUE(named.ok()) << type;
+    EXPECT_EQ(named->resource, Resource::kJob) << type;
+    EXPECT_EQ(named->kind, pytorch) << type;
+    EXPECT_EQ(named->names, std::vector<std::string>{"a"}) << type;
+  }
+  EXPECT_EQ(SplitResource({"tfjobs"})->kind, tf);
+  EXPECT_EQ(SplitResource({"pytorchjob/a", "pytorchjob/b"})->names,
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(SplitResource({"pytorchjob/a", "tfjob/b"}).ok());
+  EXPECT_EQ(SplitResource({"a"})->kind, nullptr);
+  EXPECT_EQ(SplitResource({"pods"})->kind, nullptr);
+  EXPECT_EQ(SplitResource({"services/x"}).status().message(),
+            "the server doesn't have a resource type \"services\"; cohort has tfjobs and "
+            "pytorchjobs and pods");
+  EXPECT_EQ(SplitResource({"mpijobs"}).status().message(),
+            "cohort has no resource type \"mpijobs\": it runs tfjobs and pytorchjobs, whose "
+            "replicas are shown as pods");
+  EXPECT_EQ(JobPlurals("or"), "tfjobs or pytorchjobs");
+  EXPECT_EQ(JobTypeChoices("|", false), "tfjob|pytorchjob");
 }
 
 TEST(CommandLineTest, OutputFormats) {

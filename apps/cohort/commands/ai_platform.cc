@@ -103,7 +103,9 @@ int Cancel(const AiJobFlags& flags) {
     return Fail(kExitInvalidInput, "job " + flags.name + " is already in terminal state " +
                                        view::AiPlatformState(*status) + "; nothing to cancel");
   }
-  StatusOr<std::string> suspended = (*client)->SetSuspended(found->keys.front(), true);
+  StatusOr<job::Job> spec = found->store->ReadSpec(found->keys.front());
+  StatusOr<std::string> suspended =
+      (*client)->SetSuspended(found->keys.front(), spec.ok() ? spec->job_kind : nullptr, true);
   if (!suspended.ok()) return Fail(suspended.status());
   std::cout << "Cancelled job [" << flags.name << "].\n";
   return kExitSucceeded;

@@ -1,5 +1,5 @@
 // `cohort apply -f FILE [--kubernetes]` (kubectl's apply): creates the job, or says it is
-// unchanged; a cluster's TFJob takes a changed spec ("configured"), while a local job keeps the
+// unchanged; a cluster's job takes a changed spec ("configured"), while a local job keeps the
 // spec it was started with and the differences are listed (exit status 2).
 #include <iostream>
 

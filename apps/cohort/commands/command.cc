@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "exec/job_store.h"
+#include "job/job_kind.h"
 #include "view/command_line.h"
 #include "view/local_job_client.h"
 
@@ -25,7 +26,12 @@ void AddNamespace(CLI::App* command, NamespaceFlag& flag, const std::string& hel
 }
 
 void AddKubernetes(CLI::App* command, TargetFlags& flags, const std::string& help) {
-  CLI::Option* cluster_flag = command->add_flag("--kubernetes", flags.kubernetes, help);
+  CLI::Option* cluster_flag =
+      command->add_flag("--kubernetes", flags.kubernetes,
+                        help.empty() ? "on the cluster of the kubeconfig's context, as a " +
+                                           job::KindRegistry::Default().Names(" or ") +
+                                           " (the job's kind), not on this machine"
+                                     : help);
   command
       ->add_option("--context", flags.context,
                    "with --kubernetes: the kubeconfig context (default: current-context)")
@@ -73,7 +79,8 @@ void AddJobName(CLI::App* command, JobFileFlags& flags) {
 }
 
 void AddJobFile(CLI::App* command, JobFileFlags& flags, const std::string& what) {
-  command->add_option("FILE", flags.file, what + ": a TFJob manifest or an AI Platform job spec")
+  command
+      ->add_option("FILE", flags.file, what + ": " + ManifestHelp() + " or an AI Platform job spec")
       ->required();
   AddJobName(command, flags);
 }
@@ -95,15 +102,33 @@ StatusOr<LoadedJob> LoadJobFor(const view::JobClient& client, const std::string&
   return loaded;
 }
 
-StatusOr<std::vector<std::string>> JobNames(const std::vector<std::string>& arguments) {
+StatusOr<JobArguments> JobNames(const std::vector<std::string>& arguments) {
   StatusOr<view::ResourceArguments> resource = view::SplitResource(arguments);
   if (!resource.ok()) return resource.status();
   if (resource->resource == view::Resource::kPod) {
-    return Status::InvalidArgument(
-        "this command takes tfjobs; a pod is a replica of its job (cohort get pods)");
+    return Status::InvalidArgument("this command takes " + view::JobPlurals("or") +
+                                   "; a pod is a replica of its job (cohort get pods)");
   }
   if (resource->names.empty()) return Status::InvalidArgument("a job name is required");
-  return resource->names;
+  return JobArguments{resource->kind, resource->names};
+}
+
+StatusOr<JobArguments> OneJobName(const std::vector<std::string>& arguments) {
+  StatusOr<JobArguments> job = JobNames(arguments);
+  if (!job.ok()) return job.status();
+  if (job->names.size() > 1) {
+    return Status::InvalidArgument("one job only: " + JobArgumentsHelp(false) + " (got " +
+                                   std::to_string(job->names.size()) + " names)");
+  }
+  return job;
+}
+
+std::string JobArgumentsHelp(bool several) {
+  return "[" + view::JobTypeChoices("|", false) + "] NAME" + (several ? "..." : "");
+}
+
+std::string ManifestHelp() {
+  return "a " + job::KindRegistry::Default().Names(" or ") + " manifest";
 }
 
 void PrintWarnings(const std::vector<std::string>& warnings) {

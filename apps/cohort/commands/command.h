@@ -46,10 +46,9 @@ struct TargetFlags {
   std::string kubeconfig;
   double request_timeout_seconds = 30;
 };
-void AddKubernetes(CLI::App* command, TargetFlags& flags,
-                   const std::string& help =
-                       "on the cluster of the kubeconfig's context, as a "
-                       "TFJob, not on this machine");
+// The default help says where: "on the cluster of the kubeconfig's context, as a TFJob or
+// PyTorchJob (the job's kind), not on this machine", with the registry's kinds.
+void AddKubernetes(CLI::App* command, TargetFlags& flags, const std::string& help = "");
 // The local client (of $COHORT_HOME) or, with --kubernetes, the cluster's.
 view::JobClientFactory ClientFactory(const TargetFlags& flags);
 kube::KubeClientOptions KubeOptions(const TargetFlags& flags);
@@ -70,9 +69,20 @@ StatusOr<LoadedJob> LoadJobFor(const view::JobClient& client, const std::string&
                                const job::JobFileOptions& options,
                                const NamespaceFlag& namespace_flag);
 
-// The jobs that `describe` or `delete` arguments name: NAME... or tfjob NAME...; InvalidArgument
-// for pods or none.
-StatusOr<std::vector<std::string>> JobNames(const std::vector<std::string>& arguments);
+// The jobs that `describe`, `delete`, `suspend`... arguments name: NAME..., KIND NAME... or
+// KIND/NAME... (KIND as view::SplitResource reads it: pytorchjob, pytorchjobs,
+// pytorchjob.kubeflow.org...); InvalidArgument for pods or none.
+struct JobArguments {
+  const job::JobKind* kind = nullptr;  // null: no type given, any kind
+  std::vector<std::string> names;
+};
+StatusOr<JobArguments> JobNames(const std::vector<std::string>& arguments);
+// The same for a command that takes one job.
+StatusOr<JobArguments> OneJobName(const std::vector<std::string>& arguments);
+// "[tfjob|pytorchjob] NAME...": the usage of a job argument, from the registry.
+std::string JobArgumentsHelp(bool several);
+// The registry's kinds as "a TFJob or PyTorchJob manifest", for help texts.
+std::string ManifestHelp();
 
 // Prints a loaded job's warnings about a local run on standard error.
 void PrintWarnings(const std::vector<std::string>& warnings);

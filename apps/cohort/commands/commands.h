@@ -30,6 +30,7 @@ void AddSuperviseCommand(CLI::App& app, int& exit_code);   // supervise.cc (inte
 void AddAiPlatformCommand(CLI::App& app, int& exit_code);  // ai_platform.cc
 // Job files, without running them.
 void AddValidateCommand(CLI::App& app, int& exit_code);   // validate.cc
+void AddEnvCommand(CLI::App& app, int& exit_code);        // env.cc
 void AddTfConfigCommand(CLI::App& app, int& exit_code);   // tfconfig.cc
 void AddConvertCommand(CLI::App& app, int& exit_code);    // convert.cc
 void AddManifestsCommand(CLI::App& app, int& exit_code);  // manifests.cc
@@ -50,16 +51,38 @@ view::CreateRequest CreateRequestFor(const LoadedJob& loaded, const CreateFlags&
 // the client's note follows on standard error.
 int CreateFromFile(const CreateFlags& flags,
                    const std::function<void(const view::Created&)>& on_created);
-// "tfjob.kubeflow.org/NAME created", as kubectl's create.
+// "pytorchjob.kubeflow.org/NAME created" (the job's kind's resource), as kubectl's create.
 void PrintCreated(const view::Created& created);
 
 // logs.cc: prints a job's or pod's logs ("[worker-0] LINE" when several replicas' come).
 int PrintLogs(view::JobClient& client, const std::string& namespace_name,
               const view::LogRequest& request);
 
+// env.cc: a replica of a job and the environment it gets, for env and tfconfig.
+struct ReplicaId {
+  std::string type;  // as keyed in Job::replica_specs ("Worker")
+  int index = 0;
+};
+// The replica `replica` ("worker-1") names; InvalidArgument listing the job's replicas otherwise.
+StatusOr<ReplicaId> FindReplica(const job::Job& job, const std::string& replica);
+struct EnvironmentOptions {
+  bool kubernetes = false;     // the operator's pod's form, else this machine's
+  std::string cluster_domain;  // with kubernetes: appended to the hosts
+  std::string container;       // with kubernetes: another container of the pod; "": the kind's
+};
+struct ReplicaVariables {
+  std::vector<job::EnvVar> variables;  // in the order they are set
+  bool live = true;  // locally: whether the ports are a live job's (else chosen now)
+};
+// The environment `replica` of `job` gets (env.cc says which variables, in which order).
+StatusOr<ReplicaVariables> ReplicaEnvironmentOf(const job::Job& job, const ReplicaId& replica,
+                                                const EnvironmentOptions& options);
+// "cohort: job NS/NAME is not running; showing freshly chosen local ports" on standard error.
+void PrintNotRunning(const job::Job& job);
+
 // suspend.cc: what suspend and resume take, and carrying them out.
 struct SuspendFlags {
-  std::string name;
+  std::vector<std::string> arguments;  // [KIND] NAME
   NamespaceFlag namespace_flag;
   TargetFlags target;
 };

@@ -1,4 +1,4 @@
-// `cohort convert FILE`: prints the TFJob a file amounts to, as `cohort get -o yaml` would show
+// `cohort convert FILE`: prints the job a file amounts to, as `cohort get -o yaml` would show
 // its spec: converted from AI Platform's form, or normalised (defaults applied) from a manifest.
 #include <iostream>
 
@@ -28,7 +28,7 @@ int Convert(const ConvertFlags& flags) {
 void AddConvertCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<ConvertFlags>();
   CLI::App* convert = app.add_subcommand(
-      "convert", "Print the TFJob a file amounts to (an AI Platform job spec, converted)");
+      "convert", "Print the job a file amounts to (an AI Platform job spec, converted)");
   AddJobFile(convert, flags->job_file, "the job");
   AddNamespace(convert, flags->namespace_flag);
   convert->callback([flags, &exit_code] { exit_code = Convert(*flags); });

@@ -1,6 +1,7 @@
 // `cohort create -f FILE [--kubernetes]` (kubectl's create): starts the job a file describes in
-// the background (locally a detached supervisor, on a cluster a TFJob for its operator) and prints
-// "tfjob.kubeflow.org/NAME created". `submit` and `ai-platform jobs submit training` create
+// the background (locally a detached supervisor, on a cluster an object of its kind for its
+// operator) and prints
+// "<kind>.kubeflow.org/NAME created". `submit` and `ai-platform jobs submit training` create
 // through CreateFromFile too.
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// `cohort delete [tfjob] NAME... | -f FILE [--ignore-not-found] [--kubernetes]`: stops the jobs'
+// `cohort delete [KIND] NAME... | -f FILE [--ignore-not-found] [--kubernetes]`: stops the jobs'
 // replicas and removes the jobs (on a cluster, propagation Background: the server removes the pods
 // and services they own). Every job is tried; the exit status is the first failure's.
 #include <iostream>
@@ -20,22 +20,25 @@ struct DeleteFlags {
 int Delete(const DeleteFlags& flags) {
   StatusOr<std::unique_ptr<view::JobClient>> client = ClientFactory(flags.target)();
   if (!client.ok()) return Fail(client.status());
-  std::vector<exec::JobKey> keys;
+  std::vector<std::pair<exec::JobKey, const job::JobKind*>> jobs;
   if (!flags.file.empty()) {
     StatusOr<LoadedJob> loaded = LoadJobFor(**client, flags.file, {}, flags.namespace_flag);
     if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
-    keys.push_back({loaded->job.metadata.namespace_name, loaded->job.metadata.name});
+    jobs.push_back(
+        {{loaded->job.metadata.namespace_name, loaded->job.metadata.name}, loaded->job.job_kind});
   }
   if (!flags.arguments.empty()) {
-    StatusOr<std::vector<std::string>> names = JobNames(flags.arguments);
-    if (!names.ok()) return Fail(kExitInvalidInput, names.status().message());
+    StatusOr<JobArguments> named = JobNames(flags.arguments);
+    if (!named.ok()) return Fail(kExitInvalidInput, named.status().message());
     const std::string namespace_name = (*client)->Namespace(flags.namespace_flag.Given());
-    for (const std::string& name : *names) keys.push_back({namespace_name, name});
+    for (const std::string& name : named->names) {
+      jobs.push_back({{namespace_name, name}, named->kind});
+    }
   }
-  if (keys.empty()) return Fail(kExitInvalidInput, "give a job name or -f FILE");
+  if (jobs.empty()) return Fail(kExitInvalidInput, "give a job name or -f FILE");
   int exit_code = kExitSucceeded;
-  for (const exec::JobKey& key : keys) {
-    StatusOr<std::string> deleted = (*client)->Delete(key);
+  for (const auto& [key, kind] : jobs) {
+    StatusOr<std::string> deleted = (*client)->Delete(key, kind);
     int result = kExitSucceeded;
     if (deleted.ok()) {
       std::cout << *deleted << " \"" << key.name << "\" deleted\n";
@@ -52,7 +55,7 @@ int Delete(const DeleteFlags& flags) {
 void AddDeleteCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<DeleteFlags>();
   CLI::App* remove = app.add_subcommand("delete", "Stop jobs' replicas and remove their state");
-  remove->add_option("JOB", flags->arguments, "[tfjob] NAME...");
+  remove->add_option("JOB", flags->arguments, JobArgumentsHelp(true));
   remove->add_option("-f,--filename", flags->file, "the job a file names (- for standard input)");
   AddNamespace(remove, flags->namespace_flag);
   remove->add_flag("--ignore-not-found", flags->ignore_not_found,

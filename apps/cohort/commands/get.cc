@@ -1,11 +1,13 @@
-// `cohort get [tfjobs|pods] [NAME...] [-n NS | -A] [-o FORMAT] [-w] [--kubernetes]`: jobs as
+// `cohort get [KINDS|pods] [NAME...] [-n NS | -A] [-o FORMAT] [-w] [--kubernetes]`: jobs as
 // NAME STATE AGE (the read model's table, view/job_view.h), or their replicas as pods, or their
-// objects as -o json|yaml|jsonpath prints them; with -w, a row for each change.
+// objects as -o json|yaml|jsonpath prints them; with -w, a row for each change. KINDS is a kind's
+// plural (or any form view::SplitResource reads): without one every kind is listed.
 #include <iostream>
 
 #include "apps/cohort/commands/command.h"
 #include "apps/cohort/commands/commands.h"
 #include "apps/cohort/commands/output.h"
+#include "view/command_line.h"
 #include "view/job_view.h"
 
 namespace cohort::cli {
@@ -88,10 +90,12 @@ int Get(const GetFlags& flags) {
   query.namespace_name = (*client)->Namespace(flags.namespace_flag.Given());
   query.all_namespaces = flags.all_namespaces;
   query.names = names;
+  query.kind = resource->kind;
   query.objects = IsObjectFormat(*format);
   query.detail = wide ? view::JobDetail::kReplicas : view::JobDetail::kStatus;
   StatusOr<view::JobList> jobs = (*client)->GetJobs(query);
   if (!jobs.ok()) return Fail(jobs.status());
+  PrintWarnings(jobs->warnings);
   if (query.objects) return PrintObject(*format, ObjectOrList(jobs->objects, names.size() == 1));
   if (jobs->keys.empty()) {
     PrintNoResourcesFound(query.namespace_name, flags.all_namespaces);
@@ -122,7 +126,8 @@ void AddGetCommand(CLI::App& app, int& exit_code) {
   CLI::App* get = app.add_subcommand(
       "get", "List jobs (NAME STATE AGE) or show some; `get pods` lists their replicas as pods");
   get->add_option("ARGS", flags->arguments,
-                  "[tfjobs|pods] [NAME...] (default: all jobs of the namespace)");
+                  "[" + view::JobTypeChoices("|", true) +
+                      "|pods] [NAME...] (default: all jobs of every kind of the namespace)");
   AddNamespace(get, flags->namespace_flag, "the jobs' namespace");
   get->add_flag("-A,--all-namespaces", flags->all_namespaces, "list jobs of every namespace");
   get->add_option("-o,--output", flags->output, "name, wide, json, yaml or jsonpath=TEMPLATE");

@@ -1,17 +1,18 @@
-// `cohort logs JOB|POD [--replica R] [-f] [--tail N] [--since D] [-p] [-c C] [--kubernetes]`:
-// a job's replicas' logs, each line prefixed "[worker-0] " (one replica's with --replica), or a
-// pod's log, through JobClient::Logs.
+// `cohort logs [KIND] NAME|POD [--replica R] [-f] [--tail N] [--since D] [-p] [-c C]
+// [--kubernetes]`: a job's replicas' logs, each line prefixed "[worker-0] " (one replica's with
+// --replica), or a pod's log, through JobClient::Logs.
 #include <iostream>
 
 #include "apps/cohort/commands/command.h"
 #include "apps/cohort/commands/commands.h"
 #include "exec/log_selection.h"
+#include "view/command_line.h"
 
 namespace cohort::cli {
 namespace {
 
 struct LogsFlags {
-  std::string name;
+  std::vector<std::string> arguments;  // [KIND] NAME, KIND/NAME, [pod] POD
   NamespaceFlag namespace_flag;
   std::string replica;
   std::string container;
@@ -23,8 +24,14 @@ struct LogsFlags {
 };
 
 int Logs(const LogsFlags& flags) {
+  StatusOr<view::ResourceArguments> named = view::SplitResource(flags.arguments);
+  if (!named.ok()) return Fail(kExitInvalidInput, named.status().message());
+  if (named->names.size() != 1) {
+    return Fail(kExitInvalidInput, "one job or pod only: " + JobArgumentsHelp(false) + " or POD");
+  }
   view::LogRequest request;
-  request.name = flags.name;
+  request.name = named->names.front();
+  request.kind = named->kind;
   request.replica = flags.replica;
   request.container = flags.container;
   request.follow = flags.follow;
@@ -60,7 +67,8 @@ void AddLogsCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<LogsFlags>();
   CLI::App* logs =
       app.add_subcommand("logs", "Print a job's replica logs, or a pod's (job-worker-0)");
-  logs->add_option("JOB", flags->name, "a job, or a pod: one of its replicas (cohort get pods)")
+  logs->add_option("JOB", flags->arguments,
+                   JobArgumentsHelp(false) + ", or a pod: one of its replicas (cohort get pods)")
       ->required();
   AddNamespace(logs, flags->namespace_flag);
   logs->add_option("--replica", flags->replica,
@@ -70,7 +78,8 @@ void AddLogsCommand(CLI::App& app, int& exit_code) {
   logs->add_option("--since", flags->since,
                    "the runs that wrote within DURATION (5s, 2m, 1h): log lines carry no time");
   logs->add_flag("-p,--previous", flags->previous, "the log of the run before the last restart");
-  logs->add_option("-c,--container", flags->container, "the container (tensorflow)");
+  logs->add_option("-c,--container", flags->container,
+                   "the container (the kind's: " + view::ContainerNames() + ")");
   AddKubernetes(logs, flags->target);
   logs->callback([flags, &exit_code] { exit_code = Logs(*flags); });
 }

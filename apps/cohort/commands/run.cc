@@ -61,7 +61,9 @@ int Run(const RunFlags& flags) {
 
 void AddRunCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<RunFlags>();
-  CLI::App* run = app.add_subcommand("run", "Run a TFJob in the foreground (Ctrl-C stops it)");
+  CLI::App* run =
+      app.add_subcommand("run", "Run a job (" + job::KindRegistry::Default().Names(", ") +
+                                    ") in the foreground (Ctrl-C stops it)");
   AddJobFile(run, flags->job_file, "the job");
   AddImages(run, flags->image_flags);
   AddNamespace(run, flags->namespace_flag);

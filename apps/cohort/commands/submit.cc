@@ -9,7 +9,8 @@ namespace cohort::cli {
 void AddSubmitCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<CreateFlags>();
   CLI::App* submit =
-      app.add_subcommand("submit", "Start a TFJob in the background and print its name");
+      app.add_subcommand("submit", "Start a job (" + job::KindRegistry::Default().Names(", ") +
+                                       ") in the background and print its name");
   AddJobFile(submit, flags->job_file, "the job");
   AddCreateFlags(submit, *flags);
   submit->callback([flags, &exit_code] {

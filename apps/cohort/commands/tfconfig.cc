@@ -1,18 +1,17 @@
 // `cohort tfconfig FILE --replica worker-1 [--kubernetes]`: the TF_CONFIG a replica would get,
-// here (a live job's ports, else ports chosen now) or in a cluster (<job>-worker-1.<ns>.svc:2222).
+// here (a live job's ports, else ports chosen now) or in a cluster (<job>-worker-1.<ns>.svc:2222):
+// the one variable of the environment `cohort env` prints (env.cc), from the same code.
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "apps/cohort/commands/command.h"
 #include "apps/cohort/commands/commands.h"
-#include "exec/job_store.h"
-#include "exec/local_jobs.h"
-#include "exec/replica_environment.h"
-#include "job/job_kind.h"
-#include "job/replica_endpoints.h"
-#include "job/tfjob.h"
 
 namespace cohort::cli {
 namespace {
+
+constexpr char kTfConfig[] = "TF_CONFIG";
 
 struct TfConfigFlags {
   JobFileFlags job_file;
@@ -26,43 +25,24 @@ int TfConfig(const TfConfigFlags& flags) {
       LoadJobFile(flags.job_file.file, flags.job_file.options, flags.namespace_flag.Given());
   if (!loaded.ok()) return Fail(kExitInvalidInput, loaded.status().message());
   const job::Job& job = loaded->job;
-  const std::string& replica = flags.replica;
-  size_t dash = replica.rfind('-');
-  std::string type_name = dash == std::string::npos ? "" : replica.substr(0, dash);
-  int index = -1;
-  try {
-    if (dash != std::string::npos) index = std::stoi(replica.substr(dash + 1));
-  } catch (const std::exception&) {
+  StatusOr<ReplicaId> replica = FindReplica(job, flags.replica);
+  if (!replica.ok()) return Fail(kExitInvalidInput, replica.status().message());
+  EnvironmentOptions options;
+  options.kubernetes = flags.kubernetes;
+  StatusOr<ReplicaVariables> environment = ReplicaEnvironmentOf(job, *replica, options);
+  if (!environment.ok()) return Fail(kExitError, environment.status().message());
+  if (!environment->live) PrintNotRunning(job);
+  const std::vector<std::string> names = job.job_kind->EnvironmentNames();
+  if (std::find(names.begin(), names.end(), kTfConfig) == names.end()) {
+    std::cerr << "cohort: a " << job.job_kind->name() << "'s replicas get no " << kTfConfig
+              << "; `cohort env " << flags.job_file.file << " --replica " << flags.replica
+              << "` prints their environment\n";
+    return kExitSucceeded;
   }
-  std::string replica_type;
-  for (const auto& [type, spec] : job.replica_specs) {
-    if (job::LowerCase(type) == type_name && index >= 0 && index < spec.replicas)
-      replica_type = type;
-  }
-  if (replica_type.empty()) {
-    std::string known;
-    for (const auto& [type, spec] : job.replica_specs) {
-      for (int i = 0; i < spec.replicas; ++i)
-        known += (known.empty() ? "" : ", ") + exec::ShortReplicaName(type, i);
-    }
-    return Fail(kExitInvalidInput, "--replica " + replica + ": no such replica in " +
-                                       job.metadata.name + "; its replicas are " + known);
-  }
+  // The last value, as a process reads a variable set twice.
   std::optional<std::string> tf_config;
-  if (flags.kubernetes) {
-    tf_config = job::TfConfigForReplica(job, replica_type, index, job::KubernetesEndpoints(job));
-  } else {
-    // A live job's ports, else the ports a run would reserve now (a new run picks its own).
-    exec::LocalJobs jobs(exec::DefaultCohortHome());
-    bool live = false;
-    StatusOr<std::optional<std::string>> local =
-        jobs.LocalTfConfig(job, replica_type, index, &live);
-    if (!local.ok()) return Fail(kExitError, local.status().message());
-    if (!live) {
-      std::cerr << "cohort: job " << job.metadata.namespace_name << "/" << job.metadata.name
-                << " is not running; showing freshly chosen local ports\n";
-    }
-    tf_config = *local;
+  for (const job::EnvVar& variable : environment->variables) {
+    if (variable.name == kTfConfig) tf_config = variable.value;
   }
   if (!tf_config) {
     std::cerr << "cohort: " << job.metadata.name

@@ -1,12 +1,13 @@
 // `cohort ui [--address A] [--port P] [--token T | --token-file F] [--kubernetes ...]`: serves
 // the web dashboard (ui/ui_command.h) of the jobs here, or with --kubernetes of a cluster's
-// TFJobs, through the same JobClient the other commands use.
+// jobs of every kind, through the same JobClient the other commands use.
 #include <iostream>
 
 #include "apps/cohort/commands/command.h"
 #include "apps/cohort/commands/commands.h"
 #include "exec/job_store.h"
 #include "ui/ui_command.h"
+#include "view/command_line.h"
 #include "view/local_job_client.h"
 
 namespace cohort::cli {
@@ -27,7 +28,7 @@ int Serve(const UiCommandFlags& flags) {
     StatusOr<std::unique_ptr<kube::KubeJobClient>> cluster =
         kube::ConnectJobClient(KubeOptions(flags.target));
     if (!cluster.ok()) return Fail(cluster.status());
-    jobs.description = "the TFJobs of " + (*cluster)->Description();
+    jobs.description = "the jobs of " + (*cluster)->Description();
     client = std::move(*cluster);
   } else {
     jobs.home = exec::DefaultCohortHome();
@@ -57,7 +58,8 @@ void AddUiCommand(CLI::App& app, int& exit_code) {
   ui_command->add_option("--token-file", ui_flags.token_file,
                          "a file whose first line is the token");
   AddKubernetes(ui_command, flags->target,
-                "serve the TFJobs of the kubeconfig context's cluster instead");
+                "serve the jobs (" + view::JobPlurals("and") +
+                    ") of the kubeconfig context's cluster instead");
   ui_command->footer(
       "Serves until interrupted (SIGINT or SIGTERM: exit status 0). Exit status: 2 invalid flags "
       "(an address off loopback without a token), 3 the port cannot be bound (taken? --port "

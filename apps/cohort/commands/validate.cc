@@ -62,7 +62,10 @@ int Validate(const ValidateFlags& flags) {
 void AddValidateCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<ValidateFlags>();
   CLI::App* validate = app.add_subcommand("validate", "Check job files without running them");
-  validate->add_option("FILE", flags->files, "TFJob manifests or AI Platform job specs")
+  validate
+      ->add_option(
+          "FILE", flags->files,
+          job::KindRegistry::Default().Names(" or ") + " manifests or AI Platform job specs")
       ->required();
   AddJobName(validate, flags->job_file);
   AddNamespace(validate, flags->namespace_flag);

@@ -1,5 +1,6 @@
 #include "kube/view/kube_job_client.h"
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -8,7 +9,6 @@
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
 #include "job/status_json.h"
-#include "job/tfjob.h"
 #include "kube/client/http_api.h"
 #include "kube/objects/objects.h"
 #include "kube/view/kube_job_store.h"
@@ -17,7 +17,6 @@
 namespace cohort::kube {
 namespace {
 
-constexpr char kResourceName[] = "tfjob.kubeflow.org";
 // The longest a single watch request runs before `wait` watches again.
 constexpr std::chrono::seconds kWatchChunk{60};
 
@@ -37,6 +36,28 @@ std::string JobOfPod(const nlohmann::json& pod) {
   return pod.value("metadata", nlohmann::json::object())
       .value("labels", nlohmann::json::object())
       .value(kJobNameLabel, "");
+}
+// Whether `pod` may belong to a job of `kind_name`: its controller ownerReference names that
+// kind, or it has none (the labels alone cannot tell apart the pods of two kinds' jobs of one
+// name).
+bool OwnedByKind(const nlohmann::json& pod, const std::string& kind_name) {
+  nlohmann::json owners =
+      pod.value("metadata", nlohmann::json::object()).value("ownerReferences", nlohmann::json());
+  if (!owners.is_array()) return true;
+  for (const nlohmann::json& owner : owners) {
+    if (owner.is_object() && owner.value("controller", false)) {
+      return owner.value("kind", "") == kind_name;
+    }
+  }
+  return true;
+}
+// Every kind's plural, comma-separated, as kubectl takes several types.
+std::string Plurals() {
+  std::string plurals;
+  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+    plurals += (plurals.empty() ? "" : ",") + kind->facts().plural;
+  }
+  return plurals;
 }
 
 // A status of `status`'s code with another message.
@@ -68,9 +89,9 @@ Status SameCode(const Status& status, std::string message) {
   return Status::Internal(std::move(message));
 }
 
-// The TFJob body a job amounts to: the normalised spec as a local run reads it, without its
-// creation time (the server's to set).
-nlohmann::json TFJobBody(const job::Job& job) {
+// The object a job amounts to on a cluster, of its own kind: the normalised spec as a local run
+// reads it, without its creation time (the server's to set).
+nlohmann::json JobBody(const job::Job& job) {
   nlohmann::json body = job::ToJson(job);
   body["metadata"].erase("creationTimestamp");
   return body;
@@ -89,35 +110,44 @@ std::string KubeJobClient::Where(const std::string& namespace_name) const {
   return "(namespace " + namespace_name + "; " + Description() + ")";
 }
 
-Status KubeJobClient::Failed(const std::string& namespace_name, const Status& status) {
+Status KubeJobClient::Failed(const std::string& namespace_name, const Status& status,
+                             const job::JobKind* kind) {
   std::string message = status.message() + " " + Where(namespace_name);
   if (status.code() == Status::Code::kNotFound) {
-    StatusOr<ObjectList> probe = api_->List(JobResource(job::TFJobKind()), namespace_name);
-    if (!probe.ok() && probe.status().code() == Status::Code::kNotFound) {
-      message +=
-          "\nThe cluster has no TFJob resource type (kubeflow.org/v1 tfjobs): install the "
-          "CRD with `kubectl apply -k deploy/kubernetes` (with Cohort's operator) or "
-          "`cohort crd | kubectl apply -f -`";
+    for (const job::JobKind* each : view::KindsOf(kind)) {
+      StatusOr<ObjectList> probe = api_->List(JobResource(*each), namespace_name);
+      if (!probe.ok() && probe.status().code() == Status::Code::kNotFound) {
+        message += "\nThe cluster has no " + each->name() + " resource type (" +
+                   each->api_version() + " " + each->facts().plural +
+                   "): install the CRD with `kubectl apply -k deploy/kubernetes` (with Cohort's "
+                   "operator) or `cohort crd | kubectl apply -f -`";
+      }
     }
   }
   return SameCode(status, message);
 }
 
 StatusOr<std::vector<nlohmann::json>> KubeJobClient::JobPods(const std::string& namespace_name,
-                                                             const std::string& job_name) {
+                                                             const std::string& job_name,
+                                                             const std::string& kind_name) {
   Selector selector;
   selector.label_selector =
       job_name.empty() ? std::string(kJobNameLabel) : JobPodSelector(job_name);
   StatusOr<ObjectList> pods = api_->List(PodResource(), namespace_name, selector);
   if (!pods.ok()) return pods.status();
-  return pods->items;
+  if (kind_name.empty()) return pods->items;
+  std::vector<nlohmann::json> owned;
+  for (nlohmann::json& pod : pods->items) {
+    if (OwnedByKind(pod, kind_name)) owned.push_back(std::move(pod));
+  }
+  return owned;
 }
 
 StatusOr<std::vector<nlohmann::json>> KubeJobClient::JobEvents(
-    const nlohmann::json& tfjob, const std::vector<nlohmann::json>& pods) {
-  std::set<std::string> names = {"TFJob/" + NameOf(tfjob)};
+    const nlohmann::json& job, const std::vector<nlohmann::json>& pods) {
+  std::set<std::string> names = {job.value("kind", "") + "/" + NameOf(job)};
   for (const nlohmann::json& pod : pods) names.insert("Pod/" + NameOf(pod));
-  StatusOr<ObjectList> events = api_->List(EventResource(), NamespaceOf(tfjob));
+  StatusOr<ObjectList> events = api_->List(EventResource(), NamespaceOf(job));
   if (!events.ok()) return events.status();
   std::vector<nlohmann::json> of_job;
   for (const nlohmann::json& event : events->items) {
@@ -129,53 +159,116 @@ StatusOr<std::vector<nlohmann::json>> KubeJobClient::JobEvents(
   return of_job;
 }
 
+StatusOr<std::vector<KubeJobClient::Found>> KubeJobClient::FindJob(
+    const std::string& namespace_name, const std::string& name, const job::JobKind* kind) {
+  std::vector<Found> found;
+  for (const job::JobKind* each : view::KindsOf(kind)) {
+    StatusOr<nlohmann::json> object = api_->Get(JobResource(*each), namespace_name, name);
+    if (object.ok()) {
+      found.push_back({each, std::move(*object)});
+    } else if (object.status().code() != Status::Code::kNotFound) {
+      return Failed(namespace_name, object.status(), each);
+    }
+  }
+  return found;
+}
+
+StatusOr<KubeJobClient::Found> KubeJobClient::FindOneJob(const exec::JobKey& key,
+                                                         const job::JobKind* kind,
+                                                         const std::string& command) {
+  StatusOr<std::vector<Found>> found = FindJob(key.namespace_name, key.name, kind);
+  if (!found.ok()) return found.status();
+  if (found->empty()) {
+    return Failed(key.namespace_name, view::JobNotFound(key, kind), kind);
+  }
+  if (found->size() > 1) {
+    std::vector<const job::JobKind*> kinds;
+    for (const Found& each : *found) kinds.push_back(each.kind);
+    return view::AmbiguousJobName(key, kinds, command);
+  }
+  return std::move(found->front());
+}
+
 StatusOr<view::JobList> KubeJobClient::GetJobs(const view::JobQuery& query) {
   const std::string& namespace_name = query.namespace_name;
   const std::string listed_namespace = query.all_namespaces ? "" : namespace_name;
-  std::vector<nlohmann::json> tfjobs;
+  std::vector<nlohmann::json> jobs;
   if (query.names.empty()) {
-    StatusOr<ObjectList> listed = api_->List(JobResource(job::TFJobKind()), listed_namespace);
-    if (!listed.ok()) return Failed(namespace_name, listed.status());
-    tfjobs = std::move(listed->items);
+    // Every kind asked for; with every kind, one whose type the cluster lacks is left out
+    // (kubectl's `get` of several types fails instead), unless it lacks them all.
+    Status missing = Status::OK();
+    size_t served = 0;
+    for (const job::JobKind* kind : view::KindsOf(query.kind)) {
+      StatusOr<ObjectList> listed = api_->List(JobResource(*kind), listed_namespace);
+      if (!listed.ok()) {
+        if (query.kind != nullptr || listed.status().code() != Status::Code::kNotFound) {
+          return Failed(namespace_name, listed.status(), kind);
+        }
+        missing = listed.status();
+        continue;
+      }
+      ++served;
+      for (nlohmann::json& item : listed->items) jobs.push_back(std::move(item));
+    }
+    if (served == 0) return Failed(namespace_name, missing, query.kind);
+    // By namespace and name, as JobList promises (kinds in the registry's order within a name).
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [](const nlohmann::json& a, const nlohmann::json& b) {
+                       return std::make_pair(NamespaceOf(a), NameOf(a)) <
+                              std::make_pair(NamespaceOf(b), NameOf(b));
+                     });
   } else {
     for (const std::string& name : query.names) {
-      StatusOr<nlohmann::json> tfjob =
-          api_->Get(JobResource(job::TFJobKind()), namespace_name, name);
-      if (!tfjob.ok()) return Failed(namespace_name, tfjob.status());
-      tfjobs.push_back(std::move(*tfjob));
+      StatusOr<Found> found = FindOneJob({namespace_name, name}, query.kind, "get");
+      if (!found.ok()) return found.status();
+      jobs.push_back(std::move(found->object));
     }
   }
   std::vector<nlohmann::json> pods;  // of every job listed, for the replica rows
   if (query.detail == view::JobDetail::kReplicas) {
-    StatusOr<std::vector<nlohmann::json>> listed = JobPods(listed_namespace, "");
-    if (!listed.ok()) return Failed(namespace_name, listed.status());
+    StatusOr<std::vector<nlohmann::json>> listed = JobPods(listed_namespace, "", "");
+    if (!listed.ok()) return Failed(namespace_name, listed.status(), nullptr);
     pods = std::move(*listed);
   }
   auto store = std::make_shared<KubeJobStore>();
   view::JobList list;
-  for (const nlohmann::json& tfjob : tfjobs) {
-    ClusterJobObjects objects{tfjob, {}, {}};
+  std::vector<nlohmann::json> objects;
+  for (nlohmann::json& job : jobs) {
+    const std::string kind_name = job.value("kind", "");
+    ClusterJobObjects cluster_objects{job, {}, {}};
     if (query.detail == view::JobDetail::kEvents) {
-      StatusOr<std::vector<nlohmann::json>> of_job = JobPods(NamespaceOf(tfjob), NameOf(tfjob));
-      if (!of_job.ok()) return Failed(namespace_name, of_job.status());
-      StatusOr<std::vector<nlohmann::json>> events = JobEvents(tfjob, *of_job);
-      if (!events.ok()) return Failed(namespace_name, events.status());
-      objects.pods = std::move(*of_job);
-      objects.events = std::move(*events);
+      StatusOr<std::vector<nlohmann::json>> of_job =
+          JobPods(NamespaceOf(job), NameOf(job), kind_name);
+      if (!of_job.ok()) return Failed(namespace_name, of_job.status(), nullptr);
+      StatusOr<std::vector<nlohmann::json>> events = JobEvents(job, *of_job);
+      if (!events.ok()) return Failed(namespace_name, events.status(), nullptr);
+      cluster_objects.pods = std::move(*of_job);
+      cluster_objects.events = std::move(*events);
     }
     for (const nlohmann::json& pod : pods) {
-      if (NamespaceOf(pod) == NamespaceOf(tfjob) && JobOfPod(pod) == NameOf(tfjob)) {
-        objects.pods.push_back(pod);
+      if (NamespaceOf(pod) == NamespaceOf(job) && JobOfPod(pod) == NameOf(job) &&
+          OwnedByKind(pod, kind_name)) {
+        cluster_objects.pods.push_back(pod);
       }
     }
+    const exec::JobKey key{NamespaceOf(job), NameOf(job)};
     // The objects are shown as the server sent them, whatever their spec; only the read model
     // needs a spec it can read.
-    if (Status added = store->Add(objects); !added.ok()) {
-      if (!query.objects) return Failed(namespace_name, added);
+    if (Status added = store->Add(cluster_objects); !added.ok()) {
+      if (added.code() == Status::Code::kAlreadyExists) {
+        // The store keys jobs by namespace and name: a second kind's job of the same name is
+        // listed by its kind alone.
+        list.warnings.push_back(kind_name + " " + key.ToString() +
+                                " is not shown: a job of another kind has its name (cohort get " +
+                                job::LowerCase(kind_name) + " " + key.name + " shows it)");
+        continue;
+      }
+      if (!query.objects) return Failed(namespace_name, added, nullptr);
     }
-    list.keys.push_back({NamespaceOf(tfjob), NameOf(tfjob)});
+    list.keys.push_back(key);
+    objects.push_back(std::move(job));
   }
-  if (query.objects) list.objects = std::move(tfjobs);
+  if (query.objects) list.objects = std::move(objects);
   list.store = std::move(store);
   return list;
 }
@@ -189,14 +282,15 @@ StatusOr<view::PodList> KubeJobClient::GetPods(const view::JobQuery& query,
         query.names.empty() ? std::vector<std::string>{""} : query.names;
     for (const std::string& job : jobs) {
       StatusOr<std::vector<nlohmann::json>> listed =
-          JobPods(query.all_namespaces ? "" : namespace_name, job);
-      if (!listed.ok()) return Failed(namespace_name, listed.status());
+          JobPods(query.all_namespaces ? "" : namespace_name, job,
+                  query.kind == nullptr ? "" : query.kind->name());
+      if (!listed.ok()) return Failed(namespace_name, listed.status(), nullptr);
       pods->insert(pods->end(), listed->begin(), listed->end());
     }
   } else {
     for (const std::string& name : pod_names) {
       StatusOr<nlohmann::json> pod = api_->Get(PodResource(), namespace_name, name);
-      if (!pod.ok()) return Failed(namespace_name, pod.status());
+      if (!pod.ok()) return Failed(namespace_name, pod.status(), nullptr);
       pods->push_back(std::move(*pod));
     }
   }
@@ -212,9 +306,8 @@ StatusOr<view::PodList> KubeJobClient::GetPods(const view::JobQuery& query,
 }
 
 Status KubeJobClient::CanWatch() const {
-  return Status::InvalidArgument(
-      "get -w is not available with --kubernetes; use `kubectl get tfjobs -w` or `cohort wait "
-      "--kubernetes`");
+  return Status::InvalidArgument("get -w is not available with --kubernetes; use `kubectl get " +
+                                 Plurals() + " -w` or `cohort wait --kubernetes`");
 }
 
 StatusOr<bool> KubeJobClient::Watch(const std::vector<exec::JobKey>&, std::chrono::milliseconds,
@@ -222,7 +315,7 @@ StatusOr<bool> KubeJobClient::Watch(const std::vector<exec::JobKey>&, std::chron
   return CanWatch();
 }
 
-std::string KubeJobClient::OperatorNote() {
+std::string KubeJobClient::OperatorNote(const job::JobKind& kind) {
   const Resource deployments{"apps", "v1", "deployments", "Deployment", true};
   struct Candidate {
     const char* namespace_name;
@@ -246,8 +339,9 @@ std::string KubeJobClient::OperatorNote() {
   }
   std::string note =
       "no operator found (looked for deployments cohort-system/cohort-operator and "
-      "kubeflow/training-operator); the TFJob waits until an operator runs it (kubectl apply -k "
-      "deploy/kubernetes installs Cohort's)";
+      "kubeflow/training-operator); the " +
+      kind.name() +
+      " waits until an operator runs it (kubectl apply -k deploy/kubernetes installs Cohort's)";
   if (!unreadable.empty()) {
     note = "could not tell which operator will run it: ";
     for (const std::string& where : unreadable)
@@ -259,86 +353,97 @@ std::string KubeJobClient::OperatorNote() {
 
 StatusOr<view::Created> KubeJobClient::Create(const view::CreateRequest& request) {
   const job::Job& job = request.job;
+  const job::JobKind& kind = *job.job_kind;
   const std::string& namespace_name = job.metadata.namespace_name;
-  StatusOr<nlohmann::json> created =
-      api_->Create(JobResource(job::TFJobKind()), namespace_name, TFJobBody(job));
-  if (!created.ok()) return Failed(namespace_name, created.status());
-  std::string note = "TFJob " + namespace_name + "/" + job.metadata.name + " created on " +
-                     config_.cluster.server + "; " + OperatorNote();
-  return view::Created{
-      {namespace_name, job.metadata.name}, kResourceName, view::Created::Outcome::kCreated, note};
+  StatusOr<nlohmann::json> created = api_->Create(JobResource(kind), namespace_name, JobBody(job));
+  if (!created.ok()) return Failed(namespace_name, created.status(), &kind);
+  std::string note = kind.name() + " " + namespace_name + "/" + job.metadata.name + " created on " +
+                     config_.cluster.server + "; " + OperatorNote(kind);
+  return view::Created{{namespace_name, job.metadata.name},
+                       kind.ResourceName(),
+                       view::Created::Outcome::kCreated,
+                       note};
 }
 
 StatusOr<view::Created> KubeJobClient::Apply(const view::CreateRequest& request) {
   const job::Job& job = request.job;
+  const job::JobKind& kind = *job.job_kind;
+  const Resource resource = JobResource(kind);
   const std::string& namespace_name = job.metadata.namespace_name;
-  view::Created result{
-      {namespace_name, job.metadata.name}, kResourceName, view::Created::Outcome::kCreated, ""};
-  nlohmann::json body = TFJobBody(job);
-  StatusOr<nlohmann::json> existing =
-      api_->Get(JobResource(job::TFJobKind()), namespace_name, job.metadata.name);
+  view::Created result{{namespace_name, job.metadata.name},
+                       kind.ResourceName(),
+                       view::Created::Outcome::kCreated,
+                       ""};
+  nlohmann::json body = JobBody(job);
+  StatusOr<nlohmann::json> existing = api_->Get(resource, namespace_name, job.metadata.name);
   if (!existing.ok() && existing.status().code() == Status::Code::kNotFound) {
-    StatusOr<nlohmann::json> created =
-        api_->Create(JobResource(job::TFJobKind()), namespace_name, body);
-    if (!created.ok()) return Failed(namespace_name, created.status());
+    StatusOr<nlohmann::json> created = api_->Create(resource, namespace_name, body);
+    if (!created.ok()) return Failed(namespace_name, created.status(), &kind);
     return result;
   }
-  if (!existing.ok()) return Failed(namespace_name, existing.status());
+  if (!existing.ok()) return Failed(namespace_name, existing.status(), &kind);
   bool changed = false;
-  StatusOr<nlohmann::json> updated =
-      UpdateWithRetry(*api_, JobResource(job::TFJobKind()), namespace_name, job.metadata.name,
-                      [&](nlohmann::json& object) {
-                        changed = !view::SpecDifferences(
-                                       object.value("spec", nlohmann::json::object()), body["spec"])
-                                       .empty();
-                        if (changed) object["spec"] = body["spec"];
-                        return changed;
-                      });
-  if (!updated.ok()) return Failed(namespace_name, updated.status());
+  StatusOr<nlohmann::json> updated = UpdateWithRetry(
+      *api_, resource, namespace_name, job.metadata.name, [&](nlohmann::json& object) {
+        changed =
+            !view::SpecDifferences(object.value("spec", nlohmann::json::object()), body["spec"])
+                 .empty();
+        if (changed) object["spec"] = body["spec"];
+        return changed;
+      });
+  if (!updated.ok()) return Failed(namespace_name, updated.status(), &kind);
   result.outcome =
       changed ? view::Created::Outcome::kConfigured : view::Created::Outcome::kUnchanged;
   return result;
 }
 
-StatusOr<std::string> KubeJobClient::Delete(const exec::JobKey& key) {
+StatusOr<std::string> KubeJobClient::Delete(const exec::JobKey& key, const job::JobKind* kind) {
+  if (kind == nullptr) {
+    StatusOr<Found> found = FindOneJob(key, nullptr, "delete");
+    if (!found.ok()) return found.status();
+    kind = found->kind;
+  }
   DeleteOptions options;
   options.propagation_policy = "Background";  // as kubectl's default: the server removes the pods
-  Status deleted =
-      api_->Delete(JobResource(job::TFJobKind()), key.namespace_name, key.name, options);
-  if (!deleted.ok()) return Failed(key.namespace_name, deleted);
-  return std::string(kResourceName);
+  Status deleted = api_->Delete(JobResource(*kind), key.namespace_name, key.name, options);
+  if (!deleted.ok()) return Failed(key.namespace_name, deleted, kind);
+  return kind->ResourceName();
 }
 
-StatusOr<std::string> KubeJobClient::SetSuspended(const exec::JobKey& key, bool suspended) {
-  const std::string resource = std::string(kResourceName) + "/" + key.name;
-  if (suspended) {
-    StatusOr<nlohmann::json> tfjob =
-        api_->Get(JobResource(job::TFJobKind()), key.namespace_name, key.name);
-    if (!tfjob.ok()) return Failed(key.namespace_name, tfjob.status());
-    if (tfjob->contains("status") && (*tfjob)["status"].is_object()) {
-      StatusOr<job::JobStatus> status = job::JobStatusFromJson((*tfjob)["status"]);
-      if (status.ok() && job::IsFinished(*status)) {
-        return Status::InvalidArgument(resource + " has already " + job::JobState(*status) +
-                                       "; a finished job cannot be suspended");
-      }
+StatusOr<std::string> KubeJobClient::SetSuspended(const exec::JobKey& key, const job::JobKind* kind,
+                                                  bool suspended) {
+  StatusOr<Found> found = FindOneJob(key, kind, suspended ? "suspend" : "resume");
+  if (!found.ok()) return found.status();
+  kind = found->kind;
+  const std::string resource = kind->ResourceName() + "/" + key.name;
+  const nlohmann::json& object = found->object;
+  if (suspended && object.contains("status") && object["status"].is_object()) {
+    StatusOr<job::JobStatus> status = job::JobStatusFromJson(object["status"]);
+    if (status.ok() && job::IsFinished(*status)) {
+      return Status::InvalidArgument(resource + " has already " + job::JobState(*status) +
+                                     "; a finished job cannot be suspended");
     }
   }
   nlohmann::json patch = {{"spec", {{"runPolicy", {{"suspend", suspended}}}}}};
   StatusOr<nlohmann::json> patched =
-      api_->Patch(JobResource(job::TFJobKind()), key.namespace_name, key.name, patch);
-  if (!patched.ok()) return Failed(key.namespace_name, patched.status());
-  return std::string(kResourceName);
+      api_->Patch(JobResource(*kind), key.namespace_name, key.name, patch);
+  if (!patched.ok()) return Failed(key.namespace_name, patched.status(), kind);
+  return kind->ResourceName();
 }
 
-StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key,
+StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key, const job::JobKind* kind,
                                              std::chrono::milliseconds timeout) {
   const std::string& namespace_name = key.namespace_name;
-  const std::string what = "TFJob " + namespace_name + "/" + key.name;
+  StatusOr<Found> found = FindOneJob(key, kind, "wait");
+  if (!found.ok()) return found.status();
+  kind = found->kind;
+  const Resource resource = JobResource(*kind);
+  const std::string what = kind->name() + " " + namespace_name + "/" + key.name;
   const auto deadline = Clock::now() + timeout;
   std::optional<job::JobStatus> finished;
-  auto check = [&](const nlohmann::json& tfjob) -> Status {
-    if (!tfjob.contains("status") || !tfjob["status"].is_object()) return Status::OK();
-    StatusOr<job::JobStatus> status = job::JobStatusFromJson(tfjob["status"]);
+  auto check = [&](const nlohmann::json& object) -> Status {
+    if (!object.contains("status") || !object["status"].is_object()) return Status::OK();
+    StatusOr<job::JobStatus> status = job::JobStatusFromJson(object["status"]);
     if (!status.ok())
       return Status::InvalidArgument(what + ": status: " + status.status().message());
     if (job::IsFinished(*status)) finished = *status;
@@ -346,14 +451,18 @@ StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key,
   };
   Selector selector;
   selector.field_selector = "metadata.name=" + key.name;
+  std::optional<nlohmann::json> first = std::move(found->object);
   while (!finished) {
-    // A fresh read, then a watch from its version until the deadline (again after a 410).
-    StatusOr<nlohmann::json> tfjob =
-        api_->Get(JobResource(job::TFJobKind()), namespace_name, key.name);
-    if (!tfjob.ok()) return Failed(namespace_name, tfjob.status());
-    if (Status checked = check(*tfjob); !checked.ok()) return Failed(namespace_name, checked);
+    // A fresh read (the one that found the job, the first time), then a watch from its version
+    // until the deadline (again after a 410).
+    StatusOr<nlohmann::json> object = first ? StatusOr<nlohmann::json>(std::move(*first))
+                                            : api_->Get(resource, namespace_name, key.name);
+    first.reset();
+    if (!object.ok()) return Failed(namespace_name, object.status(), kind);
+    if (Status checked = check(*object); !checked.ok())
+      return Failed(namespace_name, checked, kind);
     std::string version =
-        tfjob->value("metadata", nlohmann::json::object()).value("resourceVersion", "");
+        object->value("metadata", nlohmann::json::object()).value("resourceVersion", "");
     Status watched = Status::OK();
     while (!finished && watched.ok()) {
       auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
@@ -364,8 +473,8 @@ StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key,
       }
       Status inner = Status::OK();
       watched = api_->Watch(
-          JobResource(job::TFJobKind()), namespace_name, selector, version,
-          std::min(left, kWatchChunk), [&](const WatchEvent& event) {
+          resource, namespace_name, selector, version, std::min(left, kWatchChunk),
+          [&](const WatchEvent& event) {
             version = event.object.value("metadata", nlohmann::json::object())
                           .value("resourceVersion", version);
             if (event.type == WatchEvent::Type::kBookmark) return true;
@@ -376,10 +485,10 @@ StatusOr<job::JobStatus> KubeJobClient::Wait(const exec::JobKey& key,
             inner = check(event.object);
             return inner.ok() && !finished;
           });
-      if (!inner.ok()) return Failed(namespace_name, inner);
+      if (!inner.ok()) return Failed(namespace_name, inner, kind);
     }
     if (!watched.ok() && watched.code() != Status::Code::kOutOfRange) {
-      return Failed(namespace_name, watched);
+      return Failed(namespace_name, watched, kind);
     }
   }
   return *finished;
@@ -393,15 +502,23 @@ Status KubeJobClient::Logs(const std::string& namespace_name, const view::LogReq
   if (request.tail >= 0) options.tail_lines = request.tail;
   if (request.since) options.since_seconds = static_cast<int>(request.since->count());
   const std::string& name = request.name;
-  // NAME is a TFJob (all its pods, or --replica's) or else a pod.
+  // NAME is a job of any kind (all its pods, or --replica's) or else a pod.
   std::vector<std::pair<std::string, std::string>> pods;  // replica, pod name
-  StatusOr<nlohmann::json> tfjob = api_->Get(JobResource(job::TFJobKind()), namespace_name, name);
-  if (tfjob.ok()) {
-    StatusOr<std::vector<nlohmann::json>> listed = JobPods(namespace_name, name);
-    if (!listed.ok()) return Failed(namespace_name, listed.status());
+  StatusOr<std::vector<Found>> found = FindJob(namespace_name, name, request.kind);
+  if (!found.ok()) return found.status();
+  if (found->size() > 1) {
+    std::vector<const job::JobKind*> kinds;
+    for (const Found& each : *found) kinds.push_back(each.kind);
+    return view::AmbiguousJobName({namespace_name, name}, kinds, "logs");
+  }
+  const bool is_job = found->size() == 1;
+  if (is_job) {
+    const Found& job = found->front();
+    StatusOr<std::vector<nlohmann::json>> listed = JobPods(namespace_name, name, job.kind->name());
+    if (!listed.ok()) return Failed(namespace_name, listed.status(), nullptr);
     KubeJobStore store;  // for the spec's replica order
-    if (Status added = store.Add({*tfjob, *listed, {}}); !added.ok()) {
-      return Failed(namespace_name, added);
+    if (Status added = store.Add({job.object, *listed, {}}); !added.ok()) {
+      return Failed(namespace_name, added, job.kind);
     }
     for (const exec::ReplicaRow& row : store.ReadReplicas({namespace_name, name})) {
       if (request.replica.empty() || row.name == request.replica) {
@@ -410,16 +527,17 @@ Status KubeJobClient::Logs(const std::string& namespace_name, const view::LogReq
     }
     if (pods.empty()) {
       return Status::FailedPrecondition(
-          "TFJob " + namespace_name + "/" + name + " has no pod" +
+          job.kind->name() + " " + namespace_name + "/" + name + " has no pod" +
           (request.replica.empty() ? "" : " for replica " + request.replica) + " yet " +
           Where(namespace_name));
     }
-  } else if (tfjob.status().code() == Status::Code::kNotFound) {
-    pods.push_back({"", name});
+  } else if (request.kind != nullptr) {
+    return Failed(namespace_name, view::JobNotFound({namespace_name, name}, request.kind),
+                  request.kind);
   } else {
-    return Failed(namespace_name, tfjob.status());
+    pods.push_back({"", name});
   }
-  const bool prefix = pods.size() > 1 || (tfjob.ok() && request.replica.empty());
+  const bool prefix = pods.size() > 1 || (is_job && request.replica.empty());
   std::mutex output;
   auto pass_lines = [&](const std::string& replica, std::string& pending, bool flush) {
     std::lock_guard<std::mutex> lock(output);
@@ -438,7 +556,7 @@ Status KubeJobClient::Logs(const std::string& namespace_name, const view::LogReq
   if (!request.follow) {
     for (const auto& [replica, pod] : pods) {
       StatusOr<std::string> log = api_->PodLog(namespace_name, pod, options);
-      if (!log.ok()) return Failed(namespace_name, log.status());
+      if (!log.ok()) return Failed(namespace_name, log.status(), nullptr);
       pass_lines(replica, *log, /*flush=*/true);
     }
     return Status::OK();
@@ -462,7 +580,7 @@ Status KubeJobClient::Logs(const std::string& namespace_name, const view::LogReq
   }
   for (std::thread& follower : followers) follower.join();
   for (const Status& result : results) {
-    if (!result.ok()) return Failed(namespace_name, result);
+    if (!result.ok()) return Failed(namespace_name, result, nullptr);
   }
   return Status::OK();
 }

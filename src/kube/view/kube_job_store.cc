@@ -41,14 +41,15 @@ std::optional<int> ExitCode(const nlohmann::json& container) {
   return std::nullopt;
 }
 
-// The tfjob-port the pod's containers declare (the replica's port in TF_CONFIG), else 0.
-int ReplicaPort(const nlohmann::json& pod) {
+// The port named `port_name` (the kind's facts().port_name) that the pod's
+// containers declare, else 0.
+int ReplicaPort(const nlohmann::json& pod, const std::string& port_name) {
   nlohmann::json::json_pointer containers("/spec/containers");
   if (!pod.contains(containers) || !pod.at(containers).is_array()) return 0;
   for (const nlohmann::json& container : pod.at(containers)) {
     if (!container.is_object() || !container.contains("ports")) continue;
     for (const nlohmann::json& port : container["ports"]) {
-      if (port.is_object() && port.value("name", "") == "tfjob-port" &&
+      if (port.is_object() && port.value("name", "") == port_name &&
           port.value("containerPort", nlohmann::json()).is_number_integer()) {
         return port["containerPort"].get<int>();
       }
@@ -57,12 +58,12 @@ int ReplicaPort(const nlohmann::json& pod) {
   return 0;
 }
 
-exec::ReplicaRow RowOfPod(const nlohmann::json& pod) {
+exec::ReplicaRow RowOfPod(const nlohmann::json& pod, const job::JobKind& kind) {
   exec::ReplicaRow row;
   row.name = ReplicaOfPod(pod);
   std::string phase = StringAt(pod, nlohmann::json::json_pointer("/status/phase"));
   row.phase = phase.empty() ? "Pending" : phase;
-  row.port = ReplicaPort(pod);
+  row.port = ReplicaPort(pod, kind.facts().port_name);
   row.started_at = TimeAt(pod, nlohmann::json::json_pointer("/status/startTime"));
   if (const nlohmann::json* container = MainContainerStatus(pod)) {
     row.restarts = container->value("restartCount", 0);
@@ -142,7 +143,10 @@ const nlohmann::json* MainContainerStatus(const nlohmann::json& pod) {
     return nullptr;
   }
   for (const nlohmann::json& status : pod.at(statuses)) {
-    if (status.is_object() && status.value("name", "") == "tensorflow") return &status;
+    if (!status.is_object()) continue;
+    for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
+      if (status.value("name", "") == kind->facts().container_name) return &status;
+    }
   }
   const nlohmann::json& first = pod.at(statuses).front();
   return first.is_object() ? &first : nullptr;
@@ -215,29 +219,29 @@ std::string PodTable(const std::vector<nlohmann::json>& pods, bool wide, bool sh
 }
 
 Status KubeJobStore::Add(const ClusterJobObjects& objects) {
-  const nlohmann::json& tfjob = objects.tfjob;
-  const std::string name = StringAt(tfjob, nlohmann::json::json_pointer("/metadata/name"));
+  const nlohmann::json& object = objects.job;
+  const std::string name = StringAt(object, nlohmann::json::json_pointer("/metadata/name"));
   const std::string namespace_name =
-      StringAt(tfjob, nlohmann::json::json_pointer("/metadata/namespace"));
-  const std::string what = "TFJob " + namespace_name + "/" + name;
-  nlohmann::json spec_object = {{"apiVersion", tfjob.value("apiVersion", "")},
-                                {"kind", tfjob.value("kind", "")},
+      StringAt(object, nlohmann::json::json_pointer("/metadata/namespace"));
+  const std::string what = object.value("kind", "job") + " " + namespace_name + "/" + name;
+  nlohmann::json spec_object = {{"apiVersion", object.value("apiVersion", "")},
+                                {"kind", object.value("kind", "")},
                                 {"metadata", {{"name", name}, {"namespace", namespace_name}}},
-                                {"spec", tfjob.value("spec", nlohmann::json::object())}};
+                                {"spec", object.value("spec", nlohmann::json::object())}};
   for (const char* field : {"labels", "annotations"}) {
-    if (tfjob.contains("metadata") && tfjob["metadata"].contains(field)) {
-      spec_object["metadata"][field] = tfjob["metadata"][field];
+    if (object.contains("metadata") && object["metadata"].contains(field)) {
+      spec_object["metadata"][field] = object["metadata"][field];
     }
   }
   StatusOr<job::Job> job = job::JobFromJson(spec_object);
   if (!job.ok()) return Status::InvalidArgument(what + ": " + job.status().message());
-  SetCreationTime(TimeAt(tfjob, nlohmann::json::json_pointer("/metadata/creationTimestamp"))
+  SetCreationTime(TimeAt(object, nlohmann::json::json_pointer("/metadata/creationTimestamp"))
                       .value_or(Clock::now()));
   if (Status created = CreateJob(*job, nullptr); !created.ok()) return created;
   exec::JobKey key{namespace_name, name};
   job::JobStatus status;
-  if (tfjob.contains("status") && tfjob["status"].is_object()) {
-    StatusOr<job::JobStatus> read = job::JobStatusFromJson(tfjob["status"]);
+  if (object.contains("status") && object["status"].is_object()) {
+    StatusOr<job::JobStatus> read = job::JobStatusFromJson(object["status"]);
     if (!read.ok()) return Status::InvalidArgument(what + ": status: " + read.status().message());
     status = *read;
   }
@@ -245,7 +249,7 @@ Status KubeJobStore::Add(const ClusterJobObjects& objects) {
   if (Status appended = AppendEvents(key, EventsOf(objects)); !appended.ok()) return appended;
   std::vector<exec::ReplicaRow> rows;
   for (const nlohmann::json& pod : objects.pods) {
-    exec::ReplicaRow row = RowOfPod(pod);
+    exec::ReplicaRow row = RowOfPod(pod, *job->job_kind);
     if (!row.name.empty()) rows.push_back(row);
   }
   SortLikeSpec(*job, rows);

@@ -1,7 +1,7 @@
 // The Curves page: every training figure the job's replicas write to TensorBoard event files
 // (loss, accuracy, validation figures, AUC, samples/s, step time...) against the global step, one
 // chart per figure, a line per replica and run, updated while the job trains.
-import { getJson, paths } from './api.js';
+import { getJson, locateJob, paths } from './api.js';
 import { SeriesChart, seriesLabel } from './charts.js';
 import { h, replaceChildren } from './util.js';
 
@@ -15,6 +15,7 @@ export function curvesPage(root, ns, name, setStatus) {
   const charts = new Map();  // tag -> {chart, box}
 
   async function refresh() {
+    await locateJob(ns, name);
     const list = await getJson(paths.scalars(ns, name, { max_points: 1500 }));
     const byTag = new Map();
     for (const s of list.items ?? []) {

@@ -1,7 +1,7 @@
 // The Job page: state and actions (suspend, resume, delete, confirmed), the replica table,
 // conditions as a timeline, the training loss, events and the spec as YAML; refreshed every two
 // seconds.
-import { getJson, getText, paths, post } from './api.js';
+import { getJson, getText, locateJob, paths, post } from './api.js';
 import { SeriesChart, seriesLabel } from './charts.js';
 import { age, h, jobState, replaceChildren, stateBadge } from './util.js';
 
@@ -115,6 +115,7 @@ export function jobPage(root, ns, name, setStatus) {
   }
 
   async function refresh() {
+    await locateJob(ns, name);
     const [job, replicas, events] = await Promise.all([
       getJson(paths.job(ns, name)), getJson(paths.replicas(ns, name)),
       getJson(`${paths.events(ns, name)}&limit=200`)]);

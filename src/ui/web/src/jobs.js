@@ -1,6 +1,6 @@
 // The Jobs page: every job with its state, age, replica counts and restarts, a loss sparkline,
 // filtered by state, refreshed every two seconds.
-import { getJson, paths } from './api.js';
+import { getJson, listJobs, paths } from './api.js';
 import { sparkline } from './charts.js';
 import { age, h, jobState, replaceChildren, replicaCounts, stateBadge } from './util.js';
 
@@ -77,7 +77,7 @@ export function jobsPage(root, setStatus) {
   }
 
   async function refresh() {
-    const [jobList, podList] = await Promise.all([getJson(paths.jobs()),
+    const [jobList, podList] = await Promise.all([listJobs(),
       getJson(paths.pods({ includeRemoved: 'true' }))]);
     jobs = jobList.items ?? [];
     // Every replica's restarts, those cleanPodPolicy removed too, as `cohort get` counts them.

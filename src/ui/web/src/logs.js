@@ -1,6 +1,6 @@
 // The Logs page: one replica's log, followed live (server-sent events), restart lines marked,
 // searchable, downloadable; "previous run" shows the run before the last restart.
-import { getJson, getText, paths } from './api.js';
+import { getJson, getText, locateJob, paths } from './api.js';
 import { h, replaceChildren } from './util.js';
 
 const restartPrefix = '===== cohort: restart ';
@@ -82,6 +82,7 @@ export function logsPage(root, ns, name, replica, setStatus) {
   }
 
   async function refresh() {
+    await locateJob(ns, name);
     const replicas = await getJson(paths.replicas(ns, name));
     const names = (replicas.items ?? []).map((r) => r.name);
     if (!current && names.length) {
