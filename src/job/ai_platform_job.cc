@@ -327,7 +327,7 @@ class AiPlatformConverter {
     }
     std::optional<std::string> text = ReadString(*job_id, "jobId");
     if (!text) return "";
-    StatusOr<std::string> name = TFJobNameForJobId(*text);
+    StatusOr<std::string> name = JobNameForJobId(*text);
     if (!name.ok()) {
       Error("jobId", DescribeValue(*job_id) + " cannot be a TFJob's name: " +
                          name.status().message() + "; pass --name NAME");
@@ -634,7 +634,7 @@ bool IsAiPlatformJob(const YamlDocument& document) {
          !root.contains("apiVersion");
 }
 
-StatusOr<std::string> TFJobNameForJobId(const std::string& job_id) {
+StatusOr<std::string> JobNameForJobId(const std::string& job_id) {
   std::string name;
   for (char c : job_id) {
     char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -103,8 +103,8 @@ StatusOr<Job> ConvertAiPlatformJob(const YamlDocument& document,
                                    const AiPlatformOptions& options,
                                    std::vector<std::string>* warnings = nullptr);
 
-// The name jobId gives a TFJob: lower-cased, with '_' and '.' turned into '-'. InvalidArgument
-// (without a position; the caller adds it) when that is not a DNS-1035 label.
-StatusOr<std::string> TFJobNameForJobId(const std::string& job_id);
+// The Kubernetes name a jobId gives its job: lower-cased, with '_' and '.' turned into '-'.
+// InvalidArgument (without a position; the caller adds it) when that is not a DNS-1035 label.
+StatusOr<std::string> JobNameForJobId(const std::string& job_id);
 
 }  // namespace cohort::job

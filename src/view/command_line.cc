@@ -4,26 +4,13 @@
 #include <filesystem>
 #include <map>
 
+#include "base/spelling.h"
 #include "job/ai_platform_job.h"
 #include "job/spec_writer.h"
 #include "view/jsonpath.h"
 
 namespace cohort::view {
 namespace {
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    current[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
-    }
-    std::swap(previous, current);
-  }
-  return previous[b.size()];
-}
 
 // A resource type word: which resource, and for a job the kind it names.
 struct TypeWord {
@@ -170,18 +157,7 @@ std::string ClosestCommand(const std::string& word, const std::vector<std::strin
       return it->second;
     }
   }
-  std::string closest;
-  size_t best = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const std::string& command : commands) {
-    size_t distance = EditDistance(word, command);
-    bool prefix = command.rfind(word, 0) == 0 && word.size() >= 2;
-    if (prefix) distance = std::min<size_t>(distance, 1);
-    if (distance < best) {
-      best = distance;
-      closest = command;
-    }
-  }
-  return closest;
+  return ClosestWord(word, commands);
 }
 
 std::string UnknownCommandMessage(const std::string& word,
@@ -198,7 +174,7 @@ StatusOr<std::string> JobNameFromFileName(const std::string& path) {
     return Status::InvalidArgument(
         "the job has no name: set jobId in the file, or give the name on the command line");
   }
-  StatusOr<std::string> name = job::TFJobNameForJobId(stem);
+  StatusOr<std::string> name = job::JobNameForJobId(stem);
   if (!name.ok()) {
     return Status::InvalidArgument("the file name " + stem + " does not make a job name (" +
                                    name.status().message() +

@@ -474,12 +474,12 @@ TEST(LocalRun, ProblemsAreAllReportedInDocumentOrder) {
 
 // ---- Names ----
 
-TEST(TFJobNameForJobId, LowerCasesAndTurnsSeparatorsIntoDashes) {
-  EXPECT_EQ(*TFJobNameForJobId("Taxi_Train.v2"), "taxi-train-v2");
-  EXPECT_FALSE(TFJobNameForJobId("taxi_").ok());
-  EXPECT_FALSE(TFJobNameForJobId("").ok());
-  EXPECT_FALSE(TFJobNameForJobId(std::string(64, 'a')).ok());
-  EXPECT_TRUE(TFJobNameForJobId(std::string(63, 'a')).ok());
+TEST(JobNameForJobId, LowerCasesAndTurnsSeparatorsIntoDashes) {
+  EXPECT_EQ(*JobNameForJobId("Taxi_Train.v2"), "taxi-train-v2");
+  EXPECT_FALSE(JobNameForJobId("taxi_").ok());
+  EXPECT_FALSE(JobNameForJobId("").ok());
+  EXPECT_FALSE(JobNameForJobId(std::string(64, 'a')).ok());
+  EXPECT_TRUE(JobNameForJobId(std::string(63, 'a')).ok());
 }
 
 }  // namespace

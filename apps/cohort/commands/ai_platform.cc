@@ -34,7 +34,7 @@ int Submit(const AiJobFlags& flags) {
   create.image_flags = flags.image_flags;
   create.namespace_flag = flags.namespace_flag;
   if (!flags.name.empty()) {
-    StatusOr<std::string> name = job::TFJobNameForJobId(flags.name);
+    StatusOr<std::string> name = job::JobNameForJobId(flags.name);
     if (!name.ok())
       return Fail(kExitInvalidInput, "JOB " + flags.name + ": " + name.status().message());
     create.job_file.options.job_name = *name;
