@@ -122,6 +122,16 @@ const JobKind* KindRegistry::FindByName(const std::string& kind) const {
   return nullptr;
 }
 
+const JobKind* KindRegistry::FindByUserName(const std::string& name) const {
+  const std::string lower = LowerCase(name);
+  for (const JobKind* candidate : kinds_) {
+    if (LowerCase(candidate->name()) == lower || candidate->facts().plural == lower) {
+      return candidate;
+    }
+  }
+  return nullptr;
+}
+
 std::string KindRegistry::Names(const std::string& separator) const {
   std::string names;
   for (const JobKind* kind : kinds_) names += (names.empty() ? "" : separator) + kind->name();

@@ -1,6 +1,6 @@
 // `cohort manifests` and `cohort crd` through the real binary: the YAML stream's order and
-// namespace, the gang scheduler's PodGroup, input errors, and deploy/kubernetes/crd.yaml being
-// exactly what `cohort crd` prints.
+// namespace, the gang scheduler's PodGroup, input errors, `cohort crd` with and without a kind,
+// and deploy/kubernetes/crd.yaml being exactly what `cohort crd` prints (every kind's CRD).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -79,6 +79,30 @@ TEST(KubeManifestsTest, CommittedCrdIsWhatCohortCrdPrints) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(result.output, ReadText(kSourceDir + "/deploy/kubernetes/crd.yaml"))
       << "regenerate it: build/apps/cohort/cohort crd > deploy/kubernetes/crd.yaml";
+}
+
+// Every kind's CRD, one document each, in the registry's order; one kind's alone by its name.
+TEST(KubeManifestsTest, CrdPrintsEveryKindOrTheOneNamed) {
+  CohortSandbox sandbox;
+  CommandResult all = sandbox.Cohort({"crd"});
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  const std::vector<std::string> documents = Documents(all.output);
+  ASSERT_EQ(documents.size(), 2u) << all.output;
+  EXPECT_THAT(documents[0], HasSubstr("\n  name: tfjobs.kubeflow.org\n"));
+  EXPECT_THAT(documents[1], HasSubstr("\n  name: pytorchjobs.kubeflow.org\n"));
+  EXPECT_THAT(documents[1], HasSubstr("pytorchReplicaSpecs:"));
+  for (const char* name : {"pytorchjob", "PyTorchJob", "pytorchjobs"}) {
+    CommandResult one = sandbox.Cohort({"crd", name});
+    ASSERT_EQ(one.exit_code, 0) << name << ": " << one.output;
+    EXPECT_EQ("---\n" + one.output, all.output.substr(all.output.find("---\n", 1))) << name;
+  }
+  CommandResult tfjob = sandbox.Cohort({"crd", "TFJobs"});
+  ASSERT_EQ(tfjob.exit_code, 0) << tfjob.output;
+  EXPECT_EQ(all.output.substr(0, all.output.find("---\n", 1)), "---\n" + tfjob.output);
+  CommandResult unknown = sandbox.Cohort({"crd", "mpijob"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output,
+              HasSubstr("crd KIND \"mpijob\": not a job kind Cohort runs (tfjob, pytorchjob)"));
 }
 
 }  // namespace

@@ -28,15 +28,36 @@ std::string FakeApi::StoreOf(const Resource& resource) {
 }
 
 bool FakeApi::HasStatusSubresource(const Resource& resource) {
-  return resource.plural == "pods" || resource.plural == "tfjobs";
+  // Pods and every job kind's resource (tfjobs, pytorchjobs).
+  return resource.plural == "pods" || resource.group == "kubeflow.org";
 }
 
 bool FakeApi::Matches(const nlohmann::json& object, const Selector& selector) {
   if (selector.label_selector.empty()) return true;
   const nlohmann::json labels = object["metadata"].value("labels", nlohmann::json::object());
-  std::stringstream terms(selector.label_selector);
-  std::string term;
-  while (std::getline(terms, term, ',')) {
+  // Terms split at the commas outside parentheses: "k in (a,b)" is one term.
+  std::vector<std::string> terms(1);
+  int depth = 0;
+  for (char c : selector.label_selector) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      terms.emplace_back();
+      continue;
+    }
+    terms.back() += c;
+  }
+  for (const std::string& term : terms) {
+    if (const size_t in = term.find(" in ("); in != std::string::npos && term.back() == ')') {
+      const std::string key = term.substr(0, in);
+      std::stringstream values(term.substr(in + 5, term.size() - in - 6));
+      bool found = false;
+      for (std::string value; std::getline(values, value, ',');) {
+        found = found || (labels.contains(key) && labels[key] == value);
+      }
+      if (!found) return false;
+      continue;
+    }
     const size_t equals = term.find('=');
     if (equals == std::string::npos) {
       if (!labels.contains(term)) return false;
@@ -47,6 +68,16 @@ bool FakeApi::Matches(const nlohmann::json& object, const Selector& selector) {
     if (!labels.contains(key) || labels[key] != value) return false;
   }
   return true;
+}
+
+void FakeApi::Unserve(const std::string& plural) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  unserved_.insert(plural);
+}
+
+Status FakeApi::NotServed(const Resource& resource) {
+  return Status::NotFound("the server could not find the requested resource (" + resource.plural +
+                          "." + resource.group + ")");
 }
 
 void FakeApi::Count(const std::string& verb, const Resource& resource) {
@@ -83,6 +114,7 @@ StatusOr<ObjectList> FakeApi::List(const Resource& resource, const std::string& 
                                    const Selector& selector) {
   std::lock_guard<std::mutex> lock(mutex_);
   Count("list", resource);
+  if (unserved_.count(resource.plural)) return NotServed(resource);
   ObjectList list;
   for (const auto& [key, object] : stores_[StoreOf(resource)]) {
     if (!namespace_name.empty() && key.first != namespace_name) continue;
@@ -215,6 +247,7 @@ Status FakeApi::Watch(const Resource& resource, const std::string& namespace_nam
   const std::string store = StoreOf(resource);
   std::unique_lock<std::mutex> lock(mutex_);
   Count("watch", resource);
+  if (unserved_.count(resource.plural)) return NotServed(resource);
   std::optional<uint64_t> from = ParseVersion(resource_version);
   uint64_t seen = from ? *from : version_;
   while (true) {

@@ -4,11 +4,11 @@
 // uids, creationTimestamps; 409 on a stale Update (and on a Delete whose uid precondition fails);
 // status subresource semantics (Create and a plain Update ignore "status", an Update or Patch of
 // /status changes only "status"); JSON merge patches; label selectors of the form "k=v,k2" (equal
-// or present); and watches that replay the history after a resourceVersion, then wait for new
-// changes until their timeout. Tests force the rest: ExpireWatches() makes every watch from an
-// older version fail with 410 (kOutOfRange), FailStatusUpdates(n) answers the next n /status
-// updates with 409 after a concurrent write, FailPatches(plural, n) the next n patches with 503.
-// There is no garbage collection by ownerReference.
+// or present) and "k in (a,b)"; and watches that replay the history after a resourceVersion, then
+// wait for new changes until their timeout. Tests force the rest: ExpireWatches() makes every watch
+// from an older version fail with 410 (kOutOfRange), FailStatusUpdates(n) answers the next n
+// /status updates with 409 after a concurrent write, FailPatches(plural, n) the next n patches with
+// 503. There is no garbage collection by ownerReference.
 #pragma once
 
 #include <condition_variable>
@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ class FakeApi : public Api {
   void FailStatusUpdates(int count);
   // The next `count` patches of objects of `plural` answer 503, as an overloaded server would.
   void FailPatches(const std::string& plural, int count);
+  // Lists and watches of `plural` answer 404 from now on, as a server without that CRD does.
+  void Unserve(const std::string& plural);
   // How many calls of `verb` ("create", "delete", "update-status"...) were made for `plural`.
   int Calls(const std::string& verb, const std::string& plural) const;
   // The stored objects of `plural` in `namespace_name` ("" for all).
@@ -77,6 +80,7 @@ class FakeApi : public Api {
   static std::string StoreOf(const Resource& resource);
   static bool HasStatusSubresource(const Resource& resource);
   static bool Matches(const nlohmann::json& object, const Selector& selector);
+  static Status NotServed(const Resource& resource);
   // With mutex_ held: stamps a new version on `object` and records the change.
   void Commit(const std::string& store, const std::string& namespace_name, WatchEvent::Type type,
               nlohmann::json& object);
@@ -92,6 +96,7 @@ class FakeApi : public Api {
   int status_conflicts_ = 0;
   std::map<std::string, int> failing_patches_;  // by plural
   std::map<std::string, int> calls_;
+  std::set<std::string> unserved_;  // plurals whose lists and watches answer 404
 };
 
 }  // namespace cohort::kube::testing

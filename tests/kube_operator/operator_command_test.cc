@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "fake_api.h"
+#include "job/pytorchjob.h"
+#include "job/tfjob.h"
 #include "operator_fixture.h"
 #include "testing/wait.h"
 
@@ -67,6 +69,29 @@ TEST(OperatorCommandTest, RefusesBadFlagsNamingThem) {
   flags = {};
   flags.resync_period_seconds = -1;
   EXPECT_EQ(message(flags), "--resync-period -1: must be from 0 (off) to 604800 seconds");
+}
+
+TEST(OperatorCommandTest, EnableSchemeNamesTheKindsRunAndEveryKindRunsWithoutIt) {
+  OperatorFlags flags;
+  StatusOr<OperatorOptions> options = MakeOperatorOptions(flags, Environment({}));
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->kinds,
+            (std::vector<const job::JobKind*>{&job::TFJobKind(), &job::PyTorchJobKind()}));
+  // Kubeflow's spelling, any case, the plural too; a kind named twice runs once.
+  flags.enabled_kinds = {"pytorchjob"};
+  options = MakeOperatorOptions(flags, Environment({}));
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->kinds, std::vector<const job::JobKind*>{&job::PyTorchJobKind()});
+  flags.enabled_kinds = {"PyTorchJobs", "TFJob", "tfjobs"};
+  options = MakeOperatorOptions(flags, Environment({}));
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->kinds,
+            (std::vector<const job::JobKind*>{&job::PyTorchJobKind(), &job::TFJobKind()}));
+  flags.enabled_kinds = {"tfjob", "mpijob"};
+  options = MakeOperatorOptions(flags, Environment({}));
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.status().message(),
+            "--enable-scheme \"mpijob\": not a job kind Cohort runs (tfjob, pytorchjob)");
 }
 
 TEST(OperatorCommandTest, TheResyncPeriodIsOffUnlessGiven) {

@@ -14,6 +14,7 @@
 
 #include "fake_api.h"
 #include "job/common_types.h"
+#include "job/job_kind.h"
 #include "kube/operator/operator.h"
 #include "kube/operator/replica_objects.h"
 
@@ -40,7 +41,7 @@ inline nlohmann::json OwnedMetadata(const job::Job& job, const Owner& owner,
   return {{"name", job::ReplicaName(job.metadata.name, type, index)},
           {"namespace", job.metadata.namespace_name},
           {"labels",
-           {{kOperatorNameLabel, kOperatorName},
+           {{kOperatorNameLabel, job.job_kind->facts().controller_name},
             {kJobNameLabel, job.metadata.name},
             {kReplicaTypeLabel, job::LowerCase(type)},
             {kReplicaIndexLabel, std::to_string(index)}}},
@@ -98,7 +99,7 @@ class Kubelet {
         {"phase", "Running"},
         {"startTime", FormatTime(clock_.Now())},
         {"containerStatuses",
-         {{{"name", "tensorflow"},
+         {{{"name", ContainerName(pod_name, namespace_name)},
            {"restartCount", RestartCount(pod_name, namespace_name)},
            {"state", {{"running", {{"startedAt", FormatTime(clock_.Now())}}}}}}}}};
     return api_.SetPodStatus(namespace_name, pod_name, status);
@@ -120,6 +121,7 @@ class Kubelet {
     const std::string policy = (*pod)["spec"].value("restartPolicy", "Never");
     const bool in_place = policy == "Always" || (policy == "OnFailure" && exit_code != 0);
     const int restarts = RestartCount(pod_name, namespace_name);
+    const std::string container = ContainerName(pod_name, namespace_name);
     const std::string now = FormatTime(clock_.Now());
     nlohmann::json terminated = {{"exitCode", exit_code}, {"finishedAt", now}};
     if (!message.empty()) terminated["message"] = message;
@@ -127,7 +129,7 @@ class Kubelet {
       return api_.SetPodStatus(namespace_name, pod_name,
                                {{"phase", "Running"},
                                 {"containerStatuses",
-                                 {{{"name", "tensorflow"},
+                                 {{{"name", container},
                                    {"restartCount", restarts + 1},
                                    {"lastState", {{"terminated", terminated}}},
                                    {"state", {{"running", {{"startedAt", now}}}}}}}}});
@@ -135,12 +137,21 @@ class Kubelet {
     return api_.SetPodStatus(namespace_name, pod_name,
                              {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
                               {"containerStatuses",
-                               {{{"name", "tensorflow"},
+                               {{{"name", container},
                                  {"restartCount", restarts},
                                  {"state", {{"terminated", terminated}}}}}}});
   }
 
  private:
+  // The pod's first container's name (the job kind's: tensorflow, pytorch).
+  std::string ContainerName(const std::string& pod_name, const std::string& namespace_name) {
+    std::optional<nlohmann::json> pod = api_.Object("pods", namespace_name, pod_name);
+    if (!pod || !(*pod)["spec"]["containers"].is_array() || (*pod)["spec"]["containers"].empty()) {
+      return "tensorflow";
+    }
+    return (*pod)["spec"]["containers"][0].value("name", "tensorflow");
+  }
+
   int RestartCount(const std::string& pod_name, const std::string& namespace_name) {
     std::optional<nlohmann::json> pod = api_.Object("pods", namespace_name, pod_name);
     if (!pod || !(*pod)["status"].contains("containerStatuses")) return 0;

@@ -411,7 +411,7 @@ TEST_F(OperatorTest, NeverAdoptsOrDeletesPodsItDoesNotOwn) {
         {"metadata",
          {{"name", name},
           {"labels",
-           {{kOperatorNameLabel, kOperatorName},
+           {{kOperatorNameLabel, job::TFJobKind().facts().controller_name},
             {kJobNameLabel, "adopt"},
             {kReplicaTypeLabel, "worker"},
             {kReplicaIndexLabel, index}}},
@@ -641,9 +641,9 @@ TEST_F(OperatorTest, AnExpiredWatchListsAgainAndMissesNothing) {
   auto op = StartOperator();
   CreateJob(TFJobObject("before", {{"Worker", 1}}));
   ASSERT_TRUE(WaitUntil([&] { return Pod("before-worker-0").has_value(); }, kWait));
-  const int lists = op->jobs().Lists();
+  const int lists = op->jobs(job::TFJobKind())->Lists();
   api_.ExpireWatches();
-  ASSERT_TRUE(WaitUntil([&] { return op->jobs().Lists() > lists; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return op->jobs(job::TFJobKind())->Lists() > lists; }, kWait));
   CreateJob(TFJobObject("after", {{"Worker", 1}}));
   ASSERT_TRUE(WaitUntil([&] { return Pod("after-worker-0").has_value(); }, kWait));
   ASSERT_TRUE(kubelet_.Run("before-worker-0").ok());

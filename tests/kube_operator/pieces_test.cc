@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fake_api.h"
+#include "job/pytorchjob.h"
 #include "job/tfjob.h"
 #include "kube/operator/event_recorder.h"
 #include "kube/operator/informer.h"
@@ -178,6 +179,24 @@ TEST(ControllerTest, OnlyAControllerReferenceOfTheKindCounts) {
   EXPECT_EQ(ControllerUid(pod, "TFJob"), "2");
   EXPECT_EQ(ControllerKey(pod, "TFJob"), "ns/b");
   EXPECT_EQ(ControllerUid(pod, "PyTorchJob"), "");
+}
+
+TEST(JobQueueKeyTest, CarriesTheKindSoThatKindsNeverShareAKey) {
+  EXPECT_EQ(JobQueueKey(job::TFJobKind(), "ns/mnist"), "TFJob/ns/mnist");
+  EXPECT_EQ(JobQueueKey(job::PyTorchJobKind(), "ns/mnist"), "PyTorchJob/ns/mnist");
+  std::optional<JobQueueKeyParts> parts = ParseJobQueueKey("PyTorchJob/ns/mnist");
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->kind, "PyTorchJob");
+  EXPECT_EQ(parts->object_key, "ns/mnist");
+  EXPECT_FALSE(ParseJobQueueKey("mnist"));
+  EXPECT_FALSE(ParseJobQueueKey("/ns/mnist"));
+}
+
+TEST(OwnedObjectsSelectorTest, NamesEachKindsController) {
+  EXPECT_EQ(OwnedObjectsSelector({&job::TFJobKind()}),
+            "training.kubeflow.org/operator-name=tfjob-controller");
+  EXPECT_EQ(OwnedObjectsSelector({&job::TFJobKind(), &job::PyTorchJobKind()}),
+            "training.kubeflow.org/operator-name in (pytorchjob-controller,tfjob-controller)");
 }
 
 TEST(WorkQueueTest, DeduplicatesAndHandsAKeyToOneWorkerAtATime) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "job/pytorchjob.h"
 #include "job/tfjob.h"
 #include "kube/client/http_api.h"
 #include "kube/client/kubeconfig.h"
@@ -148,8 +149,9 @@ class OperatorClusterTest : public KubeClusterTest {
     ASSERT_TRUE(crd.ok()) << crd.status().ToString();
     KubectlResult applied = cluster().Kubectl("apply --validate=false -f -", *crd);
     ASSERT_TRUE(applied.ok()) << applied.Describe();
-    KubectlResult established =
-        cluster().Kubectl("wait --for=condition=Established --timeout=60s crd/tfjobs.kubeflow.org");
+    KubectlResult established = cluster().Kubectl(
+        "wait --for=condition=Established --timeout=60s crd/tfjobs.kubeflow.org "
+        "crd/pytorchjobs.kubeflow.org");
     ASSERT_TRUE(established.ok()) << established.Describe();
     StatusOr<ConnectionConfig> config = LoadKubeconfig({cluster().admin_kubeconfig()}, "");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
@@ -211,10 +213,10 @@ class OperatorClusterTest : public KubeClusterTest {
     ASSERT_TRUE(applied.ok()) << applied.Describe() << "\n" << manifest;
   }
 
-  // The STATE column of `kubectl get tfjobs` for `job` ("" while it has none, "<absent>" once the
-  // job is not listed).
-  std::string State(const std::string& job) {
-    KubectlResult listed = Kubectl("get tfjobs");
+  // The STATE column of `kubectl get tfjobs` (or of `resource`) for `job` ("" while it has none,
+  // "<absent>" once the job is not listed).
+  std::string State(const std::string& job, const std::string& resource = "tfjobs") {
+    KubectlResult listed = Kubectl("get " + resource);
     if (!listed.ok()) return "<error: " + listed.Describe() + ">";
     if (listed.out.empty()) return "<absent>";  // "No resources found" on standard error
     std::istringstream lines(listed.out);
@@ -233,11 +235,12 @@ class OperatorClusterTest : public KubeClusterTest {
     return "<absent>";
   }
 
-  bool StateBecomes(const std::string& job, const std::string& state) {
-    const bool reached = WaitUntil([&] { return State(job) == state; }, kWait);
+  bool StateBecomes(const std::string& job, const std::string& state,
+                    const std::string& resource = "tfjobs") {
+    const bool reached = WaitUntil([&] { return State(job, resource) == state; }, kWait);
     if (!reached)
-      ADD_FAILURE() << job << " never showed STATE " << state
-                    << " in `kubectl get tfjobs` (last: " << State(job) << ")";
+      ADD_FAILURE() << job << " never showed STATE " << state << " in `kubectl get " << resource
+                    << "` (last: " << State(job, resource) << ")";
     return reached;
   }
 
@@ -340,9 +343,18 @@ class OperatorClusterTest : public KubeClusterTest {
 
   void PatchPodStatus(const std::string& pod, const std::string& phase, int restart_count,
                       const nlohmann::json& state, const nlohmann::json& last_state) {
-    nlohmann::json container = {
-        {"name", "tensorflow"},        {"image", "cohort-test/none"},   {"imageID", ""},
-        {"ready", phase == "Running"}, {"restartCount", restart_count}, {"state", state}};
+    // The pod's first container: the job kind's (tensorflow, pytorch).
+    std::string name = "tensorflow";
+    if (std::optional<nlohmann::json> object = Get(PodResource(), pod)) {
+      const nlohmann::json& containers = (*object)["spec"]["containers"];
+      if (containers.is_array() && !containers.empty()) name = containers[0].value("name", name);
+    }
+    nlohmann::json container = {{"name", name},
+                                {"image", "cohort-test/none"},
+                                {"imageID", ""},
+                                {"ready", phase == "Running"},
+                                {"restartCount", restart_count},
+                                {"state", state}};
     if (!last_state.is_null()) container["lastState"] = last_state;
     nlohmann::json status = {{"status",
                               {{"phase", phase},
@@ -453,6 +465,69 @@ TEST_F(OperatorClusterTest, RunsAJobToSuccess) {
   std::optional<nlohmann::json> lease = Get(LeaseResource(), "cohort-operator");
   ASSERT_TRUE(lease);
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], "operator-under-test");
+}
+
+// A PyTorchJob (kubectl apply -f, as Kubeflow's examples are written) to Succeeded, with the test
+// as kubelet running each pod's container command for real: a shell script that checks the
+// environment the operator gave it (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK) and exits 0 only
+// when it is right, run with exactly the pod's environment variables.
+TEST_F(OperatorClusterTest, RunsAPyTorchJobWhosePodsCheckTheirEnvironmentToSuccess) {
+  StartOperator();
+  const std::string check =
+      "test \"$MASTER_ADDR\" = torch-master-0 && test \"$MASTER_PORT\" = 23456 && "
+      "test \"$WORLD_SIZE\" = 3 && case \"$RANK\" in 0|1|2) echo rank $RANK ;; *) exit 1 ;; esac";
+  std::string manifest =
+      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: torch\nspec:\n"
+      "  pytorchReplicaSpecs:\n";
+  for (const auto& [type, count] :
+       std::vector<std::pair<std::string, int>>{{"Master", 1}, {"Worker", 2}}) {
+    manifest += "    " + type + ":\n      replicas: " + std::to_string(count) +
+                "\n      template:\n        spec:\n          automountServiceAccountToken: "
+                "false\n          containers:\n          - name: pytorch\n            image: "
+                "cohort-test/none\n            command: [\"sh\", \"-c\", " +
+                nlohmann::json(check).dump() + "]\n";
+  }
+  KubectlResult applied = Kubectl("apply -f -", manifest);
+  ASSERT_TRUE(applied.ok()) << applied.Describe() << "\n" << manifest;
+  const std::vector<std::string> pods = {"torch-master-0", "torch-worker-0", "torch-worker-1"};
+  ASSERT_TRUE(PodsBecome(pods));
+  ASSERT_TRUE(StateBecomes("torch", "Created", "pytorchjobs"));
+  for (const std::string& pod : pods) Run(pod);
+  ASSERT_TRUE(StateBecomes("torch", "Running", "pytorchjobs"));
+
+  // The kubelet's part: each pod's command, with the pod's environment only, and its exit code.
+  std::vector<std::string> ranks;
+  for (const std::string& pod : {"torch-worker-0", "torch-worker-1", "torch-master-0"}) {
+    std::optional<nlohmann::json> object = Get(PodResource(), pod);
+    ASSERT_TRUE(object) << pod;
+    const nlohmann::json& container = (*object)["spec"]["containers"][0];
+    ASSERT_EQ(container["name"], "pytorch") << pod;
+    std::string command = "env -i";
+    for (const nlohmann::json& variable : container.value("env", nlohmann::json::array())) {
+      command += " " + cohort::testing::ShellQuote(variable.value("name", "") + "=" +
+                                                   variable.value("value", ""));
+    }
+    for (const nlohmann::json& argument : container["command"]) {
+      command += " " + cohort::testing::ShellQuote(argument.get<std::string>());
+    }
+    cohort::testing::CommandResult ran = cohort::testing::RunCommand(command);
+    EXPECT_EQ(ran.exit_code, 0) << pod << ": " << ran.output << "\n" << container.dump(2);
+    ranks.push_back(ran.output);
+    Exit(pod, ran.exit_code);
+  }
+  EXPECT_EQ(ranks, (std::vector<std::string>{"rank 1\n", "rank 2\n", "rank 0\n"}));
+  ASSERT_TRUE(StateBecomes("torch", "Succeeded", "pytorchjobs"));
+  ASSERT_TRUE(WaitUntil([&] { return Events("PyTorchJobSucceeded") == 1; }, kWait));
+  EXPECT_EQ(Events("SuccessfulCreatePod"), 3);
+  EXPECT_EQ(Events("TFJobSucceeded"), 0);
+  KubectlResult described = Kubectl("describe pytorchjob torch");
+  ASSERT_TRUE(described.ok()) << described.Describe();
+  EXPECT_TRUE(Contains(described.out, "PyTorchJobSucceeded")) << described.out;
+  EXPECT_TRUE(Contains(described.out, "pytorchjob-controller")) << described.out;
+  // The workers wait for the master's name, as Kubeflow's do.
+  std::optional<nlohmann::json> worker = Get(PodResource(), "torch-worker-0");
+  ASSERT_TRUE(worker);
+  EXPECT_EQ((*worker)["spec"]["initContainers"][0]["name"], "init-pytorch");
 }
 
 TEST_F(OperatorClusterTest, NeverFailsTheJobOnAFailedPodAndLeavesIt) {
@@ -810,11 +885,11 @@ TEST_F(OperatorClusterTest, AnExpiredWatchListsAgainAndMissesNothing) {
   StartOperator();
   ApplyJob("before", {{"Worker", 1}}, "Never");
   ASSERT_TRUE(PodsBecome({"before-worker-0"}));
-  const int lists = operator_->jobs().Lists();
+  const int lists = operator_->jobs(job::TFJobKind())->Lists();
   api_->ExpireTheNextJobWatch();
   ASSERT_TRUE(WaitUntil([&] { return api_->Expiries() == 1; }, kWait))
       << "the server never answered 410 to a watch from resourceVersion 1";
-  ASSERT_TRUE(WaitUntil([&] { return operator_->jobs().Lists() > lists; }, kWait));
+  ASSERT_TRUE(WaitUntil([&] { return operator_->jobs(job::TFJobKind())->Lists() > lists; }, kWait));
   ApplyJob("after", {{"Worker", 1}}, "Never");
   ASSERT_TRUE(PodsBecome({"after-worker-0", "before-worker-0"}));
   Run("before-worker-0");
@@ -930,6 +1005,9 @@ TEST_F(OperatorClusterTest, TheShippedRbacRulesAreEnoughToRunAJob) {
     return options;
   }());
   operator_->Start();
+  // Every kind's jobs: listing PyTorchJobs is granted too.
+  ASSERT_TRUE(WaitUntil([&] { return operator_->jobs(job::PyTorchJobKind())->HasSynced(); }, kWait))
+      << "the shipped ClusterRole does not let the operator list pytorchjobs";
   ApplyGangJob("rights", "      minAvailable: 2\n");
   ASSERT_TRUE(WaitUntil([&] { return Get(kVolcanoPodGroups, "rights").has_value(); }, kWait));
   ASSERT_TRUE(http_api_

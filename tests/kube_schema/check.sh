@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ctest test kube_schema: every Kubernetes object Cohort writes, validated by validate.mjs
 # (kubernetes-models' schemas, and the TFJob CRD through crd-generate):
-#   - `cohort crd`, then Kubeflow's example TFJobs and Cohort's own against it;
+#   - `cohort crd` (every kind's CRD), then Kubeflow's example TFJobs, Cohort's own, and the
+#     PyTorchJobs of tests/data/specs/pytorchjob against it;
 #   - `cohort manifests` of each of those jobs, plain and with each gang scheduler;
 #   - deploy/kubernetes/*.yaml (and `kubectl kustomize` of it where kubectl is installed);
 #   - objects that must be refused, so that a validator accepting anything fails this test.
@@ -32,6 +33,7 @@ for file in "$source_dir"/tests/data/specs/kubeflow/*.yaml; do
 done
 "$cohort" convert "$source_dir/examples/taxi/ai-platform.yaml" >"$work/taxi-ai-platform.yaml"
 jobs+=("$work/taxi-ai-platform.yaml")
+jobs+=("$source_dir"/tests/data/specs/pytorchjob/*.yaml)
 
 manifests=()
 for file in "${jobs[@]}"; do
@@ -54,8 +56,10 @@ validate "$work/crd.yaml" "${jobs[@]}" "${manifests[@]}" "${deploy[@]}" >"$work/
 }
 echo "$(grep -c '^ok ' "$work/report.txt") documents valid"
 grep -q '^ok Pod ' "$work/report.txt" && grep -q '^ok Service ' "$work/report.txt" &&
-  grep -q '^ok TFJob ' "$work/report.txt" && grep -q '^ok PodGroup ' "$work/report.txt" ||
-  { echo "kube_schema: expected pods, services, TFJobs and PodGroups among the documents" >&2; exit 1; }
+  grep -q '^ok TFJob ' "$work/report.txt" && grep -q '^ok PyTorchJob ' "$work/report.txt" &&
+  grep -q '^ok PodGroup ' "$work/report.txt" ||
+  { echo "kube_schema: expected pods, services, TFJobs, PyTorchJobs and PodGroups among the" \
+    "documents" >&2; exit 1; }
 
 if command -v kubectl >/dev/null; then
   echo "== kubectl kustomize deploy/kubernetes"

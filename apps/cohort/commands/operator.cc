@@ -1,4 +1,5 @@
-// `cohort operator`: runs TFJobs on a Kubernetes cluster, as Kubeflow's operator
+// `cohort operator`: runs jobs of every kind (or those --enable-scheme names) on a Kubernetes
+// cluster, as Kubeflow's training operator
 // (kube/operator/operator.h), until SIGTERM or SIGINT; then stops cleanly (releasing the Lease).
 // The cluster is the kubeconfig's (--kubeconfig, else $KUBECONFIG or ~/.kube/config; --context,
 // else its current context) or, in a pod without a kubeconfig, the pod's service account.
@@ -8,6 +9,7 @@
 
 #include "apps/cohort/commands/command.h"
 #include "apps/cohort/commands/commands.h"
+#include "job/job_kind.h"
 #include "kube/client/http_api.h"
 #include "kube/operator/operator_command.h"
 
@@ -51,13 +53,18 @@ void AddOperatorCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<OperatorCommandFlags>();
   kube::OperatorFlags& operator_flags = flags->operator_flags;
   CLI::App* command = app.add_subcommand(
-      "operator", "Run TFJobs on a Kubernetes cluster, as Kubeflow's operator (until SIGTERM)");
+      "operator", "Run training jobs (" + job::KindRegistry::Default().Names(", ") +
+                      ") on a Kubernetes cluster, as Kubeflow's training operator (until SIGTERM)");
   command->add_option("--kubeconfig", flags->kubeconfig,
                       "kubeconfig file (default: $KUBECONFIG, ~/.kube/config; in a pod "
                       "without one: the service account)");
   command->add_option("--context", flags->context, "kubeconfig context (default: current)");
   command->add_option("--namespace", operator_flags.namespace_name,
-                      "only this namespace's TFJobs (default: every namespace)");
+                      "only this namespace's jobs (default: every namespace)");
+  command->add_option("--enable-scheme", operator_flags.enabled_kinds,
+                      "run this job kind (" +
+                          job::LowerCase(job::KindRegistry::Default().Names(", ")) +
+                          "; repeat for several; default: every kind)");
   command->add_flag("--leader-elect", operator_flags.leader_elect,
                     "act only while holding the Lease, so one of several operators acts");
   command->add_option("--lease-name", operator_flags.lease_name, "the Lease's name")

@@ -1,6 +1,6 @@
 // The CustomResourceDefinition of a job kind (TFJob: tfjobs.kubeflow.org; PyTorchJob:
 // pytorchjobs.kubeflow.org), generated from Cohort's own job types, as `cohort crd` prints it and
-// deploy/kubernetes/crd.yaml holds it (the TFJob's).
+// deploy/kubernetes/crd.yaml holds it (every kind's, one document each).
 //
 // It is schema-compatible with Kubeflow's v1 CRD, so every TFJob that Kubeflow's CRD admits is
 // admitted here and keeps its fields: the same names (kind, listKind, plural, singular, no short

@@ -27,15 +27,17 @@ std::string JobNameLabel(const std::string& name) {
   return label;
 }
 
-// The operator's single controller reference, or nothing for a job not on a server.
-void SetOwnerReference(const Owner& owner, json& metadata) {
+// The operator's single controller reference, or nothing for a job not on a server. An owner
+// without apiVersion or kind is the job's kind's.
+void SetOwnerReference(const job::Job& job, const Owner& owner, json& metadata) {
   if (owner.uid.empty()) return;
-  json reference = {{"apiVersion", owner.api_version},
-                    {"kind", owner.kind},
-                    {"name", owner.name},
-                    {"uid", owner.uid},
-                    {"blockOwnerDeletion", true},
-                    {"controller", true}};
+  json reference = {
+      {"apiVersion", owner.api_version.empty() ? job.job_kind->api_version() : owner.api_version},
+      {"kind", owner.kind.empty() ? job.job_kind->name() : owner.kind},
+      {"name", owner.name},
+      {"uid", owner.uid},
+      {"blockOwnerDeletion", true},
+      {"controller", true}};
   metadata["ownerReferences"] = json::array({std::move(reference)});
 }
 
@@ -188,7 +190,7 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
   for (const char* field : {"annotations", "finalizers"}) {
     if (template_metadata.contains(field)) metadata[field] = template_metadata[field];
   }
-  SetOwnerReference(owner, metadata);
+  SetOwnerReference(job, owner, metadata);
 
   json pod_spec = pod_template.value("spec", json::object());
   pod_spec["restartPolicy"] = PodRestartPolicy(spec.restart_policy);
@@ -252,7 +254,7 @@ StatusOr<json> BuildService(const job::Job& job, const Owner& owner,
   const std::map<std::string, std::string> labels = ReplicaLabels(job, replica_type, index);
   json metadata = {{"name", job::ReplicaName(job.metadata.name, replica_type, index)},
                    {"labels", labels}};
-  SetOwnerReference(owner, metadata);
+  SetOwnerReference(job, owner, metadata);
   json ports = json::array();
   for (const job::ContainerPort& port : container->ports) {
     json service_port = json::object();
@@ -322,7 +324,7 @@ StatusOr<std::optional<json>> BuildPodGroup(const job::Job& job, const Owner& ow
 
   json metadata = {{"name", job.metadata.name}, {"namespace", job.metadata.namespace_name}};
   if (!job.metadata.annotations.empty()) metadata["annotations"] = job.metadata.annotations;
-  SetOwnerReference(owner, metadata);
+  SetOwnerReference(job, owner, metadata);
   return std::optional<json>(json{{"apiVersion", api_version},
                                   {"kind", "PodGroup"},
                                   {"metadata", std::move(metadata)},

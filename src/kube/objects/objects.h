@@ -40,10 +40,11 @@ namespace cohort::kube {
 
 // The job object on the server that owns the pods and services (their ownerReference). Without a
 // uid (a job not on a server yet, as `cohort manifests` prints it) the objects get no
-// ownerReferences at all: the API server refuses a reference without one.
+// ownerReferences at all: the API server refuses a reference without one. An empty apiVersion or
+// kind is the job's kind's ("kubeflow.org/v1", "TFJob" for a TFJob).
 struct Owner {
-  std::string api_version = "kubeflow.org/v1";
-  std::string kind = "TFJob";
+  std::string api_version;
+  std::string kind;
   std::string name;
   std::string uid;  // empty when the job is not on a server yet (`cohort manifests`)
 };

@@ -4,6 +4,8 @@
 
 namespace cohort::kube {
 
+std::atomic<uint64_t> EventRecorder::sequence_{0};
+
 EventRecorder::EventRecorder(Api& api, std::string component, std::string instance)
     : api_(api), component_(std::move(component)), instance_(std::move(instance)) {}
 
@@ -17,7 +19,6 @@ Status EventRecorder::Record(const nlohmann::json& involved, const job::Event& e
 
   Recorded recorded;
   bool repeat = false;
-  uint64_t sequence = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = recorded_.find(key);
@@ -25,8 +26,8 @@ Status EventRecorder::Record(const nlohmann::json& involved, const job::Event& e
       repeat = true;
       recorded = found->second;
     }
-    sequence = ++sequence_;
   }
+  const uint64_t sequence = sequence_.fetch_add(1) + 1;
   if (repeat) {
     nlohmann::json patch = {{"count", recorded.count + 1}, {"lastTimestamp", timestamp}};
     StatusOr<nlohmann::json> patched =
@@ -49,8 +50,8 @@ Status EventRecorder::Record(const nlohmann::json& involved, const job::Event& e
       {"kind", "Event"},
       {"metadata", {{"name", name}, {"namespace", namespace_name}}},
       {"involvedObject",
-       {{"apiVersion", involved.value("apiVersion", "kubeflow.org/v1")},
-        {"kind", involved.value("kind", "TFJob")},
+       {{"apiVersion", involved.value("apiVersion", "")},
+        {"kind", involved.value("kind", "")},
         {"namespace", namespace_name},
         {"name", job_name},
         {"uid", uid}}},

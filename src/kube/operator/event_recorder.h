@@ -2,15 +2,18 @@
 // as core/v1 Events on the server, the way client-go's recorder writes them.
 //
 // Each Event names the job as its involvedObject (apiVersion, kind, namespace, name, uid), its
-// source component (Kubeflow's "tfjob-controller" by default) and reporting controller, type,
-// reason and message. An event equal to one this recorder wrote before for the same object (type,
-// reason and message) is aggregated: the existing Event's count goes up and its lastTimestamp
-// moves, instead of a new object; `kubectl describe` then shows "(x3 over 2m)". Aggregation state
-// lives in memory, so a new operator starts new Events, as client-go's does.
+// source component (the job kind's controller, as Kubeflow's: "tfjob-controller" for a TFJob,
+// "pytorchjob-controller" for a PyTorchJob; the operator keeps one recorder per kind) and
+// reporting controller, type, reason and message. An event equal to one this recorder wrote before
+// for the same object (type, reason and message) is aggregated: the existing Event's count goes up
+// and its lastTimestamp moves, instead of a new object; `kubectl describe` then shows "(x3 over
+// 2m)". Aggregation state lives in memory, so a new operator starts new Events, as client-go's
+// does.
 //
 // Failures to record are returned (the caller logs them); they never stop a sync.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,7 +53,9 @@ class EventRecorder {
   const std::string instance_;
   std::mutex mutex_;
   std::map<Key, Recorded> recorded_;
-  uint64_t sequence_ = 0;
+  // Numbers the Events' names (<job>.<time><sequence>). One counter for the whole process, so that
+  // the recorders of two kinds, whose jobs may share a name, never name two Events alike.
+  static std::atomic<uint64_t> sequence_;
 };
 
 }  // namespace cohort::kube

@@ -65,8 +65,10 @@ void Informer::Run() {
     if (need_list) {
       Status listed = ListOnce();
       if (!listed.ok()) {
-        Log("list failed, again in " + std::to_string(options_.retry_delay.count()) +
-            " ms: " + listed.message());
+        if (!options_.on_list_error || !options_.on_list_error(listed)) {
+          Log("list failed, again in " + std::to_string(options_.retry_delay.count()) +
+              " ms: " + listed.message());
+        }
         SleepUnlessStopped(options_.retry_delay);
         continue;
       }

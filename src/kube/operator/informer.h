@@ -43,6 +43,10 @@ struct InformerOptions {
   std::chrono::seconds watch_timeout{10};       // each watch call's bound
   std::chrono::milliseconds retry_delay{1000};  // after an error other than 410
   std::function<void(const std::string&)> log;  // what it does (relists, errors)
+  // Told of each failed list before it is retried; when it returns true it has reported the
+  // failure itself and the informer logs nothing of it (the operator says once that a job kind's
+  // CRD is not installed, rather than a line a second).
+  std::function<bool(const Status&)> on_list_error;
 };
 
 class Informer {

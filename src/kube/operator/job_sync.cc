@@ -9,14 +9,12 @@
 #include "job/restart_state_machine.h"
 #include "job/spec_parser.h"
 #include "job/status_json.h"
-#include "job/tfjob.h"
 #include "job/validation.h"
 #include "kube/objects/objects.h"
 
 namespace cohort::kube {
 namespace {
 
-constexpr const char* kJobKind = "TFJob";
 // The longest event message written; a long validation report is cut here.
 constexpr size_t kMaxEventMessageBytes = 4096;
 
@@ -29,10 +27,10 @@ std::optional<Time> Earliest(std::optional<Time> a, std::optional<Time> b) {
 std::string Name(const nlohmann::json& object) { return object.at("metadata").value("name", ""); }
 std::string Uid(const nlohmann::json& object) { return object.at("metadata").value("uid", ""); }
 
-// The TFJob's runPolicy.managedBy when it names a controller other than Kubeflow's, else "".
-std::string OtherManager(const nlohmann::json& tfjob) {
-  auto spec = tfjob.find("spec");
-  if (spec == tfjob.end() || !spec->is_object()) return "";
+// The job's runPolicy.managedBy when it names a controller other than Kubeflow's, else "".
+std::string OtherManager(const nlohmann::json& object) {
+  auto spec = object.find("spec");
+  if (spec == object.end() || !spec->is_object()) return "";
   auto run_policy = spec->find("runPolicy");
   if (run_policy == spec->end() || !run_policy->is_object()) return "";
   auto managed_by = run_policy->find("managedBy");
@@ -41,12 +39,20 @@ std::string OtherManager(const nlohmann::json& tfjob) {
   return manager.empty() || manager == job::kManagedByTrainingOperator ? "" : manager;
 }
 
-StatusOr<job::Job> DecodeTFJob(const nlohmann::json& tfjob, const std::string& key) {
-  StatusOr<job::Job> decoded = job::DecodeJob(tfjob, {}, key);
+StatusOr<job::Job> DecodeAndValidate(const nlohmann::json& object, const std::string& key) {
+  StatusOr<job::Job> decoded = job::DecodeJob(object, {}, key);
   if (!decoded.ok()) return decoded.status();
   job::ApplyDefaults(*decoded);
   COHORT_RETURN_IF_ERROR(job::ValidateJob(*decoded));
   return decoded;
+}
+
+// The kind `object` says it is (apiVersion and kind), else `cached_as`, the kind of the informer
+// that cached it: the kind its pods' owner references name, its Events' source and its resource.
+const job::JobKind& KindOf(const nlohmann::json& object, const job::JobKind& cached_as) {
+  const job::JobKind* kind =
+      job::KindRegistry::Default().Find(object.value("apiVersion", ""), object.value("kind", ""));
+  return kind != nullptr ? *kind : cached_as;
 }
 
 // Whole seconds, rounded up. Restarts are decided at such a time, so that the restart-after
@@ -96,13 +102,12 @@ ObjectBuilders KubeObjectBuilders() {
 }
 
 JobSync::JobSync(Api& api, JobCaches caches, ObjectBuilders builders, ObjectOptions options,
-                 EventRecorder& recorder, std::function<Time()> clock,
-                 std::function<bool()> may_act, std::function<void(const std::string&)> log)
+                 std::function<Time()> clock, std::function<bool()> may_act,
+                 std::function<void(const std::string&)> log)
     : api_(api),
-      caches_(caches),
+      caches_(std::move(caches)),
       builders_(std::move(builders)),
       options_(std::move(options)),
-      recorder_(recorder),
       clock_(std::move(clock)),
       may_act_(std::move(may_act)),
       log_(std::move(log)) {}
@@ -110,12 +115,15 @@ JobSync::JobSync(Api& api, JobCaches caches, ObjectBuilders builders, ObjectOpti
 // One pass: the state it gathers and the steps of job_sync.h, in order.
 class JobSync::Pass {
  public:
-  Pass(JobSync& sync, nlohmann::json tfjob, std::string key)
+  // `object` is the job as cached by `operated`'s informer; `key` its "namespace/name".
+  Pass(JobSync& sync, const OperatedKind& operated, nlohmann::json object, std::string key)
       : sync_(sync),
-        tfjob_(std::move(tfjob)),
+        operated_(operated),
+        object_(std::move(object)),
+        kind_(KindOf(object_, *operated.kind)),
         key_(std::move(key)),
-        namespace_(tfjob_["metadata"].value("namespace", "default")),
-        uid_(Uid(tfjob_)),
+        namespace_(object_["metadata"].value("namespace", "default")),
+        uid_(Uid(object_)),
         now_(sync.clock_()) {}
 
   StatusOr<SyncResult> Run();
@@ -123,7 +131,7 @@ class JobSync::Pass {
  private:
   Status MayAct() const;
   void Log(const std::string& line) const {
-    if (sync_.log_) sync_.log_(key_ + ": " + line);
+    if (sync_.log_) sync_.log_(Describe() + ": " + line);
   }
   Status MarkInvalid(const std::string& problem);
   void CollectObjects();
@@ -143,9 +151,11 @@ class JobSync::Pass {
   Status ClearPendingRestart(const ReplicaRef& replica);
   Status WriteStatus(const job::JobStatus& status);
   void RecordEvents();
-  Owner OwnerOf() const { return Owner{"kubeflow.org/v1", kJobKind, Name(tfjob_), uid_}; }
+  Owner OwnerOf() const { return Owner{kind_.api_version(), kind_.name(), Name(object_), uid_}; }
+  // "TFJob default/mnist": the job, for logs and messages.
+  std::string Describe() const { return kind_.name() + " " + key_; }
   std::string PodName(const ReplicaRef& replica) const {
-    return job::ReplicaName(Name(tfjob_), replica.type, replica.index);
+    return job::ReplicaName(Name(object_), replica.type, replica.index);
   }
   void AddEvent(const char* type, const std::string& reason, std::string message) {
     if (message.size() > kMaxEventMessageBytes) message.resize(kMaxEventMessageBytes);
@@ -154,7 +164,9 @@ class JobSync::Pass {
   }
 
   JobSync& sync_;
-  nlohmann::json tfjob_;
+  const OperatedKind& operated_;
+  nlohmann::json object_;
+  const job::JobKind& kind_;  // the object's kind: what its pods' owner references name
   const std::string key_;
   const std::string namespace_;
   const std::string uid_;
@@ -175,23 +187,23 @@ class JobSync::Pass {
 
 Status JobSync::Pass::MayAct() const {
   if (sync_.may_act_ && !sync_.may_act_()) {
-    return Status::Aborted("not the leader any more: " + key_ + " left as it is");
+    return Status::Aborted("not the leader any more: " + Describe() + " left as it is");
   }
   return Status::OK();
 }
 
 StatusOr<SyncResult> JobSync::Pass::Run() {
-  if (const std::string manager = OtherManager(tfjob_); !manager.empty()) {
+  if (const std::string manager = OtherManager(object_); !manager.empty()) {
     Log("skipped: runPolicy.managedBy is " + manager);
     result_.skipped = true;
     return result_;
   }
-  if (IsTerminating(tfjob_)) {
+  if (IsTerminating(object_)) {
     result_.skipped = true;  // being deleted: the garbage collector removes its pods
     return result_;
   }
-  if (tfjob_.contains("status") && !tfjob_["status"].is_null()) {
-    StatusOr<job::JobStatus> read = job::JobStatusFromJson(tfjob_["status"]);
+  if (object_.contains("status") && !object_["status"].is_null()) {
+    StatusOr<job::JobStatus> read = job::JobStatusFromJson(object_["status"]);
     if (read.ok()) {
       previous_ = std::move(*read);
       status_was_read_ = true;
@@ -199,7 +211,7 @@ StatusOr<SyncResult> JobSync::Pass::Run() {
       Log("status unreadable, reconciling from an empty one: " + read.status().message());
     }
   }
-  StatusOr<job::Job> decoded = DecodeTFJob(tfjob_, key_);
+  StatusOr<job::Job> decoded = DecodeAndValidate(object_, key_);
   if (!decoded.ok()) {
     COHORT_RETURN_IF_ERROR(MarkInvalid(decoded.status().message()));
     return result_;
@@ -257,14 +269,14 @@ StatusOr<SyncResult> JobSync::Pass::Run() {
   return result_;
 }
 
-// An invalid TFJob fails once, with the parser's or the validator's message, and is left alone.
+// An invalid job fails once, with the parser's or the validator's message, and is left alone.
 Status JobSync::Pass::MarkInvalid(const std::string& problem) {
   if (job::IsFailed(previous_)) return Status::OK();
-  std::string message = job::TFJobKind().name() + " " + key_ + " is invalid: " + problem;
+  std::string message = Describe() + " is invalid: " + problem;
   if (message.size() > kMaxEventMessageBytes) message.resize(kMaxEventMessageBytes);
   Log("invalid: " + problem);
   job::JobStatus failed = previous_;
-  const std::string reason = job::TFJobKind().Reason(job::kConditionFailed);
+  const std::string reason = kind_.Reason(job::kConditionFailed);
   const Time now = std::chrono::floor<std::chrono::seconds>(now_);
   job::SetCondition(failed, job::kConditionFailed, "True", reason, message, now);
   if (!failed.completion_time) failed.completion_time = now;
@@ -281,7 +293,7 @@ void JobSync::Pass::CollectObjects() {
     if (cache == nullptr) return;
     for (nlohmann::json& object : cache->ListControlledBy(uid_)) {
       if (object["metadata"].value("namespace", "") != namespace_) continue;
-      if (ControllerUid(object, kJobKind) != uid_) continue;
+      if (ControllerUid(object, kind_.name()) != uid_) continue;
       std::optional<ReplicaRef> replica = ReplicaOf(job_, object);
       if (!replica) continue;
       into[*replica] = std::move(object);
@@ -459,7 +471,7 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, const job::Restart
     // untouched, and is reported.
     std::optional<nlohmann::json> existing =
         sync_.caches_.pods ? sync_.caches_.pods->Get(ObjectKey(namespace_, name)) : std::nullopt;
-    const bool ours = existing && ControllerUid(*existing, kJobKind) == uid_;
+    const bool ours = existing && ControllerUid(*existing, kind_.name()) == uid_;
     if (created.status().code() != Status::Code::kAlreadyExists || !ours) {
       AddEvent("Warning", "FailedCreatePod", "Error creating: " + created.status().message());
     }
@@ -617,13 +629,13 @@ Status JobSync::Pass::ClearPendingRestart(const ReplicaRef& replica) {
 // TTL: the job goes with its dependents first (foreground), never a newer job of the same name.
 Status JobSync::Pass::DeleteJob() {
   COHORT_RETURN_IF_ERROR(MayAct());
-  Status deleted = sync_.api_.Delete(JobResource(job::TFJobKind()), namespace_, Name(tfjob_),
+  Status deleted = sync_.api_.Delete(JobResource(kind_), namespace_, Name(object_),
                                      {"Foreground", uid_, std::nullopt});
   if (!deleted.ok() && deleted.code() != Status::Code::kNotFound) {
     AddEvent("Warning", "FailedDeleteJob", "Error deleting: " + deleted.message());
     return deleted;
   }
-  AddEvent("Normal", "SuccessfulDeleteJob", "Deleted job: " + Name(tfjob_));
+  AddEvent("Normal", "SuccessfulDeleteJob", "Deleted job: " + Name(object_));
   result_.deleted = true;
   return Status::OK();
 }
@@ -650,7 +662,7 @@ Status JobSync::Pass::EnsurePodGroup(bool& admitted) {
       COHORT_RETURN_IF_ERROR(MayAct());
       stored = sync_.api_.Create(resource, namespace_, group);
     }
-    if (!stored.ok()) return stored.status().WithContext("creating the PodGroup of " + key_);
+    if (!stored.ok()) return stored.status().WithContext("creating the PodGroup of " + Describe());
     if (resource.group == "scheduling.volcano.sh") {
       const nlohmann::json& status = (*stored)["status"];
       const std::string phase = status.is_object() ? status.value("phase", "") : "";
@@ -688,35 +700,43 @@ Status JobSync::Pass::WriteStatus(const job::JobStatus& status) {
   if (status_was_read_ && wanted == job::JobStatusToJson(previous_)) return Status::OK();
   COHORT_RETURN_IF_ERROR(MayAct());
   StatusOr<nlohmann::json> updated = UpdateWithRetry(
-      sync_.api_, JobResource(job::TFJobKind()), namespace_, Name(tfjob_),
+      sync_.api_, JobResource(kind_), namespace_, Name(object_),
       [&](nlohmann::json& object) {
         if (Uid(object) != uid_) return false;  // a newer job of the same name
         object["status"] = wanted;
         return true;
       },
       /*status_subresource=*/true);
-  if (!updated.ok()) return updated.status().WithContext("writing the status of " + key_);
+  if (!updated.ok()) return updated.status().WithContext("writing the status of " + Describe());
   if (job::JobState(status) != job::JobState(previous_)) {
     Log("is " + job::JobState(status) + " (was " +
         (job::JobState(previous_).empty() ? std::string("new") : job::JobState(previous_)) + ")");
   }
-  if (sync_.caches_.jobs) sync_.caches_.jobs->Upsert(*updated);
+  if (operated_.jobs) operated_.jobs->Upsert(*updated);
   return Status::OK();
 }
 
 void JobSync::Pass::RecordEvents() {
   for (const job::Event& event : events_) {
-    Status recorded = sync_.recorder_.Record(tfjob_, event);
+    Status recorded = operated_.recorder->Record(object_, event);
     if (!recorded.ok()) Log("event " + event.reason + " not recorded: " + recorded.message());
   }
   events_.clear();
 }
 
 StatusOr<SyncResult> JobSync::Sync(const std::string& key) {
-  std::optional<nlohmann::json> tfjob = caches_.jobs ? caches_.jobs->Get(key) : std::nullopt;
-  if (!tfjob) return SyncResult{};  // gone: its pods go with it (ownerReferences)
-  Pass pass(*this, std::move(*tfjob), key);
-  return pass.Run();
+  std::optional<JobQueueKeyParts> parts = ParseJobQueueKey(key);
+  if (!parts) return Status::InvalidArgument("job key \"" + key + "\" names no job kind");
+  for (const OperatedKind& operated : caches_.kinds) {
+    if (operated.kind->name() != parts->kind) continue;
+    std::optional<nlohmann::json> object =
+        operated.jobs ? operated.jobs->Get(parts->object_key) : std::nullopt;
+    if (!object) return SyncResult{};  // gone: its pods go with it (ownerReferences)
+    Pass pass(*this, operated, std::move(*object), parts->object_key);
+    return pass.Run();
+  }
+  return Status::InvalidArgument("job key \"" + key + "\": the operator does not run " +
+                                 parts->kind + "s");
 }
 
 }  // namespace cohort::kube

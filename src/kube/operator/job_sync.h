@@ -1,15 +1,16 @@
-// JobSync: one reconcile pass of one TFJob on Kubernetes, the operator's counterpart of the local
-// executor's JobController turn (exec/job_controller.h). It decides nothing itself: job::Reconcile
-// does, on what the caches say; JobSync reads the job and its pods, carries out the actions and
-// writes the status and events back.
+// JobSync: one reconcile pass of one job, of any kind (TFJob, PyTorchJob...), on Kubernetes, the
+// operator's counterpart of the local executor's JobController turn (exec/job_controller.h). It
+// decides nothing itself: job::Reconcile does, on what the caches say; JobSync reads the job and
+// its pods, carries out the actions and writes the status and events back.
 //
-//   decode the TFJob (spec_parser DecodeJob, ApplyDefaults, ValidateJob; an invalid job gets a
+//   decode the job (spec_parser DecodeJob, its kind from its apiVersion and kind, ApplyDefaults,
+//   ValidateJob; an invalid job gets a
 //     Failed condition and a Warning event with the parser's message, once)
 //   -> skip it when runPolicy.managedBy names another controller, or it is being deleted
 //   -> observe: each pod the job controls (ownerReference uid == the job's uid; nothing else is
 //      adopted) as a job::ObservedReplica (replica_objects.h), each replica waiting for its
 //      restart back-off as Pending with its new restart count, each terminated replica as Failed
-//   -> job::Reconcile(job, status read from the TFJob, observed, now)
+//   -> job::Reconcile(job, status read from the job object, observed, now)
 //   -> actions: kStart creates the replica's service and pod (and the PodGroup first, with gang
 //      scheduling); kRestart hands the restart to the replica's job::RestartStateMachine
 //      (job/restart_state_machine.h, the one the local controller uses), records the machine's
@@ -19,13 +20,16 @@
 //      pod's grace period applies), the replica then observed as Failed from that record until
 //      kRestart replaces it; kStop deletes the pod (its own terminationGracePeriodSeconds
 //      applies) and its service;
-//      kDeleteJob deletes the TFJob with foreground propagation
+//      kDeleteJob deletes the job with foreground propagation
 //   -> the status through /status (UpdateWithRetry: a 409 reads again), only when it changed
-//   -> the reconciler's and the actions' events as core/v1 Events (event_recorder.h).
+//   -> the reconciler's and the actions' events as core/v1 Events (event_recorder.h), through
+//      the kind's recorder (source: the kind's controller, "pytorchjob-controller").
+// What differs by kind comes from the job's job::JobKind: the owner references' apiVersion and
+// kind, the resource its status is written to, the container observed, the condition reasons.
 //
 // The bookkeeping the local controller keeps in memory lives on the server here, so that a new
 // operator (after a crash, or a new leader) carries on where the last one stopped: the status in
-// the TFJob's status, each replica's job::RestartRecord as annotations, its counts on the pods and
+// the job's status, each replica's job::RestartRecord as annotations, its counts on the pods and
 // the whole record on the service of a replica that waits for its restart (replica_objects.h),
 // from which each pass resumes the replica's state machine. Before every write it asks `may_act`
 // (the leader election), and stops the pass at once when it says no.
@@ -64,9 +68,18 @@ struct ObjectBuilders {
 // kube/objects' BuildPod, BuildService and BuildPodGroup.
 ObjectBuilders KubeObjectBuilders();
 
-// The caches a pass reads and writes through; the operator's informers.
-struct JobCaches {
+// One job kind the operator runs: the kind, the cache of its jobs (an informer of the kind's
+// resource), and the recorder of its jobs' Events (source component: the kind's controller_name).
+struct OperatedKind {
+  const job::JobKind* kind = nullptr;
   Informer* jobs = nullptr;
+  EventRecorder* recorder = nullptr;
+};
+
+// The caches a pass reads and writes through; the operator's informers. The pods and services
+// caches hold the objects of every operated kind.
+struct JobCaches {
+  std::vector<OperatedKind> kinds;
   Informer* pods = nullptr;
   Informer* services = nullptr;
 };
@@ -80,11 +93,13 @@ struct SyncResult {
 class JobSync {
  public:
   JobSync(Api& api, JobCaches caches, ObjectBuilders builders, ObjectOptions options,
-          EventRecorder& recorder, std::function<Time()> clock, std::function<bool()> may_act,
+          std::function<Time()> clock, std::function<bool()> may_act,
           std::function<void(const std::string&)> log);
 
-  // One pass over the job `key` ("namespace/name"). An error means the pass could not finish (a
-  // write failed, leadership was lost): the caller requeues with back-off.
+  // One pass over the job of queue key `key` (JobQueueKey, replica_objects.h:
+  // "PyTorchJob/namespace/name"); nothing when its kind's cache no longer holds it. An error
+  // means the pass could not finish (a write failed, leadership was lost; or the key names a kind
+  // not operated): the caller requeues with back-off.
   StatusOr<SyncResult> Sync(const std::string& key);
 
  private:
@@ -94,7 +109,6 @@ class JobSync {
   JobCaches caches_;
   ObjectBuilders builders_;
   ObjectOptions options_;
-  EventRecorder& recorder_;
   std::function<Time()> clock_;
   std::function<bool()> may_act_;
   std::function<void(const std::string&)> log_;

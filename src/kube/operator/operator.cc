@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "job/tfjob.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/replica_objects.h"
 
@@ -13,34 +12,47 @@ Operator::Operator(Api& api, ObjectBuilders builders, OperatorOptions options,
     : api_(api),
       options_(std::move(options)),
       clock_(std::move(clock)),
-      queue_(clock_, options_.queue_poll),
-      recorder_(api, options_.component, options_.identity) {
+      queue_(clock_, options_.queue_poll) {
   InformerOptions informer = options_.informer;
   if (!informer.log) informer.log = options_.log;
-  const Selector owned{std::string(kOperatorNameLabel) + "=" + kOperatorName, ""};
-  jobs_ = std::make_unique<Informer>(api_, JobResource(job::TFJobKind()), options_.namespace_name,
-                                     Selector{}, informer,
-                                     [this](const nlohmann::json& object, bool deleted) {
-                                       // A deleted job's events are not aggregated any more; its
-                                       // pods go with it.
-                                       if (deleted)
-                                         recorder_.Forget(object["metadata"].value("uid", ""));
-                                       Enqueue(object, true);
-                                     });
+  JobCaches caches;
+  for (const job::JobKind* kind : options_.kinds) {
+    auto state = std::make_unique<KindState>();
+    KindState* raw = state.get();
+    state->kind = kind;
+    state->recorder =
+        std::make_unique<EventRecorder>(api_, kind->facts().controller_name, options_.identity);
+    InformerOptions kind_informer = informer;
+    kind_informer.on_list_error = [this, raw](const Status& status) {
+      return ReportMissingKind(*raw, status);
+    };
+    state->jobs = std::make_unique<Informer>(
+        api_, JobResource(*kind), options_.namespace_name, Selector{}, kind_informer,
+        [this, raw](const nlohmann::json& object, bool deleted) {
+          // A deleted job's events are not aggregated any more; its pods go with it.
+          if (deleted) raw->recorder->Forget(object["metadata"].value("uid", ""));
+          EnqueueJob(*raw->kind, object);
+        });
+    caches.kinds.push_back(OperatedKind{kind, state->jobs.get(), state->recorder.get()});
+    kinds_.push_back(std::move(state));
+  }
+  const Selector owned{OwnedObjectsSelector(options_.kinds), ""};
   pods_ = std::make_unique<Informer>(
       api_, PodResource(), options_.namespace_name, owned, informer,
-      [this](const nlohmann::json& object, bool) { Enqueue(object, false); });
+      [this](const nlohmann::json& object, bool) { EnqueueOwner(object); });
   services_ = std::make_unique<Informer>(
       api_, ServiceResource(), options_.namespace_name, owned, informer,
-      [this](const nlohmann::json& object, bool) { Enqueue(object, false); });
+      [this](const nlohmann::json& object, bool) { EnqueueOwner(object); });
+  caches.pods = pods_.get();
+  caches.services = services_.get();
   if (options_.leader_election) {
     LeaderElectionOptions election = *options_.leader_election;
     if (!election.log) election.log = options_.log;
     elector_ = std::make_unique<LeaderElector>(api_, election, clock_);
   }
   sync_ = std::make_unique<JobSync>(
-      api_, JobCaches{jobs_.get(), pods_.get(), services_.get()}, std::move(builders),
-      options_.objects, recorder_, clock_, [this] { return Acting(); }, options_.log);
+      api_, std::move(caches), std::move(builders), options_.objects, clock_,
+      [this] { return Acting(); }, options_.log);
 }
 
 Operator::~Operator() { Stop(); }
@@ -49,36 +61,94 @@ void Operator::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
 
-bool Operator::Acting() const { return !stopping_.load() && (!elector_ || elector_->IsLeader()); }
-
-bool Operator::CachesSynced() const {
-  return jobs_->HasSynced() && pods_->HasSynced() && services_->HasSynced();
+std::vector<Informer*> Operator::Informers() const {
+  std::vector<Informer*> informers;
+  for (const auto& state : kinds_) informers.push_back(state->jobs.get());
+  informers.push_back(pods_.get());
+  informers.push_back(services_.get());
+  return informers;
 }
 
-// A job's key for its own changes; for a pod or service, its controlling job's.
-void Operator::Enqueue(const nlohmann::json& object, bool is_job) {
-  const std::string key = is_job ? ObjectKey(object) : ControllerKey(object, "TFJob");
-  if (!key.empty() && key != "/") queue_.Add(key);
+bool Operator::Acting() const { return !stopping_.load() && (!elector_ || elector_->IsLeader()); }
+
+const Informer* Operator::jobs(const job::JobKind& kind) const {
+  for (const auto& state : kinds_) {
+    if (state->kind == &kind) return state->jobs.get();
+  }
+  return nullptr;
+}
+
+// The pods and services first: a pass must never miss a job's pods (it would create them again).
+// A kind's jobs need no wait: a key whose job its informer has not listed yet finds nothing and
+// does nothing, and the list queues every job it brings. So a kind whose CRD is missing holds up
+// no other kind.
+bool Operator::CachesSynced() const { return pods_->HasSynced() && services_->HasSynced(); }
+
+bool Operator::ReportMissingKind(KindState& state, const Status& status) {
+  if (status.code() != Status::Code::kNotFound) return false;
+  if (state.missing_reported.exchange(true)) return true;
+  const job::JobKind& kind = *state.kind;
+  std::string others;
+  for (const auto& other : kinds_) {
+    if (other.get() != &state) others += (others.empty() ? "" : ", ") + other->kind->name() + "s";
+  }
+  Log(kind.name() + "s are not run: the server has no " + kind.facts().plural + "." +
+      kind.facts().group + "/" + kind.facts().version +
+      " (its CustomResourceDefinition is not installed). Install it with `cohort crd " +
+      job::LowerCase(kind.name()) +
+      " | kubectl apply -f -` (or `kubectl apply -k deploy/kubernetes`), and it is picked up; or "
+      "leave the kind out with --enable-scheme." +
+      (others.empty() ? std::string() : " " + others + " run meanwhile.") + " (" +
+      status.message() + ")");
+  return true;
+}
+
+std::vector<std::string> Operator::AllJobKeys() const {
+  std::vector<std::string> keys;
+  for (const auto& state : kinds_) {
+    for (const nlohmann::json& job : state->jobs->List()) {
+      keys.push_back(JobQueueKey(*state->kind, ObjectKey(job)));
+    }
+  }
+  return keys;
+}
+
+// A job's key for its own changes.
+void Operator::EnqueueJob(const job::JobKind& kind, const nlohmann::json& object) {
+  const std::string key = ObjectKey(object);
+  if (!key.empty() && key != "/") queue_.Add(JobQueueKey(kind, key));
+}
+
+// For a pod or service, the key of the job its controller ownerReference names, of an operated
+// kind; nothing for an object no operated job controls.
+void Operator::EnqueueOwner(const nlohmann::json& object) {
+  for (const auto& state : kinds_) {
+    const std::string key = ControllerKey(object, state->kind->name());
+    if (!key.empty() && key != "/") {
+      queue_.Add(JobQueueKey(*state->kind, key));
+      return;
+    }
+  }
 }
 
 void Operator::Start() {
   if (started_) return;
   started_ = true;
-  Log("operator " + options_.identity + " starting: namespace " +
+  std::string kinds;
+  for (const auto& state : kinds_) kinds += (kinds.empty() ? "" : ", ") + state->kind->name() + "s";
+  Log("operator " + options_.identity + " starting: " + kinds + ", namespace " +
       (options_.namespace_name.empty() ? std::string("(all)") : options_.namespace_name) + ", " +
       std::to_string(options_.workers) + " worker(s)" +
       (elector_ ? ", leader election on lease " + elector_->options().lease_namespace + "/" +
                       elector_->options().lease_name
                 : std::string()));
-  for (Informer* informer : {jobs_.get(), pods_.get(), services_.get()}) {
-    threads_.emplace_back([informer] { informer->Run(); });
-  }
+  for (Informer* informer : Informers()) threads_.emplace_back([informer] { informer->Run(); });
   if (elector_) {
     threads_.emplace_back([this] {
       elector_->Run([this](bool leading) {
         if (!leading) return;
         // A new leader looks at every job once: the last one may have left work undone.
-        for (const nlohmann::json& job : jobs_->List()) queue_.Add(ObjectKey(job));
+        for (const std::string& key : AllJobKeys()) queue_.Add(key);
       });
     });
   }
@@ -101,16 +171,16 @@ void Operator::ResyncEveryPeriod() {
 }
 
 void Operator::Resync() {
-  const std::vector<nlohmann::json> jobs = jobs_->List();
+  const std::vector<std::string> keys = AllJobKeys();
   {
     std::lock_guard<std::mutex> lock(resync_mutex_);
     resync_unsynced_.clear();
-    for (const nlohmann::json& job : jobs) resync_unsynced_.insert(ObjectKey(job));
+    for (const std::string& key : keys) resync_unsynced_.insert(key);
     resync_size_ = resync_unsynced_.size();
     resync_start_ = std::chrono::steady_clock::now();
   }
   Log("resync: " + std::to_string(resync_size_) + " jobs queued");
-  for (const nlohmann::json& job : jobs) queue_.Add(ObjectKey(job));
+  for (const std::string& key : keys) queue_.Add(key);
 }
 
 // Called after each pass (done or failed): the last key of a resync to be synced ends it.
@@ -165,7 +235,7 @@ void Operator::Stop() {
     resync_stop_.notify_all();
   }
   if (elector_) elector_->Stop();
-  for (Informer* informer : {jobs_.get(), pods_.get(), services_.get()}) informer->Stop();
+  for (Informer* informer : Informers()) informer->Stop();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
   if (elector_) {

@@ -1,10 +1,13 @@
-// Operator: `cohort operator`, a long-running controller that runs TFJobs on Kubernetes with the
-// same pure reconciler as the local executor (job::Reconcile), built the way Kubeflow's
-// JobController is:
+// Operator: `cohort operator`, a long-running controller that runs jobs of every enabled kind
+// (TFJob, PyTorchJob: OperatorOptions::kinds) on Kubernetes with the same pure reconciler as the
+// local executor (job::Reconcile), built the way Kubeflow's training operator is:
 //
-//   informers (list + watch of TFJobs, and of the pods and services with the operator's label)
-//     -> a work queue of job keys (de-duplicated; requeued at the reconciler's requeue time, or
-//        with back-off after a failed pass)
+//   informers (list + watch: one of each kind's jobs, and one each of the pods and services
+//              labelled with an enabled kind's controller as operator-name)
+//     -> a work queue of job keys that carry the kind ("PyTorchJob/ns/name", JobQueueKey), so a
+//        TFJob and a PyTorchJob of one name never share a key; a pod or service is queued as the
+//        job its controller ownerReference names, by that reference's kind (de-duplicated;
+//        requeued at the reconciler's requeue time, or with back-off after a failed pass)
 //     -> workers, each running one JobSync pass (job_sync.h) per key, one worker per key at once
 //   and, with leader election, a Lease (leader_election.h): only the leader's workers act; the
 //   others keep their caches warm and take over when the Lease expires or is released.
@@ -18,6 +21,11 @@
 //   op.Start();                 // threads: informers, elector, workers
 //   ...                         // until SIGTERM
 //   op.Stop();                  // joins them and releases the Lease
+//
+// A kind whose CustomResourceDefinition the server does not have (its list answers 404) is
+// reported once in the log, naming the CRD and how to install it or leave the kind out, and its
+// informer keeps listing quietly, so the kind runs once the CRD is installed; the other kinds run
+// meanwhile.
 //
 // Everything it knows of a job is on the server (status, restart counts, pods), so a new operator
 // carries on where the last stopped. Everything goes through kube::Api.
@@ -36,6 +44,7 @@
 #include <vector>
 
 #include "base/time.h"
+#include "job/job_kind.h"
 #include "kube/client/api.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/event_recorder.h"
@@ -47,11 +56,13 @@
 namespace cohort::kube {
 
 struct OperatorOptions {
-  std::string namespace_name;             // "" watches every namespace
-  int workers = 1;                        // jobs synced at once (1 to 64)
-  ObjectOptions objects;                  // cluster domain, gang scheduler
-  std::string component = kOperatorName;  // the Events' source component
-  std::string identity;                   // reportingInstance, and the Lease holder
+  std::string namespace_name;  // "" watches every namespace
+  int workers = 1;             // jobs synced at once (1 to 64)
+  ObjectOptions objects;       // cluster domain, gang scheduler
+  // The kinds run (`--enable-scheme`), each with an informer of its own; the Events of a kind's
+  // jobs have the kind's controller_name as their source component.
+  std::vector<const job::JobKind*> kinds = job::KindRegistry::Default().kinds();
+  std::string identity;  // reportingInstance, and the Lease holder
   InformerOptions informer;
   // How often an idle worker looks at the clock again (bounds requeue lateness under a fake clock).
   std::chrono::milliseconds queue_poll{1000};
@@ -77,10 +88,27 @@ class Operator {
   // Queues every job in the cache once, what the resync period does; logged as above.
   void Resync();
   int Syncs() const { return syncs_.load(); }
-  const Informer& jobs() const { return *jobs_; }
+  // The informer of `kind`'s jobs; nullptr when the operator does not run that kind.
+  const Informer* jobs(const job::JobKind& kind) const;
 
  private:
-  void Enqueue(const nlohmann::json& object, bool is_job);
+  // One enabled kind: its jobs' informer and its Events' recorder.
+  struct KindState {
+    const job::JobKind* kind = nullptr;
+    std::unique_ptr<Informer> jobs;
+    std::unique_ptr<EventRecorder> recorder;
+    std::atomic<bool> missing_reported{false};  // its CRD's absence is logged once
+  };
+
+  // Whether `status`, a failed list of `state`'s jobs, says that the kind's CRD is missing; if
+  // so, logs it (once) and returns true.
+  bool ReportMissingKind(KindState& state, const Status& status);
+  // The queue keys of every cached job of every kind.
+  std::vector<std::string> AllJobKeys() const;
+  // Every informer: each kind's jobs', then the pods' and the services'.
+  std::vector<Informer*> Informers() const;
+  void EnqueueJob(const job::JobKind& kind, const nlohmann::json& object);
+  void EnqueueOwner(const nlohmann::json& object);
   void Work();
   bool CachesSynced() const;
   void ResyncEveryPeriod();
@@ -91,8 +119,7 @@ class Operator {
   const OperatorOptions options_;
   const std::function<Time()> clock_;
   WorkQueue queue_;
-  EventRecorder recorder_;
-  std::unique_ptr<Informer> jobs_;
+  std::vector<std::unique_ptr<KindState>> kinds_;
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
   std::unique_ptr<LeaderElector> elector_;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -66,6 +67,21 @@ StatusOr<OperatorOptions> MakeOperatorOptions(
                                    "\": not a scheduler name (volcano, scheduler-plugins...)");
   }
   OperatorOptions options;
+  if (!flags.enabled_kinds.empty()) {
+    const job::KindRegistry& registry = job::KindRegistry::Default();
+    options.kinds.clear();
+    for (const std::string& name : flags.enabled_kinds) {
+      const job::JobKind* kind = registry.FindByUserName(name);
+      if (kind == nullptr) {
+        return Status::InvalidArgument("--enable-scheme \"" + name +
+                                       "\": not a job kind Cohort runs (" +
+                                       job::LowerCase(registry.Names(", ")) + ")");
+      }
+      if (std::find(options.kinds.begin(), options.kinds.end(), kind) == options.kinds.end()) {
+        options.kinds.push_back(kind);
+      }
+    }
+  }
   options.namespace_name = flags.namespace_name;
   options.workers = flags.workers;
   options.resync_period = std::chrono::seconds(flags.resync_period_seconds);

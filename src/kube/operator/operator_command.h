@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "kube/operator/operator.h"
@@ -31,9 +32,14 @@ struct OperatorFlags {
   std::string gang_scheduler;                  // --gang-scheduler: "", volcano, or a name
   int workers = 1;                             // --workers: 1 to 64
   int resync_period_seconds = 0;               // --resync-period: 0 (off) to 604800 (a week)
+  // --enable-scheme, as Kubeflow's training operator names it, once per kind: the kinds run, by
+  // kind or plural in any case ("tfjob", "PyTorchJob", "pytorchjobs"); none given: every kind
+  // of job::KindRegistry::Default().
+  std::vector<std::string> enabled_kinds;
 };
 
-// InvalidArgument naming the flag when a value is out of range or not a valid name.
+// InvalidArgument naming the flag when a value is out of range, not a valid name, or (for
+// --enable-scheme) not a kind Cohort runs.
 StatusOr<OperatorOptions> MakeOperatorOptions(
     const OperatorFlags& flags, const std::function<std::string(const std::string&)>& environment);
 

@@ -1,6 +1,7 @@
 #include "kube/operator/replica_objects.h"
 
 #include <algorithm>
+#include <set>
 
 #include "cluster/peer_report.h"
 
@@ -68,6 +69,27 @@ std::string ObjectKey(const std::string& namespace_name, const std::string& name
 std::string ObjectKey(const nlohmann::json& object) {
   const nlohmann::json& metadata = Field(object, "metadata");
   return ObjectKey(StringField(metadata, "namespace"), StringField(metadata, "name"));
+}
+
+std::string OwnedObjectsSelector(const std::vector<const job::JobKind*>& kinds) {
+  std::set<std::string> controllers;
+  for (const job::JobKind* kind : kinds) controllers.insert(kind->facts().controller_name);
+  if (controllers.size() == 1) return std::string(kOperatorNameLabel) + "=" + *controllers.begin();
+  std::string values;
+  for (const std::string& controller : controllers) {
+    values += (values.empty() ? "" : ",") + controller;
+  }
+  return std::string(kOperatorNameLabel) + " in (" + values + ")";
+}
+
+std::string JobQueueKey(const job::JobKind& kind, const std::string& object_key) {
+  return kind.name() + "/" + object_key;
+}
+
+std::optional<JobQueueKeyParts> ParseJobQueueKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos || slash == 0) return std::nullopt;
+  return JobQueueKeyParts{key.substr(0, slash), key.substr(slash + 1)};
 }
 
 std::string ControllerUid(const nlohmann::json& object, const std::string& owner_kind) {

@@ -2,15 +2,16 @@
 // to, and what a pod says about its replica (job::ObservedReplica).
 //
 // Objects are matched to a job the way Kubeflow's operator does, by the operator's labels and by
-// ownership: an object belongs to a TFJob only when its controller ownerReference carries the
-// job's uid, so a pod that merely has the right labels (left over from an earlier job of the same
-// name, or made by hand) is never adopted.
+// ownership: an object belongs to a job only when its controller ownerReference is of the job's
+// kind and carries the job's uid, so a pod that merely has the right labels (left over from an
+// earlier job of the same name, or made by hand) is never adopted.
 //
 // A pod becomes an ObservedReplica:
 //   phase      Pending -> kPending; Running -> kRunning while the job's container runs, kPending
 //              while the kubelet waits to restart it in place (CrashLoopBackOff); Succeeded ->
 //              kSucceeded; Failed -> kFailed; Unknown -> kPending.
-//   exit_code  the job's container's (`tensorflow`) state.terminated.exitCode; a container killed
+//   exit_code  the job's container's (the kind's: `tensorflow`, `pytorch`)
+//   state.terminated.exitCode; a container killed
 //              by signal N with no exit code reads 128 + N; a failed pod whose container never
 //              terminated (evicted, node lost) or reports 0 (a sidecar failed the pod) reads 255,
 //              which the ExitCode policy retries.
@@ -32,20 +33,23 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/time.h"
 #include "job/common_types.h"
+#include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/restart_state_machine.h"
 
 namespace cohort::kube {
 
-// The labels Kubeflow's operator puts on every pod and service of a job.
+// The labels Kubeflow's operator puts on every pod and service of a job. The operator-name label's
+// value is the job kind's controller (job::KindFacts::controller_name: "tfjob-controller",
+// "pytorchjob-controller").
 inline constexpr const char* kOperatorNameLabel = "training.kubeflow.org/operator-name";
 inline constexpr const char* kJobNameLabel = "training.kubeflow.org/job-name";
 inline constexpr const char* kReplicaTypeLabel = "training.kubeflow.org/replica-type";
 inline constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
-inline constexpr const char* kOperatorName = "tfjob-controller";
 
 // Cohort's own bookkeeping of re-creation restarts: each replica's job::RestartRecord
 // (job/restart_state_machine.h), kept on the objects so that an operator that restarts loses
@@ -79,6 +83,23 @@ std::string ControllerUid(const nlohmann::json& object, const std::string& owner
 // The key of the job that controls `object` ("" when no controller of that kind).
 std::string ControllerKey(const nlohmann::json& object, const std::string& owner_kind);
 
+// The label selector of the pods and services the operator of `kinds` owns:
+// "training.kubeflow.org/operator-name=tfjob-controller" for one kind, and for several
+// "training.kubeflow.org/operator-name in (pytorchjob-controller,tfjob-controller)".
+std::string OwnedObjectsSelector(const std::vector<const job::JobKind*>& kinds);
+
+// The work queue's key of a job: "<Kind>/<namespace>/<name>" ("PyTorchJob/default/mnist"), so that
+// a TFJob and a PyTorchJob of one name in one namespace are two keys, never one. `object_key` is
+// ObjectKey's "namespace/name"; a kind's name holds no "/".
+std::string JobQueueKey(const job::JobKind& kind, const std::string& object_key);
+// What a queue key names: the kind's name ("PyTorchJob") and "namespace/name". nullopt when `key`
+// has no kind before its first "/".
+struct JobQueueKeyParts {
+  std::string kind;
+  std::string object_key;
+};
+std::optional<JobQueueKeyParts> ParseJobQueueKey(const std::string& key);
+
 // A replica of `job`: its canonical type and index, from the object's labels. nullopt when the
 // labels are missing, malformed or name a type the job does not have.
 struct ReplicaRef {
@@ -90,7 +111,7 @@ struct ReplicaRef {
 };
 std::optional<ReplicaRef> ReplicaOf(const job::Job& job, const nlohmann::json& object);
 
-// What `pod` says about its replica; `container_name` is the job kind's container (tensorflow),
+// What `pod` says about its replica; `container_name` is the job kind's container (pytorch...),
 // the first container when none has that name.
 job::ObservedReplica ObservePod(const nlohmann::json& pod, const ReplicaRef& replica,
                                 const std::string& container_name);
