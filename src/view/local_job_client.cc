@@ -1,5 +1,6 @@
 #include "view/local_job_client.h"
 
+#include "base/names.h"
 #include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
@@ -33,6 +34,11 @@ std::string ResourceName(const exec::JobStateStore& store, const exec::JobKey& k
 
 StatusOr<std::vector<exec::JobKey>> LocalJobClient::Lookup(exec::LocalJobs& jobs,
                                                            const JobQuery& query) {
+  if (!query.all_namespaces)
+    COHORT_RETURN_IF_ERROR(CheckName(query.namespace_name, "namespace", ""));
+  for (const std::string& name : query.names) {
+    COHORT_RETURN_IF_ERROR(CheckName(name, "job name", ""));
+  }
   if (!query.names.empty()) {
     std::vector<exec::JobKey> keys;
     for (const std::string& name : query.names) {
@@ -82,6 +88,10 @@ StatusOr<PodList> LocalJobClient::GetPods(const JobQuery& query,
       pods->insert(pods->end(), of_job.begin(), of_job.end());
     }
   } else {
+    COHORT_RETURN_IF_ERROR(CheckName(query.namespace_name, "namespace", ""));
+    for (const std::string& name : pod_names) {
+      COHORT_RETURN_IF_ERROR(CheckName(name, "pod name", ""));
+    }
     jobs.local->Tidy(jobs.local->store().ListJobs(query.namespace_name));
     for (const std::string& name : pod_names) {
       StatusOr<PodRef> pod = FindPod(*jobs.store, query.namespace_name, name);
@@ -151,6 +161,7 @@ StatusOr<Created> LocalJobClient::Apply(const CreateRequest& request) {
 }
 
 StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
   exec::LocalJobs jobs(options_.home);
   if (!jobs.store().Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
   const std::string resource = ResourceName(jobs.store(), key);
@@ -159,6 +170,7 @@ StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key) {
 }
 
 StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key, bool suspended) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
   exec::LocalJobs jobs(options_.home);
   const std::string resource = ResourceName(jobs.store(), key);
   StatusOr<job::JobStatus> current = jobs.store().ReadStatus(key);
@@ -173,6 +185,7 @@ StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key, bool
 
 StatusOr<job::JobStatus> LocalJobClient::Wait(const exec::JobKey& key,
                                               std::chrono::milliseconds timeout) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
   exec::LocalJobs jobs(options_.home);
   return jobs.Wait(key, static_cast<double>(timeout.count()) / 1000);
 }
@@ -181,6 +194,11 @@ Status LocalJobClient::Logs(const std::string& namespace_name, const LogRequest&
                             const LogSink& sink) {
   exec::LocalJobs jobs(options_.home);
   exec::JobKey key{namespace_name, request.name};
+  COHORT_RETURN_IF_ERROR(CheckName(namespace_name, "namespace", ""));
+  COHORT_RETURN_IF_ERROR(CheckName(request.name, "job or pod name", ""));
+  if (!request.replica.empty()) {
+    COHORT_RETURN_IF_ERROR(CheckName(request.replica, "replica", "--replica"));
+  }
   std::string replica = request.replica;
   bool is_pod = false;  // a pod's log is its replica's last run, as kubectl's current container
   if (!jobs.store().Exists(key)) {
