@@ -187,8 +187,7 @@ TEST_F(StoreTest, NamesFromFlagsAndArgumentsAreCheckedBeforeTheyTouchAPath) {
     EXPECT_THAT(result.output, HasSubstr("invalid job")) << command[0];
   }
   // With a slash, kubectl's TYPE/NAME form reads the part before it as a resource type.
-  for (const std::vector<std::string>& command :
-       std::vector<std::vector<std::string>>{
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
            {"delete", "../named"}, {"get", "../../x"}, {"describe", "a/b"}}) {
     CommandResult result = sandbox_.Cohort(command);
     EXPECT_EQ(result.exit_code, 2) << command[0] << ": " << result.output;
