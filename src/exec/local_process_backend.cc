@@ -35,6 +35,11 @@ void WakeUp() {
 
 void OnChildExit(int) { WakeUp(); }
 
+// How much of an exited run's pipe is moved into its log at once: all that the pipe held when it
+// exited (at most 1 MiB), with room to spare; bounded, since a leftover process that still
+// writes (until EndLeftovers ends it) must not keep the supervisor pumping for ever.
+constexpr size_t kDrainBytes = size_t{4} << 20;
+
 // argv as a person would type it: words with spaces or quotes in single quotes.
 std::string QuotedCommand(const std::vector<std::string>& argv) {
   std::string text;
@@ -119,7 +124,7 @@ void LocalProcessBackend::Pump(Process& process, size_t budget) {
 }
 
 void LocalProcessBackend::Retire(Process& process) {
-  Pump(process, SIZE_MAX);
+  Pump(process, kDrainBytes);
   if (process.output_fd >= 0) close(process.output_fd);
   process.output_fd = -1;
 }
@@ -249,7 +254,7 @@ void LocalProcessBackend::ReapExited(Time now) {
       process.pid = -1;
       process.signal = signal;
       // What it wrote before it exited is in the pipe: into the log before its tail is read.
-      Pump(process, SIZE_MAX);
+      Pump(process, kDrainBytes);
       if (process.kill_at && !process.keep_exit) {  // stopped: like a deleted pod, absent now
         Retire(process);
         it = processes_.erase(it);

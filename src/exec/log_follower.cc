@@ -1,5 +1,7 @@
 #include "exec/log_follower.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -34,7 +36,15 @@ void LogFollower::Poll(const std::function<void(const std::string&, const std::s
     if (!file.ok()) continue;
     uint64_t& offset = offsets_[replica];
     uint64_t size = file->Size();
-    if (size < offset) offset = 0;  // replaced by a new file (rotated): read it from its start
+    // A new file (rotated, replica_log.h) is read from its start, whether or not it has grown
+    // past where the old one was left.
+    struct stat info {};
+    if (stat(path.c_str(), &info) == 0) {
+      ino_t& inode = inodes_[replica];
+      if (inode != 0 && inode != info.st_ino) offset = 0;
+      inode = info.st_ino;
+    }
+    if (size < offset) offset = 0;
     if (bytes_per_second_ > 0 && size > offset) {
       Budget& budget = budgets_[replica];
       const auto now = std::chrono::steady_clock::now();

@@ -9,6 +9,8 @@
 // replica_log.h): it is read again from its start.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -48,6 +50,7 @@ class LogFollower {
   std::filesystem::path logs_directory_;
   std::string replica_;
   std::map<std::string, uint64_t> offsets_;  // replica -> bytes already delivered
+  std::map<std::string, ino_t> inodes_;      // replica -> the file those bytes were in
   uint64_t bytes_per_second_ = 0;
   std::map<std::string, Budget> budgets_;
 };

@@ -197,6 +197,62 @@ TEST_F(StoreTest, NamesFromFlagsAndArgumentsAreCheckedBeforeTheyTouchAPath) {
   EXPECT_FALSE(std::filesystem::exists(sandbox_.home() / "jobs" / "x"));
 }
 
+// The issue's probe: a replica that wrote 1 GiB kept all of it under $COHORT_HOME, and `cohort run`
+// copied all of it to the terminal. Here a replica writes about 2 MB with a 64 KiB log bound and
+// a 64 KiB/s terminal rate: the log is rotated (its start kept), the terminal gets a note of what
+// was skipped and the last line, and `logs` reads the current file.
+TEST_F(StoreTest, AChattyReplicaIsRotatedOnDiskAndRateLimitedOnTheTerminal) {
+  const std::string manifest = R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: chatty}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: cohort/none
+              command: ["sh", "-c", "echo first line; seq 1 300000; echo last line"]
+)";
+  const std::string file = sandbox_.WriteFile("chatty.yaml", manifest).string();
+  CommandResult run = RunCommand(
+      "cd " + ShellQuote(sandbox_.root().string()) +
+      " && COHORT_HOME=" + ShellQuote(sandbox_.home().string()) +
+      " COHORT_LOG_MAX_BYTES=64K COHORT_LOG_MAX_FILES=2 COHORT_RUN_OUTPUT_BYTES_PER_SECOND=65536"
+      " timeout 120 " COHORT_BINARY_DIR "/apps/cohort/cohort run " +
+      ShellQuote(file) + " 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.output.substr(0, 2000);
+  EXPECT_THAT(run.output, HasSubstr("[worker-0] [cohort: skipped "));
+  EXPECT_THAT(run.output, HasSubstr("bytes/s; all of it is in "));
+  EXPECT_THAT(run.output, HasSubstr("[worker-0] last line"));
+  EXPECT_LT(run.output.size(), 1000000u);
+
+  const std::filesystem::path logs = JobDirectory("chatty") / "logs";
+  EXPECT_EQ(ReadText(logs / "worker-0.log.start").substr(0, 13), "first line\n1\n");
+  uint64_t total = 0;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(logs)) {
+    EXPECT_LE(entry.file_size(), 64u * 1024) << entry.path();
+    total += entry.file_size();
+    ++files;
+  }
+  EXPECT_EQ(files, 4);  // .log, .log.start, .log.1, .log.2
+  EXPECT_LE(total, 4u * 64 * 1024);
+  CommandResult tail = sandbox_.Cohort({"logs", "chatty", "--tail", "2"});
+  EXPECT_EQ(tail.exit_code, 0) << tail.output;
+  EXPECT_EQ(tail.output, "[worker-0] 300000\n[worker-0] last line\n");
+  // A bad bound is refused before the job exists.
+  CommandResult refused =
+      RunCommand("COHORT_HOME=" + ShellQuote(sandbox_.home().string()) +
+                 " COHORT_LOG_MAX_BYTES=12 " COHORT_BINARY_DIR "/apps/cohort/cohort submit " +
+                 ShellQuote(file) + " -n other 2>&1");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("COHORT_LOG_MAX_BYTES=\"12\": must be a size"));
+}
+
 // The issue's probe: a child a replica starts with setsid (its own session and process group)
 // and without COHORT_JOB_SECRET outlived a Succeeded job, and outlived `delete`.
 class LeftoverTest : public StoreTest {
