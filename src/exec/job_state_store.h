@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/names.h"
 #include "base/status.h"
 #include "base/time.h"
 #include "exec/supervisor_lock.h"
@@ -31,6 +32,13 @@ struct JobKey {
   std::string name;
   std::string ToString() const { return namespace_name + "/" + name; }
 };
+
+// OK when both parts of `key` are DNS-1123 labels (base/names.h), so that the key names a
+// directory of its own under $COHORT_HOME and nothing else; InvalidArgument naming the bad part.
+inline Status CheckJobKey(const JobKey& key) {
+  COHORT_RETURN_IF_ERROR(CheckName(key.namespace_name, "namespace", ""));
+  return CheckName(key.name, "job name", "");
+}
 
 // How many of a finished run's last lines the replica table keeps.
 inline constexpr size_t kKeptLogLines = 10;
@@ -96,9 +104,16 @@ class JobStateStore {
   virtual StatusOr<std::map<std::string, int>> ReadEndpoints(const JobKey& key) const = 0;
 
   virtual Status WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) = 0;
-  virtual std::vector<ReplicaRow> ReadReplicas(const JobKey& key) const = 0;  // empty if none
+  // Empty if none, or if the table cannot be read (Health says why).
+  virtual std::vector<ReplicaRow> ReadReplicas(const JobKey& key) const = 0;
   // Where a replica's log is kept, as `cohort describe` names it.
   virtual std::string LogLocation(const JobKey& key, const std::string& replica) const = 0;
+
+  // OK when every part of the job's state can be read back; otherwise the first problem, naming
+  // the job and the file ("job default/a is broken: replicas.json: [0].name: must be a string"),
+  // so that a reader shows that one job as broken and serves the others. A store that cannot be
+  // corrupted (in memory) keeps the default.
+  virtual Status Health(const JobKey& key) const { return Status::OK(); }
 };
 
 }  // namespace cohort::exec

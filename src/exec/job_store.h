@@ -10,10 +10,19 @@
 //     supervisor.lock    held (flock) by the live supervisor; free once it is gone
 //     supervisor.pid
 //     supervisor.log     a detached supervisor's output
-//     logs/<type>-<index>.log
+//     logs/<type>-<index>.log          the replica's output (its current file), written by the
+//                                      supervisor; .log.start, .log.1 ... once rotated
+//                                      (replica_log.h)
 //     termination/<type>-<index>.termination-log
 //     summaries/<type>-<index>/   the replica's TensorBoard runs, or links to them
 //                         (COHORT_SUMMARY_DIR, cluster/summary_location.h)
+//
+// Every file is checked as it is read (its JSON and the type of every field), so a corrupt
+// file is a per-job error (Health, IOError "job NS/NAME is broken: FILE: WHAT") and never an
+// exception, whichever command reads it; the other jobs are still listed and served. A job whose
+// spec.json is missing or unreadable but whose other state is there (status.json, endpoints.json
+// or secret, which are written only after the spec) is still listed, as broken, and can be
+// deleted.
 //
 // There is no daemon: every command reads these files. Writes that others read whole (status,
 // spec) go to a temporary file that is renamed into place, so a kill -9 at any moment leaves the
@@ -38,6 +47,10 @@ namespace cohort::exec {
 
 // The folder of a job's directory that holds each replica's summaries directory.
 inline constexpr char kSummariesDirectoryName[] = "summaries";
+
+// The replica table as replicas.json holds it, checked field by field: InvalidArgument naming
+// the first field that is not what it must be ("[0].name: must be a string"). Never throws.
+StatusOr<std::vector<ReplicaRow>> ReplicaTableFromJson(const nlohmann::json& table);
 
 // $COHORT_HOME, else ~/.cohort.
 std::filesystem::path DefaultCohortHome();
@@ -79,6 +92,9 @@ class JobStore : public JobStateStore {
   Status WriteReplicas(const JobKey& key, const std::vector<ReplicaRow>& rows) override;
   std::vector<ReplicaRow> ReadReplicas(const JobKey& key) const override;
   std::string LogLocation(const JobKey& key, const std::string& replica) const override;
+  Status Health(const JobKey& key) const override;
+  // The replica table, or IOError naming the job and what is wrong with replicas.json.
+  StatusOr<std::vector<ReplicaRow>> ReadReplicaTable(const JobKey& key) const;
 
   // The job secret (local jobs only): written once at creation, read by the supervisor.
   Status WriteSecret(const JobKey& key, const std::string& secret);

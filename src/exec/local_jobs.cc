@@ -1,10 +1,12 @@
 #include "exec/local_jobs.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -96,6 +98,9 @@ StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& imag
     return Status::InvalidArgument(mapped.message());
   }
   // A broken config is reported before the job exists, not by its supervisor.
+  if (StatusOr<LogRotation> rotation = LogRotation::FromEnvironment(); !rotation.ok()) {
+    return rotation.status();
+  }
   if (StatusOr<std::vector<job::LogPolicy>> policies = LoadConfigLogPolicies(); !policies.ok()) {
     return policies.status();
   }
@@ -116,6 +121,14 @@ StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& imag
     return written;
   }
   return created;
+}
+
+uint64_t RunOutputBytesPerSecond() {
+  const char* text = std::getenv("COHORT_RUN_OUTPUT_BYTES_PER_SECOND");
+  if (text == nullptr || *text == '\0') return kDefaultRunOutputBytesPerSecond;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  return end != nullptr && *end == '\0' ? value : kDefaultRunOutputBytesPerSecond;
 }
 
 StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& images,
@@ -141,11 +154,23 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
   options.ports = std::move(*ports);
   options.secret = std::move(*secret);
   options.images = images;
+  StatusOr<LogRotation> rotation = LogRotation::FromEnvironment();
+  if (!rotation.ok()) return rotation.status();
+  options.log_rotation = *rotation;
   options.on_process_started = [&watchdog](pid_t group) { watchdog.Watch(group); };
+  // What a replica leaves running when it exits (a setsid child, a daemon, with or without the
+  // job's environment) is handed to this process, which ends it (process.h).
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    return Status::Unavailable("cannot make the supervisor of " + key.ToString() +
+                               " a child subreaper: " + ErrnoMessage(errno));
+  }
+  options.end_leftovers = true;
+  options.is_helper = [&watchdog](pid_t child) { return child == watchdog.pid(); };
   StatusOr<std::unique_ptr<LocalProcessBackend>> backend =
       LocalProcessBackend::Create(std::move(options));
   if (!backend.ok()) return backend.status();
   LogFollower follower(store_.JobDirectory(key) / "logs");
+  follower.LimitRate(RunOutputBytesPerSecond());
   if (on_log_line) {
     observer.on_tick = [&follower, &on_log_line, on_tick = std::move(observer.on_tick)] {
       follower.Poll(on_log_line);
@@ -169,6 +194,8 @@ StatusOr<job::JobStatus> LocalJobs::Supervise(CreatedJob job, const ImageMap& im
   Status watching = watchdog.Start(store_, key, job.lock.fd());
   StatusOr<job::JobStatus> final_status =
       watching.ok() ? controller.Run() : StatusOr<job::JobStatus>(watching);
+  // Whatever the last replicas left is ended before the job is reported finished.
+  (*backend)->EndLeftovers();
   watchdog.Dismiss();
   stopped_by_signals.store(nullptr);
   for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) signal(signal_number, SIG_DFL);
@@ -343,11 +370,36 @@ Status LocalJobs::SetSuspended(const JobKey& key, bool suspended) {
 StatusOr<job::JobStatus> LocalJobs::Wait(const JobKey& key, double timeout_seconds) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  // When status.json first failed to read back in a row of failures, if it did.
+  std::optional<std::chrono::steady_clock::time_point> unreadable_since;
   while (true) {
     if (!store_.Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
     RecoverIfSupervisorLost(store_, key);
     StatusOr<job::JobStatus> status = store_.ReadStatus(key);
-    if (!status.ok()) return status.status();
+    if (!status.ok()) {
+      // Whoever rewrites the file (the supervisor, a command marking the job) may leave it
+      // unreadable for a moment (a file system that is not POSIX about rename, a hand edit): only
+      // a file that stays unreadable is an answer.
+      const auto now = std::chrono::steady_clock::now();
+      if (!unreadable_since) unreadable_since = now;
+      if (now - *unreadable_since >= kUnreadableStatusPatience) {
+        return status.status().WithContext(
+            "waiting for job " + key.ToString() + ": its status stayed unreadable for " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(kUnreadableStatusPatience)
+                    .count()) +
+            " s");
+      }
+      if (now >= deadline) {
+        return Status::DeadlineExceeded(
+            "timed out after " + std::to_string(static_cast<int64_t>(timeout_seconds)) +
+            " s waiting for job " + key.ToString() +
+            " to finish (its status unreadable: " + status.status().message() + ")");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    unreadable_since.reset();
     if (job::IsFinished(*status)) return status;
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::DeadlineExceeded("timed out after " +
@@ -372,29 +424,48 @@ Status LocalJobs::ReadLogs(const JobKey& key, const std::string& replica, bool f
                            const LogLineCallback& on_line, const std::function<void()>& on_wait,
                            const LogSelection& selection) {
   std::filesystem::path logs_directory = store_.JobDirectory(key) / "logs";
-  LogFollower follower(logs_directory, replica);
-  std::vector<LogLine> written;
-  auto collect = [&](const std::string& from, const std::string& line) {
-    written.push_back({from, line});
-  };
-  follower.Poll(collect);
-  bool following = follow && !selection.previous;
-  if (!following) follower.Poll(collect, /*flush_partial=*/true);
-  if (!selection.Everything()) {
-    std::map<std::string, Time> last_written;
+  std::vector<std::string> replicas;
+  if (!replica.empty()) {
+    replicas.push_back(replica);
+  } else {
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(logs_directory, error)) {
-      struct stat info {};
-      if (stat(entry.path().c_str(), &info) == 0) {
-        last_written[entry.path().stem().string()] = Clock::from_time_t(info.st_mtime);
-      }
+      if (entry.path().extension() == ".log") replicas.push_back(entry.path().stem().string());
     }
-    StatusOr<std::vector<LogLine>> selected =
-        SelectLogLines(written, selection, last_written, Clock::now());
-    if (!selected.ok()) return selected.status();
-    written = std::move(*selected);
+    std::sort(replicas.begin(), replicas.end());
   }
-  for (const LogLine& line : written) on_line(line.replica, line.text);
+  // Every replica's span is chosen before anything is printed, so that an error (no previous
+  // run) comes alone. Each file is read from where its span begins, in bounded pieces.
+  const bool following = follow && !selection.previous;
+  struct Selected {
+    std::string replica;
+    FileReader file;
+    LogSpan span;
+  };
+  std::vector<Selected> selected;
+  const Time now = Clock::now();
+  for (const std::string& name : replicas) {
+    const std::filesystem::path path = logs_directory / (name + ".log");
+    StatusOr<FileReader> file = FileReader::Open(path);
+    if (file.status().code() == Status::Code::kNotFound) continue;
+    if (!file.ok()) return file.status();
+    struct stat info {};
+    const Time last_written =
+        stat(path.c_str(), &info) == 0 ? Clock::from_time_t(info.st_mtime) : now;
+    StatusOr<LogSpan> span = SelectLogSpan(*file, name, selection, last_written, now);
+    if (!span.ok()) return span.status();
+    selected.push_back(Selected{name, std::move(*file), *span});
+  }
+  LogFollower follower(logs_directory, replica);
+  for (const Selected& part : selected) {
+    StatusOr<uint64_t> delivered =
+        StreamLogLines(part.file, part.span, /*flush_partial=*/!following,
+                       [&](std::string_view line) { on_line(part.replica, std::string(line)); });
+    if (!delivered.ok()) return delivered.status();
+    // Following goes on after the last whole line printed (or, for a selection of nothing, from
+    // where the file ended when it was opened).
+    follower.StartAt(part.replica, *delivered);
+  }
   if (!following) return Status::OK();
   // Following ends when the job's supervisor is gone: nothing will be written any more.
   while (IsLive(key)) {

@@ -42,6 +42,15 @@ struct CreatedJob {
   SupervisorLock lock;  // held since before the job was visible; passed on to its supervisor
 };
 
+// How much of each replica's output per second `cohort run` copies to the terminal unless
+// $COHORT_RUN_OUTPUT_BYTES_PER_SECOND says otherwise (0: all of it); what a replica writes
+// faster is skipped with a note (LogFollower::LimitRate), and stays whole in its log file.
+inline constexpr uint64_t kDefaultRunOutputBytesPerSecond = uint64_t{1} << 20;
+uint64_t RunOutputBytesPerSecond();
+
+// How long Wait keeps reading a job's status that does not read back before it gives up.
+inline constexpr std::chrono::seconds kUnreadableStatusPatience{5};
+
 class LocalJobs {
  public:
   explicit LocalJobs(std::filesystem::path home) : store_(std::move(home)) {}
@@ -67,8 +76,8 @@ class LocalJobs {
   // left; returns its final status. SIGINT, SIGTERM and SIGHUP stop the job meanwhile (marked
   // Failed, replicas stopped; a second signal kills them at once). With `on_log_line`, every line
   // the replicas write is passed on as it comes (`cohort run` prints them), before the
-  // observer's on_tick. FailedPrecondition when the lock is not held or the job has already
-  // finished.
+  // observer's on_tick, at most RunOutputBytesPerSecond() of each replica's (the rest skipped
+  // with a note). FailedPrecondition when the lock is not held or the job has already finished.
   StatusOr<job::JobStatus> Supervise(CreatedJob job, const ImageMap& images,
                                      ControllerObserver observer = {},
                                      const LogLineCallback& on_log_line = nullptr);
@@ -109,7 +118,9 @@ class LocalJobs {
   Status SetSuspended(const JobKey& key, bool suspended);
 
   // Waits until the job has finished and returns its status. DeadlineExceeded after
-  // `timeout_seconds`, NotFound when the job is not (or no longer) there.
+  // `timeout_seconds`, NotFound when the job is not (or no longer) there. A status that cannot
+  // be read is read again until it can; only one unreadable for kUnreadableStatusPatience in a
+  // row ends the wait, with the store's error naming the file.
   StatusOr<job::JobStatus> Wait(const JobKey& key, double timeout_seconds);
 
   // InvalidArgument (naming the replicas there are) when the job has no replica `replica`.

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -32,6 +34,11 @@ void WakeUp() {
 }
 
 void OnChildExit(int) { WakeUp(); }
+
+// How much of an exited run's pipe is moved into its log at once: all that the pipe held when it
+// exited (at most 1 MiB), with room to spare; bounded, since a leftover process that still
+// writes (until EndLeftovers ends it) must not keep the supervisor pumping for ever.
+constexpr size_t kDrainBytes = size_t{4} << 20;
 
 // argv as a person would type it: words with spaces or quotes in single quotes.
 std::string QuotedCommand(const std::vector<std::string>& argv) {
@@ -75,14 +82,51 @@ StatusOr<std::unique_ptr<LocalProcessBackend>> LocalProcessBackend::Create(Optio
   return std::unique_ptr<LocalProcessBackend>(new LocalProcessBackend(std::move(options)));
 }
 
-LocalProcessBackend::LocalProcessBackend(Options options) : options_(std::move(options)) {}
+LocalProcessBackend::LocalProcessBackend(Options options)
+    : options_(std::move(options)), pump_buffer_(size_t{1} << 16) {}
 
 LocalProcessBackend::~LocalProcessBackend() {
+  for (auto& [id, process] : processes_) Retire(process);
   signal(SIGCHLD, SIG_DFL);
   for (int& fd : wake_pipe) {
     if (fd >= 0) close(fd);
     fd = -1;
   }
+}
+
+StatusOr<ReplicaLog*> LocalProcessBackend::LogFor(const std::string& name) {
+  auto found = logs_.find(name);
+  if (found != logs_.end()) return &found->second;
+  StatusOr<ReplicaLog> opened =
+      ReplicaLog::Open(options_.logs_directory / (name + ".log"), options_.log_rotation);
+  if (!opened.ok()) return opened.status();
+  return &logs_.emplace(name, std::move(*opened)).first->second;
+}
+
+void LocalProcessBackend::Pump(Process& process, size_t budget) {
+  size_t moved = 0;
+  while (process.output_fd >= 0 && moved < budget) {
+    const ssize_t n = read(process.output_fd, pump_buffer_.data(), pump_buffer_.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {  // every writer has closed it (or it failed): nothing more will come
+      close(process.output_fd);
+      process.output_fd = -1;
+      return;
+    }
+    moved += static_cast<size_t>(n);
+    StatusOr<ReplicaLog*> log = LogFor(process.name);
+    if (log.ok()) {
+      IgnoreError((*log)->Append(std::string_view(pump_buffer_.data(), static_cast<size_t>(n))),
+                  "a log that cannot be written (a full disk) loses output; the replica runs on");
+    }
+  }
+}
+
+void LocalProcessBackend::Retire(Process& process) {
+  Pump(process, kDrainBytes);
+  if (process.output_fd >= 0) close(process.output_fd);
+  process.output_fd = -1;
 }
 
 StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
@@ -91,12 +135,19 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
   Time now = Clock::now();
   std::string name = ShortReplicaName(id.type, id.index);
   std::filesystem::path log_path = options_.logs_directory / (name + ".log");
-  if (request.restart_count > 0) {
-    std::ofstream log(log_path, std::ios::app);
-    log << "===== cohort: restart " << request.restart_count << " of " << name << " at "
-        << FormatTime(now) << " (previous exit code " << request.previous_exit_code << ") =====\n";
+  StatusOr<ReplicaLog*> log = LogFor(name);
+  if (!log.ok()) return log.status();
+  // An exited run is replaced; what it wrote goes into the log before the next run's banner.
+  if (auto previous = processes_.find(id); previous != processes_.end()) {
+    Retire(previous->second);
+    processes_.erase(previous);
   }
-  processes_.erase(id);  // an exited run is replaced
+  if (request.restart_count > 0) {
+    const std::string banner = "===== cohort: restart " + std::to_string(request.restart_count) +
+                               " of " + name + " at " + FormatTime(now) + " (previous exit code " +
+                               std::to_string(request.previous_exit_code) + ") =====\n";
+    COHORT_RETURN_IF_ERROR((*log)->Append(banner));
+  }
   StatusOr<const job::Container*> container = ReplicaContainer(job, id.type);
   if (!container.ok()) return container.status();
   StatusOr<std::vector<std::string>> argv = options_.images.CommandFor(**container, name);
@@ -118,20 +169,34 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
     spec.environment[cluster::kSummaryDirectoryVariable] =
         (options_.summaries_directory / name).string();
   }
-  std::error_code size_error;
-  const std::uintmax_t log_size = std::filesystem::file_size(log_path, size_error);
+  int output[2];
+  if (pipe2(output, O_CLOEXEC) != 0) {
+    return Status::Unavailable("cannot make the output pipe of " + name + ": " +
+                               ErrnoMessage(errno));
+  }
+  spec.output_fd = output[1];
+  (*log)->BeginRun();
   StatusOr<pid_t> pid = StartProcess(spec);
-  if (!pid.ok()) return pid.status();
+  close(output[1]);
+  if (!pid.ok()) {
+    close(output[0]);
+    return pid.status();
+  }
+  fcntl(output[0], F_SETFL, O_NONBLOCK);
+  // Room for a second of a chatty replica's output while the supervisor is busy elsewhere (the
+  // kernel may allow less; the default 64 KiB then holds).
+  fcntl(output[0], F_SETPIPE_SZ, 1 << 20);
   if (options_.on_process_started) options_.on_process_started(*pid);
   Process& process = processes_[id];
   process.pid = *pid;
+  process.name = name;
+  process.output_fd = output[0];
   process.started_at = now;
   process.started_monotonic_microseconds = std::chrono::duration_cast<std::chrono::microseconds>(
                                                std::chrono::steady_clock::now().time_since_epoch())
                                                .count();
   process.grace_period = GracePeriod(job, id.type);
   process.log_path = log_path;
-  process.log_offset = size_error ? 0 : static_cast<size_t>(log_size);
   process.command = QuotedCommand(*argv);
   const std::string mapping = options_.images.DescribeMapping(**container);
   if (!mapping.empty()) process.command += " (" + mapping + ")";
@@ -147,6 +212,7 @@ void LocalProcessBackend::Stop(const ReplicaId& id, StopMode mode) {
   if (it == processes_.end()) return;
   Process& process = it->second;
   if (process.pid < 0) {  // exited: like a deleted pod, it just goes away
+    Retire(process);
     processes_.erase(it);
     return;
   }
@@ -162,7 +228,20 @@ void LocalProcessBackend::Stop(const ReplicaId& id, StopMode mode) {
   EscalateStops(now);
 }
 
+int LocalProcessBackend::EndLeftovers() {
+  if (!options_.end_leftovers) return 0;
+  return EndLeftoverChildren(
+      [this](pid_t child) {
+        for (const auto& [id, process] : processes_) {
+          if (process.pid == child) return true;
+        }
+        return options_.is_helper && options_.is_helper(child);
+      },
+      std::chrono::seconds(5));
+}
+
 void LocalProcessBackend::ReapExited(Time now) {
+  bool any_exited = false;
   for (auto it = processes_.begin(); it != processes_.end();) {
     Process& process = it->second;
     int exit_code = 0;
@@ -170,10 +249,14 @@ void LocalProcessBackend::ReapExited(Time now) {
     if (process.pid > 0 && TryReap(process.pid, &exit_code, &signal)) {
       // The process is gone; stop its group too, so nothing it forked keeps running.
       SignalProcessGroup(process.pid, SIGKILL);
+      any_exited = true;
       const pid_t pid = process.pid;
       process.pid = -1;
       process.signal = signal;
+      // What it wrote before it exited is in the pipe: into the log before its tail is read.
+      Pump(process, kDrainBytes);
       if (process.kill_at && !process.keep_exit) {  // stopped: like a deleted pod, absent now
+        Retire(process);
         it = processes_.erase(it);
         continue;
       }
@@ -186,6 +269,8 @@ void LocalProcessBackend::ReapExited(Time now) {
     }
     ++it;
   }
+  // What the exited replicas left outside their groups is this process's child by now.
+  if (any_exited) EndLeftovers();
 }
 
 void LocalProcessBackend::ExplainExit(Process& process, pid_t pid) {
@@ -193,8 +278,10 @@ void LocalProcessBackend::ExplainExit(Process& process, pid_t pid) {
   process.oom_killed = process.signal == SIGKILL &&
                        KernelLogRecordsOomKill(pid, process.started_monotonic_microseconds);
   process.output_tail.clear();
+  StatusOr<ReplicaLog*> log = LogFor(process.name);
+  const uint64_t run_start = log.ok() ? (*log)->run_start() : 0;
   if (StatusOr<std::string> tail =
-          ReadFileTail(process.log_path, process.log_offset, kOutputTailBytes);
+          ReadFileTail(process.log_path, static_cast<size_t>(run_start), kOutputTailBytes);
       tail.ok()) {
     std::istringstream lines(*tail);
     std::string line;
@@ -224,6 +311,7 @@ void LocalProcessBackend::EscalateStops(Time now) {
 
 std::vector<ReplicaState> LocalProcessBackend::Observe() {
   Time now = Clock::now();
+  for (auto& [id, process] : processes_) Pump(process, size_t{1} << 20);
   ReapExited(now);
   EscalateStops(now);
   std::vector<ReplicaState> states;
@@ -251,12 +339,31 @@ void LocalProcessBackend::WaitForChange(Time deadline) {
   for (const auto& [id, process] : processes_) {
     if (process.pid > 0 && process.kill_at) wake_at = std::min(wake_at, *process.kill_at);
   }
-  auto until = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - Clock::now());
-  auto timeout = std::max(until + std::chrono::milliseconds(1), std::chrono::milliseconds(0));
-  pollfd descriptor{wake_pipe[0], POLLIN, 0};
-  poll(&descriptor, 1, static_cast<int>(std::min<int64_t>(timeout.count(), 1 << 30)));
-  char drain[64];
-  while (read(wake_pipe[0], drain, sizeof drain) > 0) {
+  // Output is moved into the logs while waiting; only an exit (SIGCHLD), Interrupt or the time
+  // ends the wait.
+  while (true) {
+    std::vector<pollfd> descriptors = {pollfd{wake_pipe[0], POLLIN, 0}};
+    std::vector<Process*> pumped;
+    for (auto& [id, process] : processes_) {
+      if (process.output_fd < 0) continue;
+      descriptors.push_back(pollfd{process.output_fd, POLLIN, 0});
+      pumped.push_back(&process);
+    }
+    auto until = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - Clock::now());
+    auto timeout = std::max(until + std::chrono::milliseconds(1), std::chrono::milliseconds(0));
+    const int ready = poll(descriptors.data(), descriptors.size(),
+                           static_cast<int>(std::min<int64_t>(timeout.count(), 1 << 30)));
+    if (ready < 0 && errno != EINTR) return;
+    for (size_t i = 1; i < descriptors.size(); ++i) {
+      if (descriptors[i].revents != 0) Pump(*pumped[i - 1], size_t{1} << 20);
+    }
+    if (ready > 0 && descriptors[0].revents != 0) {
+      char drain[64];
+      while (read(wake_pipe[0], drain, sizeof drain) > 0) {
+      }
+      return;
+    }
+    if (ready == 0 || Clock::now() >= wake_at) return;
   }
 }
 

@@ -1,9 +1,19 @@
 #include "exec/log_follower.h"
 
-#include <fstream>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <vector>
 
+#include "base/file.h"
+#include "exec/log_selection.h"
+
 namespace cohort::exec {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 16;
+
+}  // namespace
 
 LogFollower::LogFollower(std::filesystem::path logs_directory, std::string replica)
     : logs_directory_(std::move(logs_directory)), replica_(std::move(replica)) {}
@@ -18,24 +28,56 @@ void LogFollower::Poll(const std::function<void(const std::string&, const std::s
     for (const auto& entry : std::filesystem::directory_iterator(logs_directory_, error)) {
       if (entry.path().extension() == ".log") replicas.push_back(entry.path().stem().string());
     }
+    std::sort(replicas.begin(), replicas.end());
   }
   for (const std::string& replica : replicas) {
-    std::ifstream in(logs_directory_ / (replica + ".log"), std::ios::binary);
-    if (!in) continue;
-    std::streamoff& offset = offsets_[replica];
-    in.seekg(offset);
-    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t begin = 0;
-    size_t newline;
-    while ((newline = chunk.find('\n', begin)) != std::string::npos) {
-      on_line(replica, chunk.substr(begin, newline - begin));
-      begin = newline + 1;
+    const std::filesystem::path path = logs_directory_ / (replica + ".log");
+    StatusOr<FileReader> file = FileReader::Open(path);
+    if (!file.ok()) continue;
+    uint64_t& offset = offsets_[replica];
+    uint64_t size = file->Size();
+    // A new file (rotated, replica_log.h) is read from its start, whether or not it has grown
+    // past where the old one was left.
+    struct stat info {};
+    if (stat(path.c_str(), &info) == 0) {
+      ino_t& inode = inodes_[replica];
+      if (inode != 0 && inode != info.st_ino) offset = 0;
+      inode = info.st_ino;
     }
-    if (flush_partial && begin < chunk.size()) {
-      on_line(replica, chunk.substr(begin));
-      begin = chunk.size();
+    if (size < offset) offset = 0;
+    if (bytes_per_second_ > 0 && size > offset) {
+      Budget& budget = budgets_[replica];
+      const auto now = std::chrono::steady_clock::now();
+      const double burst = static_cast<double>(bytes_per_second_);
+      if (budget.refilled_at == std::chrono::steady_clock::time_point{}) {
+        budget.bytes = burst;
+      } else {
+        const double seconds = std::chrono::duration<double>(now - budget.refilled_at).count();
+        budget.bytes = std::min(burst, budget.bytes + seconds * burst);
+      }
+      budget.refilled_at = now;
+      const uint64_t allowed = static_cast<uint64_t>(budget.bytes);
+      if (size - offset > allowed) {
+        // Skip to the first line that starts within the last `allowed` bytes.
+        uint64_t resume = size - allowed;
+        StatusOr<std::string> probe = file->ReadAt(resume > 0 ? resume - 1 : 0, kChunkBytes);
+        if (probe.ok() && resume > 0) {
+          const size_t newline = probe->find('\n');
+          resume = newline == std::string::npos ? size : resume + newline;
+        }
+        on_line(replica, "[cohort: skipped " + std::to_string(resume - offset) + " bytes of " +
+                             replica + "'s output, written faster than " +
+                             std::to_string(bytes_per_second_) + " bytes/s; all of it is in " +
+                             path.string() + "]");
+        offset = resume;
+      }
+      budget.bytes -= static_cast<double>(size - offset);
     }
-    offset += static_cast<std::streamoff>(begin);
+    LogSpan span{offset, size};
+    StatusOr<uint64_t> delivered =
+        StreamLogLines(*file, span, flush_partial,
+                       [&](std::string_view line) { on_line(replica, std::string(line)); });
+    if (delivered.ok()) offset = *delivered;
   }
 }
 

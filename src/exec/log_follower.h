@@ -1,10 +1,18 @@
-// LogFollower: reads the replicas' log files of a job as they grow, line by line.
+// LogFollower: reads the replicas' log files of a job as they grow, line by line, in bounded
+// memory.
 //
 // Used by `cohort run` (replica output streamed with a "[worker-1] " prefix) and `cohort logs -f`.
 // It reads files rather than pipes, so the supervisor only ever writes files and any number of
-// readers can follow a job from any shell.
+// readers can follow a job from any shell. Each poll reads at most 64 KiB at a time, and a line
+// longer than kMaxLogLineBytes is passed in pieces, so a replica that writes a gigabyte costs the
+// reader no more memory than one that writes a line. A file that shrank was replaced (rotated,
+// replica_log.h): it is read again from its start.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -23,10 +31,28 @@ class LogFollower {
   void Poll(const std::function<void(const std::string&, const std::string&)>& on_line,
             bool flush_partial = false);
 
+  // Starts `replica`'s file at `offset` (what a reader already printed) instead of its start.
+  void StartAt(const std::string& replica, uint64_t offset) { offsets_[replica] = offset; }
+
+  // Passes on at most `bytes_per_second` of each replica's output (and a burst of as much): what
+  // a replica writes faster is skipped, whole lines at a time, and a line
+  //   [cohort: skipped N bytes of worker-0's output, written faster than M bytes/s; all of it is in
+  //   PATH]
+  // says so in its place. 0: no limit (the default).
+  void LimitRate(uint64_t bytes_per_second) { bytes_per_second_ = bytes_per_second; }
+
  private:
+  struct Budget {
+    double bytes = 0;
+    std::chrono::steady_clock::time_point refilled_at{};
+  };
+
   std::filesystem::path logs_directory_;
   std::string replica_;
-  std::map<std::string, std::streamoff> offsets_;  // replica -> bytes already delivered
+  std::map<std::string, uint64_t> offsets_;  // replica -> bytes already delivered
+  std::map<std::string, ino_t> inodes_;      // replica -> the file those bytes were in
+  uint64_t bytes_per_second_ = 0;
+  std::map<std::string, Budget> budgets_;
 };
 
 }  // namespace cohort::exec

@@ -40,6 +40,8 @@ class Watchdog {
   Status Start(JobStore store, JobKey key, int close_in_child);
   void Watch(pid_t process_group);
   void Dismiss();
+  // The watchdog's pid once started, else -1: a child of the supervisor that is not a replica's.
+  pid_t pid() const { return pid_; }
   ~Watchdog();
 
  private:

@@ -125,7 +125,11 @@ const JobKind* KindRegistry::FindByName(const std::string& kind) const {
 const JobKind* KindRegistry::FindByUserName(const std::string& name) const {
   const std::string lower = LowerCase(name);
   for (const JobKind* candidate : kinds_) {
-    if (LowerCase(candidate->name()) == lower || candidate->facts().plural == lower) {
+    const std::string singular = LowerCase(candidate->name());
+    const std::string& plural = candidate->facts().plural;
+    const std::string group = "." + candidate->facts().group;
+    if (lower == singular || lower == plural || lower == singular + group ||
+        lower == plural + group) {
       return candidate;
     }
   }

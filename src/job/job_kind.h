@@ -245,7 +245,7 @@ class KindRegistry {
   // The kind named `kind` in any version, or nullptr.
   const JobKind* FindByName(const std::string& kind) const;
   // The kind a person names on a command line or in a flag: its kind or its plural, in any case
-  // ("tfjob", "TFJob", "pytorchjobs"), or nullptr.
+  // ("tfjob", "TFJob", "pytorchjobs"), alone or with its group ("tfjobs.kubeflow.org"), or nullptr.
   const JobKind* FindByUserName(const std::string& name) const;
   const std::vector<const JobKind*>& kinds() const { return kinds_; }
   // The kinds' names joined by `separator`: "TFJob", or "TFJob or PyTorchJob".

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "base/names.h"
 #include "base/time.h"
 #include "exec/job_store.h"
 #include "exec/local_jobs.h"
@@ -102,12 +103,9 @@ std::vector<std::string> Split(const std::string& path) {
   return parts;
 }
 
-// A namespace, job or pod name as Kubernetes allows them (DNS-1123 subdomains): nothing else
-// reaches the store, so "..", "/" or "%00" never name a file.
-bool IsValidName(const std::string& name) {
-  static const std::regex kName("[a-z0-9]([-a-z0-9.]*[a-z0-9])?");
-  return !name.empty() && name.size() <= 253 && std::regex_match(name, kName);
-}
+// A namespace, job or pod name as the store allows them (DNS-1123 labels, base/names.h):
+// nothing else reaches the store, so "..", "/" or "%00" never name a file.
+bool IsValidName(const std::string& name) { return !Dns1123LabelProblem(name).has_value(); }
 
 ApiResponse Json(const json& object, int status = 200) {
   ApiResponse response;
@@ -354,9 +352,11 @@ ApiResponse DashboardApi::Handle(const ApiRequest& request) {
   auto check_names = [&](std::initializer_list<size_t> positions) -> std::optional<ApiResponse> {
     for (size_t position : positions) {
       if (!IsValidName(parts[position])) {
-        return StatusResponse(400, "BadRequest",
-                              "invalid name \"" + parts[position].substr(0, 80) +
-                                  "\": names are lower-case letters, digits, '-' and '.'");
+        return StatusResponse(
+            400, "BadRequest",
+            "invalid name \"" + parts[position].substr(0, 80) +
+                "\": names are DNS-1123 labels: lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit, at most 63");
       }
     }
     return std::nullopt;

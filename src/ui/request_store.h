@@ -29,6 +29,7 @@ class RequestStore : public exec::JobStateStore {
   StatusOr<job::Job> ReadSpec(const exec::JobKey& key) const override;
   StatusOr<nlohmann::json> ReadSpecObject(const exec::JobKey& key) const override;
   int64_t SpecVersion(const exec::JobKey& key) const override { return store_.SpecVersion(key); }
+  Status Health(const exec::JobKey& key) const override { return store_.Health(key); }
   Status SetSuspended(const exec::JobKey& key, bool suspended) override { return ReadOnly(); }
   Time CreationTime(const exec::JobKey& key) const override;
   Status WriteStatus(const exec::JobKey& key, const job::JobStatus& status) override {

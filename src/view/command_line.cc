@@ -20,13 +20,8 @@ struct TypeWord {
 
 TypeWord ResourceOf(const std::string& type) {
   if (type == "pod" || type == "pods" || type == "po") return {Resource::kPod, nullptr};
-  for (const job::JobKind* kind : job::KindRegistry::Default().kinds()) {
-    const std::string singular = job::LowerCase(kind->name());
-    const std::string& plural = kind->facts().plural;
-    const std::string group = "." + kind->facts().group;
-    if (type == singular || type == plural || type == singular + group || type == plural + group) {
-      return {Resource::kJob, kind};
-    }
+  if (const job::JobKind* kind = job::KindRegistry::Default().FindByUserName(type)) {
+    return {Resource::kJob, kind};
   }
   return {};
 }

@@ -108,8 +108,14 @@ std::string JobTable(const exec::JobStateStore& store, const std::vector<exec::J
   }
   rows.push_back(header);
   for (const exec::JobKey& key : keys) {
+    // A job whose files do not read back is listed as Broken, with why in MESSAGE, among the
+    // others (exec::JobStateStore::Health).
+    const Status health = store.Health(key);
     StatusOr<job::JobStatus> status = store.ReadStatus(key);
-    Row row = {key.name, status.ok() ? job::JobState(*status) : "Unknown",
+    Row row = {key.name,
+               !health.ok()  ? "Broken"
+               : status.ok() ? job::JobState(*status)
+                             : "Unknown",
                Age(store.CreationTime(key), now)};
     if (show_namespace) row.insert(row.begin(), key.namespace_name);
     if (wide) {
@@ -129,8 +135,10 @@ std::string JobTable(const exec::JobStateStore& store, const std::vector<exec::J
         }
       }
       std::string message = "<none>";
-      if (status.ok() && !status->conditions.empty() &&
-          !status->conditions.back().message.empty()) {
+      if (!health.ok()) {
+        message = health.message();
+      } else if (status.ok() && !status->conditions.empty() &&
+                 !status->conditions.back().message.empty()) {
         message = status->conditions.back().message;
       }
       row.insert(row.end(),
@@ -144,6 +152,7 @@ std::string JobTable(const exec::JobStateStore& store, const std::vector<exec::J
 
 StatusOr<std::string> DescribeJob(const exec::JobStateStore& store, const exec::JobKey& key,
                                   Time now) {
+  COHORT_RETURN_IF_ERROR(store.Health(key));
   StatusOr<nlohmann::json> object = JobObject(store, key);
   if (!object.ok()) return object.status();
   StatusOr<job::JobStatus> status = store.ReadStatus(key);

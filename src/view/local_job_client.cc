@@ -1,5 +1,6 @@
 #include "view/local_job_client.h"
 
+#include "base/names.h"
 #include "job/job_kind.h"
 #include "job/reconciler.h"
 #include "job/spec_writer.h"
@@ -37,6 +38,12 @@ Status LocalJobClient::CheckKind(const exec::JobStateStore& store, const exec::J
 
 StatusOr<std::vector<exec::JobKey>> LocalJobClient::Lookup(exec::LocalJobs& jobs,
                                                            const JobQuery& query) {
+  if (!query.all_namespaces) {
+    COHORT_RETURN_IF_ERROR(CheckName(query.namespace_name, "namespace", ""));
+  }
+  for (const std::string& name : query.names) {
+    COHORT_RETURN_IF_ERROR(CheckName(name, "job name", ""));
+  }
   std::vector<exec::JobKey> keys;
   if (!query.names.empty()) {
     for (const std::string& name : query.names) {
@@ -103,6 +110,10 @@ StatusOr<PodList> LocalJobClient::GetPods(const JobQuery& query,
       pods->insert(pods->end(), of_job.begin(), of_job.end());
     }
   } else {
+    COHORT_RETURN_IF_ERROR(CheckName(query.namespace_name, "namespace", ""));
+    for (const std::string& name : pod_names) {
+      COHORT_RETURN_IF_ERROR(CheckName(name, "pod name", ""));
+    }
     jobs.local->Tidy(jobs.local->store().ListJobs(query.namespace_name));
     for (const std::string& name : pod_names) {
       StatusOr<PodRef> pod = FindPod(*jobs.store, query.namespace_name, name);
@@ -172,6 +183,7 @@ StatusOr<Created> LocalJobClient::Apply(const CreateRequest& request) {
 }
 
 StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key, const job::JobKind* kind) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
   exec::LocalJobs jobs(options_.home);
   if (!jobs.store().Exists(key)) return JobNotFound(key, kind);
   if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
@@ -182,6 +194,7 @@ StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key, const job:
 
 StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key,
                                                    const job::JobKind* kind, bool suspended) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
   exec::LocalJobs jobs(options_.home);
   if (jobs.store().Exists(key)) {
     if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
@@ -199,6 +212,7 @@ StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key,
 
 StatusOr<job::JobStatus> LocalJobClient::Wait(const exec::JobKey& key, const job::JobKind* kind,
                                               std::chrono::milliseconds timeout) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
   exec::LocalJobs jobs(options_.home);
   if (jobs.store().Exists(key)) {
     if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
@@ -210,6 +224,11 @@ Status LocalJobClient::Logs(const std::string& namespace_name, const LogRequest&
                             const LogSink& sink) {
   exec::LocalJobs jobs(options_.home);
   exec::JobKey key{namespace_name, request.name};
+  COHORT_RETURN_IF_ERROR(CheckName(namespace_name, "namespace", ""));
+  COHORT_RETURN_IF_ERROR(CheckName(request.name, "job or pod name", ""));
+  if (!request.replica.empty()) {
+    COHORT_RETURN_IF_ERROR(CheckName(request.replica, "replica", "--replica"));
+  }
   std::string replica = request.replica;
   bool is_pod = false;  // a pod's log is its replica's last run, as kubectl's current container
   if (!jobs.store().Exists(key)) {

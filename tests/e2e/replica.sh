@@ -16,6 +16,9 @@
 #   EXIT_CODE        the exit code of every other run (default 0)
 #   BACKGROUND_CHILD_SECONDS  if set, first start a background child (in the replica's process
 #                    group) that sleeps this long, its pid in $PID_DIR/<type>-<index>.child
+#   SETSID_CHILD_SECONDS  if set, also start a child that leaves the replica's session and process
+#                    group (setsid) and its environment's COHORT_JOB_SECRET, sleeping this long,
+#                    its pid in $PID_DIR/<type>-<index>.setsid
 set -u
 me="${COHORT_REPLICA_TYPE}-${COHORT_REPLICA_INDEX}"
 echo "replica $me pid $$ starting"
@@ -26,6 +29,12 @@ echo "PWD=$(pwd)"
 if [ -n "${BACKGROUND_CHILD_SECONDS:-}" ]; then
   sleep "$BACKGROUND_CHILD_SECONDS" &
   if [ -n "${PID_DIR:-}" ]; then echo $! >"$PID_DIR/$me.child.tmp" && mv "$PID_DIR/$me.child.tmp" "$PID_DIR/$me.child"; fi
+fi
+if [ -n "${SETSID_CHILD_SECONDS:-}" ]; then
+  # Not a group leader (a background job of a shell without job control), so setsid does not
+  # fork: $! is the sleep itself.
+  env -u COHORT_JOB_SECRET setsid sleep "$SETSID_CHILD_SECONDS" </dev/null >/dev/null 2>&1 &
+  if [ -n "${PID_DIR:-}" ]; then echo $! >"$PID_DIR/$me.setsid.tmp" && mv "$PID_DIR/$me.setsid.tmp" "$PID_DIR/$me.setsid"; fi
 fi
 # The trap is set before the pid is published, so whoever sees the pid can stop it with SIGTERM
 # and find it recorded.

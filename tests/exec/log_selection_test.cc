@@ -4,6 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <random>
+
+#include "testing/scratch_directory.h"
+
 namespace cohort::exec {
 namespace {
 
@@ -77,6 +82,139 @@ TEST_F(LogSelectionTest, SinceKeepsTheRunsThatWroteWithinIt) {
       (std::vector<std::string>{Lines()[3].text, "second run 1", "only run 1", "only run 2"}));
   written["worker-1"] = start_;
   EXPECT_EQ(Texts(SelectLogLines(Lines(), selection, written, now_)).size(), 2u);
+}
+
+// SelectLogSpan reads a replica's file backwards instead of every line: for every selection it
+// must keep exactly the lines SelectLogLines keeps, on logs of random runs and lines (empty
+// lines, a last line without its newline, lines longer than a read chunk, restart lines at the
+// start, at the end and back to back).
+TEST(LogSpanTest, KeepsWhatSelectLogLinesKeeps) {
+  cohort::testing::ScratchDirectory scratch("log-span");
+  std::mt19937 random(29);
+  const Time start = *ParseTime("2026-01-01T00:00:00Z");
+  const Time now = start + seconds(3600);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<LogLine> lines;
+    std::string text;
+    int restarts = 0;
+    const int count = static_cast<int>(random() % 12);
+    for (int i = 0; i < count; ++i) {
+      std::string line;
+      switch (random() % 6) {
+        case 0:
+          ++restarts;
+          line = "===== cohort: restart " + std::to_string(restarts) + " of worker-0 at " +
+                 FormatTime(start + seconds(300 * restarts)) + " (previous exit code 1) =====";
+          break;
+        case 1:
+          line = "";
+          break;
+        case 2:
+          line = std::string(70000 + random() % 70000, 'x');  // longer than a chunk
+          break;
+        default:
+          line = "line " + std::to_string(i);
+      }
+      lines.push_back({"worker-0", line});
+      text += line + "\n";
+    }
+    if (count > 0 && random() % 3 == 0) {  // the last line without its newline
+      text.pop_back();
+      if (lines.back().text.empty()) {
+        lines.pop_back();
+        text.clear();
+        for (size_t i = 0; i < lines.size(); ++i)
+          text += lines[i].text + (i + 1 < lines.size() ? "\n" : "");
+        if (lines.empty()) continue;
+        if (lines.back().text.empty()) continue;
+      }
+    }
+    const std::filesystem::path path = scratch.path() / "worker-0.log";
+    std::ofstream(path, std::ios::trunc | std::ios::binary) << text;
+    StatusOr<FileReader> file = FileReader::Open(path);
+    ASSERT_TRUE(file.ok());
+    const Time last_written = start + seconds(300 * restarts + 100);
+    std::vector<LogSelection> selections;
+    for (std::optional<size_t> tail : {std::optional<size_t>(), std::optional<size_t>(0),
+                                       std::optional<size_t>(1), std::optional<size_t>(3)}) {
+      for (std::optional<seconds> since :
+           {std::optional<seconds>(), std::optional<seconds>(seconds(3100)),
+            std::optional<seconds>(seconds(1))}) {
+        for (int mode = 0; mode < 3; ++mode) {
+          LogSelection selection;
+          selection.tail = tail;
+          selection.since = since;
+          selection.previous = mode == 1;
+          selection.latest = mode == 2;
+          selections.push_back(selection);
+        }
+      }
+    }
+    for (const LogSelection& selection : selections) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + " tail " +
+                   std::to_string(selection.tail.value_or(99)) + " since " +
+                   std::to_string(selection.since ? selection.since->count() : -1) + " previous " +
+                   std::to_string(selection.previous) + " latest " +
+                   std::to_string(selection.latest));
+      StatusOr<std::vector<LogLine>> expected =
+          lines.empty() ? StatusOr<std::vector<LogLine>>(std::vector<LogLine>{})
+                        : SelectLogLines(lines, selection, {{"worker-0", last_written}}, now);
+      StatusOr<LogSpan> span = SelectLogSpan(*file, "worker-0", selection, last_written, now);
+      if (lines.empty() && selection.previous) {
+        EXPECT_FALSE(span.ok());
+        continue;
+      }
+      ASSERT_EQ(span.ok(), expected.ok()) << span.status().ToString();
+      if (!span.ok()) continue;
+      std::vector<std::string> streamed;
+      std::string pieces;
+      StatusOr<uint64_t> end =
+          StreamLogLines(*file, *span, /*flush_partial=*/true, [&](std::string_view line) {
+            if (line.size() == kMaxLogLineBytes) {
+              pieces += line;
+              return;
+            }
+            streamed.push_back(pieces + std::string(line));
+            pieces.clear();
+          });
+      ASSERT_TRUE(end.ok());
+      EXPECT_EQ(*end, span->end);
+      std::vector<std::string> texts;
+      for (const LogLine& line : *expected) texts.push_back(line.text);
+      EXPECT_EQ(streamed, texts);
+    }
+  }
+}
+
+TEST(LogSpanTest, TailOfALargeLogReadsOnlyItsEnd) {
+  cohort::testing::ScratchDirectory scratch("log-span");
+  const std::filesystem::path path = scratch.path() / "worker-0.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string block(1 << 20, 'y');
+    for (int i = 0; i < 64; ++i) out << block << "\n";  // 64 lines of 1 MiB
+    out << "last\n";
+  }
+  StatusOr<FileReader> file = FileReader::Open(path);
+  ASSERT_TRUE(file.ok());
+  LogSelection selection;
+  selection.tail = 1;
+  selection.latest = true;
+  const Time now = Clock::now();
+  StatusOr<LogSpan> span = SelectLogSpan(*file, "worker-0", selection, now, now);
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(span->end - span->begin, 5u);
+  // A line longer than the bound comes in pieces of at most kMaxLogLineBytes.
+  size_t longest = 0;
+  size_t count = 0;
+  StatusOr<uint64_t> end =
+      StreamLogLines(*file, LogSpan{0, file->Size()}, true, [&](std::string_view line) {
+        longest = std::max(longest, line.size());
+        ++count;
+      });
+  ASSERT_TRUE(end.ok());
+  EXPECT_LE(longest, kMaxLogLineBytes);
+  EXPECT_EQ(count, 65u);
 }
 
 TEST(DurationTest, KubectlDurations) {

@@ -81,6 +81,8 @@ std::map<std::string, pid_t> CohortSandbox::BackgroundChildPids() const {
   return PidFiles(".child");
 }
 
+std::map<std::string, pid_t> CohortSandbox::SetsidChildPids() const { return PidFiles(".setsid"); }
+
 std::map<std::string, pid_t> CohortSandbox::PidFiles(const std::string& extension) const {
   std::map<std::string, pid_t> pids;
   for (const auto& entry : fs::directory_iterator(root() / "pids")) {

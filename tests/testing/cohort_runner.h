@@ -39,6 +39,9 @@ class CohortSandbox {
   std::map<std::string, pid_t> ReplicaPids() const;
   // The same for the background children that replica.sh starts with BACKGROUND_CHILD_SECONDS.
   std::map<std::string, pid_t> BackgroundChildPids() const;
+  // The same for the children that replica.sh starts with SETSID_CHILD_SECONDS (their own
+  // session, without COHORT_JOB_SECRET).
+  std::map<std::string, pid_t> SetsidChildPids() const;
 
  private:
   std::map<std::string, pid_t> PidFiles(const std::string& extension) const;

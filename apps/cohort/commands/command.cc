@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "base/names.h"
 #include "exec/job_store.h"
 #include "job/job_kind.h"
 #include "view/command_line.h"
@@ -22,7 +23,16 @@ std::optional<std::string> NamespaceFlag::Given() const {
 }
 
 void AddNamespace(CLI::App* command, NamespaceFlag& flag, const std::string& help) {
-  flag.option = command->add_option("-n,--namespace", flag.value, help)->capture_default_str();
+  // Checked before any command runs: a namespace becomes a directory of $COHORT_HOME (and a path
+  // of the API server), so "../../x" must never reach either (base/names.h).
+  flag.option = command->add_option("-n,--namespace", flag.value, help)
+                    ->capture_default_str()
+                    ->check(CLI::Validator(
+                        [](std::string& value) -> std::string {
+                          Status valid = CheckName(value, "namespace", "-n/--namespace");
+                          return valid.ok() ? std::string() : valid.message();
+                        },
+                        "NAMESPACE"));
 }
 
 void AddKubernetes(CLI::App* command, TargetFlags& flags, const std::string& help) {

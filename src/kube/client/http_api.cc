@@ -30,6 +30,25 @@ std::string PercentEncode(const std::string& text) {
   return out;
 }
 
+// InvalidArgument when a segment of `path` (before any query) is "." or "..", which a URL
+// resolves into another path.
+Status CheckPathSegments(const std::string& path, const std::string& action) {
+  const std::string without_query = path.substr(0, path.find('?'));
+  size_t begin = 0;
+  while (begin <= without_query.size()) {
+    size_t end = without_query.find('/', begin);
+    if (end == std::string::npos) end = without_query.size();
+    const std::string segment = without_query.substr(begin, end - begin);
+    if (segment == "." || segment == "..") {
+      return Status::InvalidArgument("cannot " + action + ": the request path " + without_query +
+                                     " holds a name \"" + segment +
+                                     "\", which is not a valid Kubernetes name");
+    }
+    begin = end + 1;
+  }
+  return Status::OK();
+}
+
 // "?a=1&b=2" from the pairs whose value is not empty.
 std::string Query(const std::vector<std::pair<std::string, std::string>>& parameters) {
   std::string query;
@@ -193,6 +212,12 @@ StatusOr<HttpApi::Answer> HttpApi::Send(Request& request, const RequestCredentia
   if (request.on_body) transfer.on_body = &request.on_body;
   transfer.body_started = &request.body_started;
 
+  // Names are percent-encoded into the path, but "." and ".." pass encoding unchanged and a URL
+  // resolves them: a namespace or name of ".." would reach another resource. Refused here, for
+  // every request, whichever name it came from.
+  if (Status segments = CheckPathSegments(request.path, request.action); !segments.ok()) {
+    return segments;
+  }
   std::string url = config_.cluster.server + request.path;
   CurlSlist connect_to_list;
   if (!config_.cluster.tls_server_name.empty()) {
