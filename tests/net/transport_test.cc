@@ -500,7 +500,7 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
   EXPECT_NE(log.find("bad frame magic"), std::string::npos) << log;
   EXPECT_NE(log.find("authentication failed: the task claiming to be worker:1"), std::string::npos)
       << log;
-  EXPECT_NE(outcomes[2].report.find("does not know the job secret"), std::string::npos)
+  EXPECT_NE(outcomes[2].report.find("hold different job secrets"), std::string::npos)
       << Describe(outcomes);
 }
 
