@@ -128,17 +128,16 @@ ClusterView ViewOfCluster(const std::string& job_name, const std::vector<cluster
   WireWriter canonical;
   canonical.String(job_name);
   canonical.U32(static_cast<uint32_t>(tasks.size()));
-  std::map<std::string, int> counts;
-  std::vector<std::string> order;  // types in the order they first appear
+  std::map<std::string, int> counts;  // by type, in name order: the summary ignores rank order
   for (size_t rank = 0; rank < tasks.size(); ++rank) {
     WriteTask(canonical, tasks[rank]);
     canonical.String(rank < endpoints.size() ? endpoints[rank] : "");
-    if (counts[tasks[rank].type]++ == 0) order.push_back(tasks[rank].type);
+    ++counts[tasks[rank].type];
   }
   ClusterView view;
   view.digest = Sha256Hex(canonical.bytes());
-  for (const std::string& type : order) {
-    std::string part = type.substr(0, 32) + " " + std::to_string(counts[type]);
+  for (const auto& [type, count] : counts) {
+    std::string part = type.substr(0, 32) + " " + std::to_string(count);
     if (view.summary.size() + part.size() + 2 > 200) {
       view.summary += ", ...";
       break;

@@ -57,8 +57,9 @@ StatusOr<HelloMessage> DecodeHello(std::string_view payload);
 
 // The cluster as one task sees it, for the handshake to compare.
 struct ClusterView {
-  std::string digest;   // SHA-256 hex of the job name and every (task, endpoint) in rank order
-  std::string summary;  // "chief 1, worker 3": tasks by type, for people (at most 200 bytes)
+  std::string digest;  // SHA-256 hex of the job name and every (task, endpoint) in rank order
+  std::string
+      summary;  // "chief 1, worker 3": tasks by type in name order, for people (<= 200 bytes)
 };
 
 // The view of a cluster whose members are `tasks` at `endpoints` (by rank), for job `job_name`.
