@@ -44,7 +44,9 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
       "COHORT_JOB_NAME (optional), COHORT_SAME_HOST_PATH (--same_host_path), COHORT_ZERO_SKIPPING "
       "(--zero_skipping).\n"
-      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files); 2 bad flags; 3 an I/O "
+      "Exit status: 0 done; 1 permanent failure (data, TF_CONFIG, files, no backup that verifies, "
+      "a non-finite step, a cluster spec that differs between tasks, a wrong job secret); 2 bad "
+      "flags; 3 an I/O "
       "error (a full disk: the file is named), permanent too; 138 a "
       "peer died or stopped answering: restart the worker and it resumes from --checkpoint_path.");
   Flags& flags = *flags_out;
@@ -67,6 +69,21 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->check(FileSystemPath());
   app.add_option("--backup_every_steps", flags.backup_every_steps,
                  "also back up every N global steps (0: at epoch ends only)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--backups_to_keep", flags.backups_to_keep,
+                 "how many of the newest backups to keep; a restart restores the newest whose "
+                 "checksums verify and says which it skipped")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(1));
+  app.add_option("--non_finite", flags.non_finite,
+                 "what a step with a NaN or infinite loss or gradient norm does (it is never "
+                 "applied): stop, exit 1 naming the step; rollback, go back to the newest good "
+                 "backup with half the learning rate, at most --max_rollbacks times, then stop")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"stop", "rollback"}));
+  app.add_option("--max_rollbacks", flags.max_rollbacks,
+                 "with --non_finite=rollback: the most rollbacks before the run stops")
       ->capture_default_str()
       ->check(IntegerAtLeast(0));
   app.add_option("--model_checkpoint_path", flags.model_checkpoint_path,

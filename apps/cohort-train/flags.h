@@ -33,6 +33,9 @@ struct Flags {
   std::string saved_model_path;
   std::string checkpoint_path;
   int64_t backup_every_steps = 0;
+  int backups_to_keep = 2;
+  std::string non_finite = "stop";  // "stop" or "rollback" (TrainerOptions::NonFinitePolicy)
+  int max_rollbacks = 3;
   std::string model_checkpoint_path;
   std::string model = "cnn";
   std::string data_dir = kDefaultDataDir;

@@ -71,6 +71,10 @@ TrainerOptions TrainerOptionsFrom(const Flags& flags) {
   options.learning_rate =
       flags.learning_rate > 0 ? flags.learning_rate : (flags.optimizer == "adam" ? 0.001 : 0.01);
   options.seed = flags.seed;
+  // The flag's check accepts only what ParseNonFinitePolicy accepts.
+  auto policy = ParseNonFinitePolicy(flags.non_finite);
+  options.non_finite = policy.ok() ? *policy : TrainerOptions::NonFinitePolicy::kStop;
+  options.max_rollbacks = flags.max_rollbacks;
   options.bucket_bytes = static_cast<size_t>(flags.gradient_bucket_mb * (1 << 20));
   // The flag's check accepts only what ParseGradientCompression accepts.
   auto compression = ParseGradientCompression(flags.gradient_compression);
@@ -198,8 +202,9 @@ int TrainImageClassifier(const Flags& flags, const cluster::TfConfig& config, in
   if (plan.is_chief) RemoveStaleTemporaryFilesOrFail(flags.saved_model_path);
   std::unique_ptr<BackupAndRestore> backup;
   if (!flags.checkpoint_path.empty()) {
-    backup = std::make_unique<BackupAndRestore>(
-        BackupOptions{flags.checkpoint_path, flags.backup_every_steps, true, run_identity});
+    backup = std::make_unique<BackupAndRestore>(BackupOptions{flags.checkpoint_path,
+                                                              flags.backup_every_steps, true,
+                                                              run_identity, flags.backups_to_keep});
   }
   std::vector<std::unique_ptr<Callback>> owned_callbacks;
   const std::vector<Callback*> callbacks = CallbacksFor(flags, backup.get(), &owned_callbacks);

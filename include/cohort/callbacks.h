@@ -13,9 +13,14 @@
 //                     of the group exits and is restarted) resumes from the newest backup: the
 //                     chief loads it and broadcasts it to the others. The backup is deleted once
 //                     training, evaluation and saving the model are complete, and a restarted
-//                     task of a run that had completed does not train again.
+//                     task of a run that had completed does not train again. The newest
+//                     `backups_to_keep` backups are kept, each with its size and SHA-256 in a
+//                     manifest beside it; a restart restores the newest whose checksums verify,
+//                     says which it skipped and why, and fails (permanently) naming them all only
+//                     when none does.
 //   ModelCheckpoint   the weights after every epoch (<dir>/ckpt-<epoch>.pt, libtorch's format,
-//                     readable with torch::load into the module), or only when val_accuracy
+//                     readable with torch::load into the module; its size and SHA-256 in
+//                     ckpt-<epoch>.manifest.json), or only when val_accuracy
 //                     improves (save_best_only; val_loss for a model without an "accuracy"
 //                     metric). Kept for people, never deleted.
 //   TensorBoard       event files in <log_dir>/train and <log_dir>/validation: each epoch's loss,
@@ -52,8 +57,10 @@ class Callback {
 
 class BackupAndRestore : public Callback {
  public:
-  // Backs up at every epoch end, and every `save_every_steps` global steps when positive.
-  explicit BackupAndRestore(const std::string& backup_dir, int64_t save_every_steps = 0);
+  // Backs up at every epoch end, and every `save_every_steps` global steps when positive; keeps
+  // the newest `backups_to_keep` (at least 1) to fall back on.
+  explicit BackupAndRestore(const std::string& backup_dir, int64_t save_every_steps = 0,
+                            int backups_to_keep = 2);
 };
 
 class ModelCheckpoint : public Callback {

@@ -1,5 +1,8 @@
 #include "net/handshake.h"
 
+#include <map>
+
+#include "base/checksum.h"
 #include "net/frame.h"
 #include "net/socket.h"
 
@@ -64,7 +67,31 @@ StatusOr<HelloMessage> MakeHello(const HandshakeConfig& config, const cluster::T
   hello.nonce = *nonce;
   hello.authenticated = config.secret.authenticated();
   hello.process = ThisProcess();
+  hello.cluster_digest = config.cluster.digest;
+  hello.cluster_summary = config.cluster.summary;
   return hello;
+}
+
+// Whether both sides describe their cluster and the descriptions differ.
+bool ClustersDiffer(const HandshakeConfig& config, const HelloMessage& peer) {
+  return !config.cluster.digest.empty() && !peer.cluster_digest.empty() &&
+         config.cluster.digest != peer.cluster_digest;
+}
+
+// The reason both sides give when their clusters differ, naming both views.
+std::string ClusterDifference(const HandshakeConfig& config, const HelloMessage& peer,
+                              const std::string& peer_name) {
+  auto view = [](const std::string& summary, const std::string& digest) {
+    return summary + " (cluster digest " + digest.substr(0, 12) + ")";
+  };
+  std::string difference = config.cluster.summary == peer.cluster_summary
+                               ? "the same task counts, but other endpoints or another order"
+                               : "other task counts";
+  return "the cluster spec differs between tasks (TF_CONFIG's \"cluster\" must be the same for "
+         "every task of job \"" +
+         config.job_name + "\"): " + config.self.ToString() + " has " +
+         view(config.cluster.summary, config.cluster.digest) + ", " + peer_name + " has " +
+         view(peer.cluster_summary, peer.cluster_digest) + ": " + difference;
 }
 
 // Checks that a peer's hello fits this side: same job, aimed at this task, same security mode.
@@ -73,7 +100,9 @@ Status CheckPeerHello(const HandshakeConfig& config, const HelloMessage& peer) {
     return Status::FailedPrecondition("it belongs to job \"" + peer.job_name + "\", not \"" +
                                       config.job_name + "\"");
   }
-  if (peer.addressee != config.self) {
+  // With another cluster, the peer may well be aiming at another task: the clusters' difference
+  // is what the handshake reports then, once both sides are proven.
+  if (peer.addressee != config.self && !ClustersDiffer(config, peer)) {
     return Status::FailedPrecondition("it meant to reach " + peer.addressee.ToString() + ", not " +
                                       config.self.ToString());
   }
@@ -94,13 +123,38 @@ Status CheckPeerHello(const HandshakeConfig& config, const HelloMessage& peer) {
 
 }  // namespace
 
+ClusterView ViewOfCluster(const std::string& job_name, const std::vector<cluster::TaskId>& tasks,
+                          const std::vector<std::string>& endpoints) {
+  WireWriter canonical;
+  canonical.String(job_name);
+  canonical.U32(static_cast<uint32_t>(tasks.size()));
+  std::map<std::string, int> counts;  // by type, in name order: the summary ignores rank order
+  for (size_t rank = 0; rank < tasks.size(); ++rank) {
+    WriteTask(canonical, tasks[rank]);
+    canonical.String(rank < endpoints.size() ? endpoints[rank] : "");
+    ++counts[tasks[rank].type];
+  }
+  ClusterView view;
+  view.digest = Sha256Hex(canonical.bytes());
+  for (const auto& [type, count] : counts) {
+    std::string part = type.substr(0, 32) + " " + std::to_string(count);
+    if (view.summary.size() + part.size() + 2 > 200) {
+      view.summary += ", ...";
+      break;
+    }
+    view.summary += (view.summary.empty() ? "" : ", ") + part;
+  }
+  return view;
+}
+
 bool HelloMessage::operator==(const HelloMessage& other) const {
   return job_name == other.job_name && task == other.task && addressee == other.addressee &&
          nonce == other.nonce && authenticated == other.authenticated &&
          process.host_identity == other.process.host_identity &&
          process.process_id == other.process.process_id &&
          process.probe_address == other.process.probe_address &&
-         process.probe_value == other.process.probe_value;
+         process.probe_value == other.process.probe_value &&
+         cluster_digest == other.cluster_digest && cluster_summary == other.cluster_summary;
 }
 
 std::string EncodeHello(const HelloMessage& hello) {
@@ -114,6 +168,8 @@ std::string EncodeHello(const HelloMessage& hello) {
   writer.U32(hello.process.process_id);
   writer.U64(hello.process.probe_address);
   writer.U64(hello.process.probe_value);
+  writer.String(hello.cluster_digest);
+  writer.String(hello.cluster_summary);
   return writer.bytes();
 }
 
@@ -129,7 +185,17 @@ StatusOr<HelloMessage> DecodeHello(std::string_view payload) {
   hello.process.process_id = reader.U32();
   hello.process.probe_address = reader.U64();
   hello.process.probe_value = reader.U64();
+  hello.cluster_digest = reader.String();
+  hello.cluster_summary = reader.String();
   COHORT_RETURN_IF_ERROR(reader.Finish("hello"));
+  if (!hello.cluster_digest.empty() && !IsSha256Hex(hello.cluster_digest)) {
+    return Status::InvalidArgument("hello has a malformed cluster digest");
+  }
+  if (hello.cluster_summary.size() > 256) {
+    return Status::InvalidArgument("hello has a cluster summary of " +
+                                   std::to_string(hello.cluster_summary.size()) +
+                                   " bytes, more than 256");
+  }
   if (authenticated > 1) return Status::InvalidArgument("hello has a bad authentication flag");
   hello.authenticated = authenticated == 1;
   if (hello.task.index < 0 || hello.addressee.index < 0) {
@@ -163,7 +229,7 @@ StatusOr<HandshakeResult> ConnectHandshake(int fd, const HandshakeConfig& config
   COHORT_RETURN_IF_ERROR(reader.Finish("hello reply from " + server_name));
   auto peer = DecodeHello(server_hello);
   if (!peer.ok()) return Status::FailedPrecondition(what + ": " + peer.status().message());
-  if (peer->task != server) {
+  if (peer->task != server && !ClustersDiffer(config, *peer)) {
     return Status::FailedPrecondition(what + ": the task listening there is " +
                                       peer->task.ToString());
   }
@@ -175,8 +241,14 @@ StatusOr<HandshakeResult> ConnectHandshake(int fd, const HandshakeConfig& config
     std::string expected = HmacSha256(config.secret.key(),
                                       ProofMessage(kServerProofLabel, client_hello, server_hello));
     if (!ConstantTimeEquals(server_proof, expected)) {
-      return Status::FailedPrecondition(server_name +
-                                        " failed authentication: it does not know the job secret");
+      // Told to the other side too, so that it reports the failure now rather than a connection
+      // closed, and does not wait out its startup timeout in silence.
+      const std::string reason = "authentication failed: " + config.self.ToString() +
+                                 " could not verify the proof of " + peer->task.ToString() +
+                                 ": the two tasks hold different job secrets (COHORT_JOB_SECRET)";
+      IgnoreError(SendFrame(fd, FrameType::kReject, reason, config.deadline, what),
+                  "the peer may be gone already; the failure is reported here either way");
+      return Status::FailedPrecondition(server_name + ": " + reason);
     }
     client_proof = HmacSha256(config.secret.key(),
                               ProofMessage(kClientProofLabel, client_hello, server_hello));
@@ -222,8 +294,13 @@ StatusOr<HandshakeResult> AcceptHandshake(int fd, const HandshakeConfig& config,
   const std::string claimed = "the task claiming to be " + peer->task.ToString();
   Status fits = CheckPeerHello(config, *peer);
   if (!fits.ok()) return refuse(Status::FailedPrecondition(claimed + ": " + fits.message()));
-  Status admitted = admit(*peer);
-  if (!admitted.ok()) return refuse(admitted);
+  // With another cluster, whether this task admits the peer is beside the point; the difference is
+  // refused below, once the peer has proven that it belongs to the job.
+  const bool clusters_differ = ClustersDiffer(config, *peer);
+  if (!clusters_differ) {
+    Status admitted = admit(*peer);
+    if (!admitted.ok()) return refuse(admitted);
+  }
 
   auto hello = MakeHello(config, peer->task);
   if (!hello.ok()) return refuse(hello.status());
@@ -241,6 +318,9 @@ StatusOr<HandshakeResult> AcceptHandshake(int fd, const HandshakeConfig& config,
 
   auto proof = ReceiveFrame(fd, config.deadline, claimed + ": handshake");
   if (!proof.ok()) return proof.status();
+  if (proof->header.type == FrameType::kReject) {
+    return Status::FailedPrecondition(claimed + " refused this task: " + proof->payload);
+  }
   if (proof->header.type != FrameType::kProof) {
     return refuse(Status::FailedPrecondition(
         claimed + " sent a " + FrameTypeName(static_cast<uint8_t>(proof->header.type)) +
@@ -255,6 +335,11 @@ StatusOr<HandshakeResult> AcceptHandshake(int fd, const HandshakeConfig& config,
     }
   } else if (!proof->payload.empty()) {
     return refuse(Status::FailedPrecondition(claimed + " sent a proof in open mode"));
+  }
+  if (clusters_differ) {
+    const std::string reason = ClusterDifference(config, *peer, peer->task.ToString());
+    IgnoreError(refuse(Status::FailedPrecondition(reason)), "reported as Aborted just below");
+    return Status::Aborted(reason);
   }
   COHORT_RETURN_IF_ERROR(SendFrame(fd, FrameType::kAccept, "", config.deadline, what));
   HandshakeResult result;

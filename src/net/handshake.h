@@ -12,11 +12,22 @@
 // what a hello says without breaking it. In open mode (no secret on either side) the proofs are
 // empty. A task that has a secret never talks to one that has none: otherwise anybody could claim
 // open mode and walk in.
+//
+// Both hellos also carry the cluster as the sender sees it: a SHA-256 digest of the job name and
+// every member's task and endpoint in rank order, and a short summary ("chief 1, worker 3"). When
+// both sides have one and they differ, the two TF_CONFIGs disagree and no connection can work:
+// the handshake is still completed up to the proofs (so that only a task that knows the job
+// secret can say so), then the accepting side refuses with a reason naming both views, and both
+// sides fail with a permanent error (Aborted on the accepting side, FailedPrecondition on the
+// connecting side) instead of retrying until the startup timeout. A connecting task that cannot
+// verify the accepting task's proof tells it so with a refusal before it gives up, so a wrong
+// COHORT_JOB_SECRET is reported by both sides at once rather than seen as a closed connection.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "cluster/cluster_spec.h"
@@ -34,6 +45,9 @@ struct HelloMessage {
   std::string nonce;           // kNonceSize random bytes
   bool authenticated = false;  // the sender holds a job secret
   ProcessIdentity process;     // lets a peer on the same host read the sender's memory
+  // The cluster as the sender sees it (ClusterView); empty when the sender does not check it.
+  std::string cluster_digest;
+  std::string cluster_summary;
 
   bool operator==(const HelloMessage&) const;
 };
@@ -41,12 +55,26 @@ struct HelloMessage {
 std::string EncodeHello(const HelloMessage& hello);
 StatusOr<HelloMessage> DecodeHello(std::string_view payload);
 
+// The cluster as one task sees it, for the handshake to compare.
+struct ClusterView {
+  std::string digest;  // SHA-256 hex of the job name and every (task, endpoint) in rank order
+  std::string
+      summary;  // "chief 1, worker 3": tasks by type in name order, for people (<= 200 bytes)
+};
+
+// The view of a cluster whose members are `tasks` at `endpoints` (by rank), for job `job_name`.
+ClusterView ViewOfCluster(const std::string& job_name, const std::vector<cluster::TaskId>& tasks,
+                          const std::vector<std::string>& endpoints);
+
 // What one side of a handshake knows before it starts.
 struct HandshakeConfig {
   std::string job_name;
   cluster::TaskId self;
   JobSecret secret;
   Deadline deadline = Deadline::Never();
+  // Compared with the peer's when both have one (rendezvous); empty: not compared (a parameter
+  // server admits any task of the job).
+  ClusterView cluster;
 };
 
 // What a completed handshake learned about the peer.
@@ -66,7 +94,8 @@ StatusOr<HandshakeResult> ConnectHandshake(int fd, const HandshakeConfig& config
 
 // The accepting side. `admit` decides whether the task a hello names may connect (for example:
 // it is in the cluster spec); a non-OK result is sent back as the reason for refusing. Any failure
-// means the connection must be closed and never used.
+// means the connection must be closed and never used. Aborted means that an authenticated peer
+// sees another cluster (see above): no later connection can succeed either.
 StatusOr<HandshakeResult> AcceptHandshake(int fd, const HandshakeConfig& config,
                                           const std::function<Status(const HelloMessage&)>& admit);
 

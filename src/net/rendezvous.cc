@@ -18,6 +18,7 @@ constexpr std::chrono::milliseconds kConnectAttemptTimeout(3000);
 constexpr int kAcceptPollMs = 50;
 // Handshakes in progress at once; more connections than this are closed at once.
 constexpr size_t kMaxConcurrentHandshakes = 64;
+constexpr char kNoAttemptYet[] = "no attempt finished yet";
 
 std::string PeerAddress(int fd) {
   sockaddr_storage address{};
@@ -48,7 +49,7 @@ StatusOr<std::vector<EstablishedConnection>> Rendezvous::Run(Socket listener) {
   const int self = participants_.self_rank;
   connections_.resize(size);
   connected_.assign(size, false);
-  last_error_.assign(size, "no attempt finished yet");
+  last_error_.assign(size, kNoAttemptYet);
   missing_ = size - 1;
 
   std::thread acceptor;
@@ -60,7 +61,23 @@ StatusOr<std::vector<EstablishedConnection>> Rendezvous::Run(Socket listener) {
 
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_until(lock, deadline_.time(), [&] { return missing_ == 0 || !fatal_.ok(); });
+    const auto started = SteadyClock::now();
+    auto done = [&] { return missing_ == 0 || !fatal_.ok(); };
+    while (!done() && !deadline_.Expired()) {
+      auto until = deadline_.time();
+      if (waiting_report_interval_ > std::chrono::milliseconds::zero()) {
+        until = std::min(until, SteadyClock::now() + waiting_report_interval_);
+      }
+      if (changed_.wait_until(lock, until, done)) break;
+      if (deadline_.Expired() || waiting_report_interval_ <= std::chrono::milliseconds::zero()) {
+        continue;
+      }
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - started);
+      log_warning_("rendezvous: " + participants_.names[self] + " still waits, after " +
+                   std::to_string(waited.count()) + " s, for " + std::to_string(missing_) + " of " +
+                   std::to_string(size - 1) + " peers: " + MissingPeers());
+    }
     stopped_ = true;
     // Interrupts handshakes still running: their next read or write fails at once.
     for (int fd : in_flight_fds_) shutdown(fd, SHUT_RDWR);
@@ -73,21 +90,27 @@ StatusOr<std::vector<EstablishedConnection>> Rendezvous::Run(Socket listener) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!fatal_.ok()) return fatal_;
   if (missing_ > 0) {
-    std::string missing;
-    for (int rank = 0; rank < size; ++rank) {
-      if (rank == self || connected_[rank]) continue;
-      if (!missing.empty()) missing += "; ";
-      missing += participants_.names[rank];
-      if (rank < self)
-        missing += " (last error: " + last_error_[rank] + ")";
-      else
-        missing += " (it never connected to this task)";
-    }
     return Status::DeadlineExceeded(
         "rendezvous of " + participants_.names[self] +
-        " timed out before every peer was connected and authenticated; missing: " + missing);
+        " timed out before every peer was connected and authenticated; missing: " + MissingPeers());
   }
   return std::move(connections_);
+}
+
+std::string Rendezvous::MissingPeers() const {
+  const int self = participants_.self_rank;
+  std::string missing;
+  for (int rank = 0; rank < static_cast<int>(participants_.tasks.size()); ++rank) {
+    if (rank == self || connected_[rank]) continue;
+    if (!missing.empty()) missing += "; ";
+    missing += participants_.names[rank];
+    if (rank < self || last_error_[rank] != kNoAttemptYet) {
+      missing += " (last error: " + last_error_[rank] + ")";
+    } else {
+      missing += " (it never connected to this task)";
+    }
+  }
+  return missing;
 }
 
 Deadline Rendezvous::HandshakeDeadline() const {
@@ -151,10 +174,17 @@ void Rendezvous::AcceptOne(Socket socket) {
   auto result = AcceptHandshake(socket.fd(), config, admit);
   TrackInFlight(socket.fd(), false);
   if (!result.ok()) {
+    // An authenticated peer that sees another cluster: no connection can ever work.
+    if (result.status().code() == Status::Code::kAborted) {
+      Fail(result.status());
+      return;
+    }
     bool stopped;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopped = stopped_;
+      // What the waiting report and the timeout say about this peer, when it named itself.
+      if (peer_rank > self) last_error_[peer_rank] = result.status().message();
     }
     if (!stopped) {
       log_warning_("rendezvous: refused a connection from " + address + ": " +

@@ -5,7 +5,11 @@
 // its peers already runs. Connecting retries with exponential backoff (50 ms doubling to 1 s, with
 // jitter so that restarted tasks do not knock in lockstep) until the startup deadline. Accepted
 // connections are handshaken on their own threads, so a slow or hostile client cannot delay the
-// real peers; whatever fails the handshake is logged and closed.
+// real peers; whatever fails the handshake is logged at once and closed. A peer proven to see
+// another cluster (handshake.h) ends the rendezvous at once, on both sides, with a permanent
+// error. While peers are missing, every `waiting_report_interval` (10 s by default) the log says
+// whom this task still waits for and the last error seen for each, so a stuck start-up names its
+// cause long before the startup timeout.
 #pragma once
 
 #include <condition_variable>
@@ -42,6 +46,11 @@ class Rendezvous {
              std::chrono::milliseconds startup_timeout, std::chrono::milliseconds handshake_timeout,
              std::function<void(const std::string&)> log_warning);
 
+  // How often Run logs whom it still waits for; zero or less: never.
+  void set_waiting_report_interval(std::chrono::milliseconds interval) {
+    waiting_report_interval_ = interval;
+  }
+
   // Connects to every other participant through `listener` (already listening on this task's
   // port). Returns the connections by rank (this task's own slot stays empty). Fails when a peer
   // refused this task or proved to be an impostor (no retry can help), or when the startup
@@ -60,12 +69,16 @@ class Rendezvous {
   // Tracks sockets in a handshake, so that stopping can interrupt them.
   void TrackInFlight(int fd, bool add);
   int RankOf(const cluster::TaskId& task) const;
+  // The peers still missing, each with the last error seen for it ("; "-separated). Caller holds
+  // mutex_.
+  std::string MissingPeers() const;
 
   const Participants participants_;
   const HandshakeConfig handshake_;
   const std::chrono::milliseconds handshake_timeout_;
   const std::function<void(const std::string&)> log_warning_;
   Deadline deadline_;
+  std::chrono::milliseconds waiting_report_interval_ = std::chrono::seconds(10);
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/checksum.h"
 #include "net/socket.h"
 
 namespace cohort::ps {
@@ -20,7 +21,7 @@ using net::WireReader;
 using net::WireWriter;
 
 constexpr char kShardMagic[] = "cohort-ps-shard/1";
-constexpr char kManifestMagic[] = "cohort-ps-checkpoint 1";
+constexpr char kManifestMagic[] = "cohort-ps-checkpoint 2";
 constexpr uint32_t kMaxSlots = 4;
 
 template <typename T>
@@ -76,16 +77,12 @@ std::string ShardFileName(int ps_index, int num_ps, int64_t step) {
          PaddedStep(step) + ".shard";
 }
 
-}  // namespace
-
-uint64_t Checksum(std::string_view bytes) {
-  uint64_t hash = 0xCBF29CE484222325ull;
-  for (unsigned char byte : bytes) {
-    hash ^= byte;
-    hash *= 0x100000001B3ull;
-  }
-  return hash;
+// The record a manifest keeps of `shard`, in base/checksum.h's terms.
+FileChecksum ChecksumOf(const SavedShard& shard) {
+  return FileChecksum{shard.file, shard.size, shard.sha256};
 }
+
+}  // namespace
 
 std::string EncodeShard(const ShardStore& store, int64_t global_step) {
   WireWriter writer;
@@ -169,7 +166,7 @@ StatusOr<SavedShard> SaveShard(const ShardStore& store, const std::string& direc
   SavedShard saved;
   saved.file = ShardFileName(store.ps_index(), store.num_ps(), global_step);
   saved.size = bytes.size();
-  saved.checksum = Checksum(bytes);
+  saved.sha256 = Sha256Hex(bytes);
   COHORT_RETURN_IF_ERROR(WriteFileAtomically(directory + "/" + saved.file, bytes));
   return saved;
 }
@@ -185,9 +182,8 @@ std::string EncodeManifest(const Manifest& manifest) {
   text << "num_ps " << manifest.num_ps << "\n";
   for (size_t index = 0; index < manifest.shards.size(); ++index) {
     const SavedShard& shard = manifest.shards[index];
-    char checksum[17];
-    std::snprintf(checksum, sizeof(checksum), "%016" PRIx64, shard.checksum);
-    text << "shard " << index << " " << shard.file << " " << shard.size << " " << checksum << "\n";
+    text << "shard " << index << " " << shard.file << " " << shard.size << " " << shard.sha256
+         << "\n";
   }
   text << "end\n";
   return text.str();
@@ -211,14 +207,12 @@ StatusOr<Manifest> DecodeManifest(std::string_view text) {
   for (int index = 0; index < manifest.num_ps; ++index) {
     SavedShard shard;
     int listed_index = -1;
-    std::string checksum;
-    if (!(in >> key >> listed_index >> shard.file >> shard.size >> checksum) || key != "shard" ||
-        listed_index != index || checksum.size() != 16 ||
+    if (!(in >> key >> listed_index >> shard.file >> shard.size >> shard.sha256) ||
+        key != "shard" || listed_index != index || !IsSha256Hex(shard.sha256) ||
         shard.file.find('/') != std::string::npos) {
       return Status::InvalidArgument("manifest entry for shard " + std::to_string(index) +
                                      " is missing or malformed");
     }
-    shard.checksum = std::strtoull(checksum.c_str(), nullptr, 16);
     manifest.shards.push_back(shard);
   }
   // The last line proves the manifest was not cut short.
@@ -255,13 +249,8 @@ StatusOr<std::vector<std::unique_ptr<ShardStore>>> LoadCheckpoint(const std::str
   for (int index = 0; index < manifest.num_ps; ++index) {
     const SavedShard& shard = manifest.shards[index];
     const std::string path = directory + "/" + shard.file;
-    auto bytes = ReadWholeFile(path);
+    auto bytes = ReadVerifiedFile(directory, ChecksumOf(shard));
     if (!bytes.ok()) return bytes.status();
-    if (bytes->size() != shard.size || Checksum(*bytes) != shard.checksum) {
-      return Status::FailedPrecondition(path +
-                                        " does not match the size and checksum its manifest "
-                                        "records");
-    }
     auto store = std::make_unique<ShardStore>(index, manifest.num_ps);
     int64_t step = 0;
     Status decoded = DecodeShardInto(*bytes, store.get(), &step);
@@ -295,13 +284,9 @@ StatusOr<int64_t> RestoreLatest(const std::string& directory, ShardStore* store,
       continue;
     }
     const SavedShard& shard = manifest->shards[store->ps_index()];
-    auto bytes = ReadWholeFile(directory + "/" + shard.file);
+    auto bytes = ReadVerifiedFile(directory, ChecksumOf(shard));
     if (!bytes.ok()) {
       skip(bytes.status().message());
-      continue;
-    }
-    if (bytes->size() != shard.size || Checksum(*bytes) != shard.checksum) {
-      skip(shard.file + " does not match the size and checksum the manifest records");
       continue;
     }
     int64_t step = 0;

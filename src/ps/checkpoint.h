@@ -6,11 +6,12 @@
 //
 // Every file is written atomically: to a temporary name, fsync'd, renamed into place, and the
 // directory fsync'd, so a crash leaves either the old file or the new one, never half of one. The
-// manifest names each shard file with its size and checksum (FNV-1a 64) and the global step. A
-// server restoring picks the newest manifest whose shard for it is present and matches; a step
+// manifest names each shard file with its size and SHA-256 (base/checksum.h) and the global step.
+// A server restoring picks the newest manifest whose shard for it is present and matches; a step
 // whose manifest is missing (a save interrupted before the chief wrote it) or whose shard does not
-// match is skipped, with a log line saying why. Training therefore resumes from the newest
-// checkpoint that every server finished, never from a mix of steps.
+// match is skipped, with a log line saying why (a mismatch names the file, the expected and the
+// found checksum). Nothing is decoded before its checksum is verified. Training therefore resumes
+// from the newest checkpoint that every server finished, never from a mix of steps.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +32,6 @@ std::string EncodeShard(const ShardStore& store, int64_t global_step);
 // Replaces the contents of `store` with a serialized shard; checks that the shard was saved by the
 // same server of the same number of servers. `global_step` receives the tag.
 Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* global_step);
-
-// FNV-1a 64 of `bytes`: cheap, and enough to catch a truncated or mixed-up file.
-uint64_t Checksum(std::string_view bytes);
 
 // Saves `store` into `directory` (created if needed) and says what it wrote.
 StatusOr<SavedShard> SaveShard(const ShardStore& store, const std::string& directory,

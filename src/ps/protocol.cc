@@ -254,7 +254,7 @@ std::string EncodeSavedShard(const SavedShard& shard) {
   WireWriter writer;
   writer.String(shard.file);
   writer.U64(shard.size);
-  writer.U64(shard.checksum);
+  writer.String(shard.sha256);
   return writer.bytes();
 }
 
@@ -263,7 +263,7 @@ StatusOr<SavedShard> DecodeSavedShard(std::string_view fields) {
     SavedShard shard;
     shard.file = reader.String();
     shard.size = reader.U64();
-    shard.checksum = reader.U64();
+    shard.sha256 = reader.String();
     return shard;
   });
 }

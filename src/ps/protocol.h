@@ -41,7 +41,7 @@ enum class Operation : uint8_t {
   kCreateTable = 4,  // fields: EmbeddingTableSpec
   kPullRows = 5,     // fields: table, row count; bulk: ids; response bulk: rows
   kPushRows = 6,     // fields: table, sync step, row count; bulk: ids, then gradient rows
-  kSaveShard = 7,    // fields: directory, global step; response fields: file, size, checksum
+  kSaveShard = 7,    // fields: directory, global step; response fields: file, size, sha256
   kClock = 8,  // fields: steps done, max lead, timeout; response fields: the slowest worker's steps
   kShutdown = 9,  // the chief ends the job: the server stops serving
   // fields: MemoryReference, then a push's DenseRange fields; no bulk (see below)
@@ -140,11 +140,11 @@ std::string EncodeSaveRequest(const SaveRequest& request);
 StatusOr<SaveRequest> DecodeSaveRequest(std::string_view fields);
 
 // What a server saved: its shard file (a name inside the checkpoint directory), its size and
-// checksum, so the manifest can vouch for it.
+// SHA-256 (base/checksum.h), so the manifest can vouch for it.
 struct SavedShard {
   std::string file;
   uint64_t size = 0;
-  uint64_t checksum = 0;
+  std::string sha256;  // 64 lower-case hex digits
 };
 std::string EncodeSavedShard(const SavedShard& shard);
 StatusOr<SavedShard> DecodeSavedShard(std::string_view fields);

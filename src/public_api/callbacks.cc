@@ -34,13 +34,18 @@ const Callback::Impl& internal::CallbackAccess::impl(const Callback& callback) {
   return *callback.impl_;
 }
 
-BackupAndRestore::BackupAndRestore(const std::string& backup_dir, int64_t save_every_steps)
+BackupAndRestore::BackupAndRestore(const std::string& backup_dir, int64_t save_every_steps,
+                                   int backups_to_keep)
     : Callback(
-          Wrap(std::make_unique<train::BackupAndRestore>(
-                   train::BackupOptions{backup_dir, save_every_steps, /*delete_on_success=*/true,
-                                        train::RunIdentity(net::JobSecret::FromEnvironment())}),
+          Wrap(std::make_unique<train::BackupAndRestore>(train::BackupOptions{
+                   backup_dir, save_every_steps, /*delete_on_success=*/true,
+                   train::RunIdentity(net::JobSecret::FromEnvironment()), backups_to_keep}),
                Callback::Impl{.backup_dir = backup_dir, .backup_every_steps = save_every_steps})) {
   if (backup_dir.empty()) ThrowError(Status::InvalidArgument("BackupAndRestore needs a directory"));
+  if (backups_to_keep < 1) {
+    ThrowError(Status::InvalidArgument("BackupAndRestore keeps at least 1 backup, not " +
+                                       std::to_string(backups_to_keep)));
+  }
 }
 
 ModelCheckpoint::ModelCheckpoint(const std::string& dir, bool save_best_only)

@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <system_error>
+#include <vector>
 
 #include "base/file.h"
+#include "train/checkpoint_manifest.h"
 #include "train/checkpoint_state.h"
 #include "train/worker_dirs.h"
 
@@ -36,12 +39,38 @@ std::string MarkerRun(const std::string& text) {
                      end == std::string::npos ? std::string::npos : end - prefix.size());
 }
 
-// Removes ckpt-*.pt files of `dir` other than `keep` (max_to_keep = 1).
-void RemoveOlderCheckpoints(const std::string& dir, const std::string& keep) {
+// The numbers n of the backups `dir` holds or its state file names: every ckpt-<n>.pt and
+// ckpt-<n>.manifest.json, newest first. A backup whose file is gone but whose name the state file
+// still lists is among them, so that restoring says what became of it.
+std::vector<int64_t> BackupNumbers(const std::string& dir) {
+  std::set<int64_t> numbers;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind("ckpt-", 0) == 0 && file != keep) fs::remove(entry.path(), error);
+    std::string file = entry.path().filename().string();
+    for (const std::string suffix : {".pt", ".manifest.json"}) {
+      if (file.size() > suffix.size() && file.ends_with(suffix)) {
+        const int64_t number = CheckpointNumber(file.substr(0, file.size() - suffix.size()));
+        if (number > 0) numbers.insert(number);
+      }
+    }
+  }
+  if (auto listed = ReadCheckpointState(dir); listed.ok()) {
+    for (const std::string& name : *listed) {
+      if (const int64_t number = CheckpointNumber(name); number > 0) numbers.insert(number);
+    }
+  }
+  return std::vector<int64_t>(numbers.rbegin(), numbers.rend());
+}
+
+// Removes the files of every backup of `dir` whose number is not in [newest - keep + 1, newest]:
+// the older ones past max_to_keep, and any newer one left by a timeline that was rolled back.
+void RemoveBackupsOutside(const std::string& dir, int64_t newest, int keep) {
+  for (int64_t number : BackupNumbers(dir)) {
+    if (number <= newest && number > newest - keep) continue;
+    const std::string name = CheckpointName(number);
+    std::error_code error;
+    fs::remove(fs::path(dir) / CheckpointManifestFile(name), error);
+    fs::remove(fs::path(dir) / CheckpointFile(name), error);
   }
 }
 
@@ -100,17 +129,45 @@ Status BackupAndRestore::RestoreState(const FitPlan& plan, TrainingState& state)
     auto completed = CompletedRun(options_.backup_dir, options_.run_identity);
     if (completed.ok() && !completed->has_value()) fs::remove(marker, error);
   }
-  auto latest = ReadLatestCheckpoint(ChiefDir());
-  if (!latest.ok()) return latest.status().WithContext("BackupAndRestore");
-  if (!latest->has_value()) return Status::OK();
-  const std::string name = **latest;
-  const std::string path = (fs::path(ChiefDir()) / CheckpointFile(name)).string();
-  COHORT_RETURN_IF_ERROR(state.Load(path).WithContext("BackupAndRestore: cannot restore " + path));
-  last_number_ = CheckpointNumber(name);
-  last_backup_step_ = state.position().GlobalStep(plan.steps_per_epoch);
-  std::printf("BackupAndRestore: restored %s\n", path.c_str());
-  std::fflush(stdout);
+  StatusOr<std::string> restored = RestoreNewestGood(plan, state);
+  if (!restored.ok()) return restored.status();
   return Status::OK();
+}
+
+StatusOr<std::string> BackupAndRestore::RestoreNewestGood(const FitPlan& plan,
+                                                          TrainingState& state) {
+  const std::string dir = ChiefDir();
+  std::vector<std::string> skipped;
+  for (int64_t number : BackupNumbers(dir)) {
+    const std::string name = CheckpointName(number);
+    const std::string path = (fs::path(dir) / CheckpointFile(name)).string();
+    // Verified bytes only: a backup is loaded whole from memory once its manifest vouches for it.
+    CheckpointManifest manifest;
+    StatusOr<std::string> bytes = ReadVerifiedCheckpoint(dir, name, &manifest);
+    Status loaded = bytes.ok() ? state.Load(*bytes, path) : bytes.status();
+    if (!loaded.ok()) {
+      skipped.push_back(name + ": " + loaded.message());
+      std::printf("BackupAndRestore: skipped %s: %s\n", name.c_str(), loaded.message().c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    last_number_ = number;
+    last_backup_step_ = state.position().GlobalStep(plan.steps_per_epoch);
+    std::printf("BackupAndRestore: restored %s (global step %lld)%s\n", path.c_str(),
+                static_cast<long long>(last_backup_step_),
+                skipped.empty() ? ""
+                                : (", after skipping " + std::to_string(skipped.size()) +
+                                   " newer backup(s) above")
+                                      .c_str());
+    std::fflush(stdout);
+    return path;
+  }
+  if (skipped.empty()) return std::string();  // nothing backed up yet: a fresh start
+  std::string message = "BackupAndRestore: no backup in " + dir + " can be restored (" +
+                        std::to_string(skipped.size()) + " tried, newest first):";
+  for (const std::string& why : skipped) message += "\n  " + why;
+  message += "\nremove " + options_.backup_dir + " to train from the start";
+  return Status::FailedPrecondition(message);
 }
 
 Status BackupAndRestore::Backup(const FitPlan& plan, TrainingState& state) {
@@ -123,17 +180,27 @@ Status BackupAndRestore::Backup(const FitPlan& plan, TrainingState& state) {
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::string name = CheckpointName(++last_number_);
   const std::string file = CheckpointFile(name);
-  Status saved = state.Save((fs::path(dir) / file).string());
-  if (!saved.ok()) {
-    // The state file still names the last good backup; the next attempt reuses the number.
+  StatusOr<FileChecksum> saved = state.Save((fs::path(dir) / file).string());
+  Status written =
+      saved.ok() ? WriteCheckpointManifest(dir, {name, step, {*saved}}) : saved.status();
+  if (!written.ok()) {
+    // The state file still names the last good backups; the next attempt reuses the number.
     --last_number_;
     last_backup_step_ = -1;
     const std::string kept =
         last_number_ > 0 ? CheckpointName(last_number_) + " stays the backup" : "no backup yet";
-    return saved.WithContext("BackupAndRestore: " + name + " not written, " + kept);
+    return written.WithContext("BackupAndRestore: " + name + " not written, " + kept);
   }
-  COHORT_RETURN_IF_ERROR(WriteCheckpointState(dir, {name}));
-  RemoveOlderCheckpoints(dir, file);
+  // The state file lists the kept backups, oldest first, once the new one is whole.
+  std::vector<std::string> kept;
+  for (int64_t number = std::max<int64_t>(1, last_number_ - options_.backups_to_keep + 1);
+       number <= last_number_; ++number) {
+    if (fs::exists(fs::path(dir) / CheckpointManifestFile(CheckpointName(number)))) {
+      kept.push_back(CheckpointName(number));
+    }
+  }
+  COHORT_RETURN_IF_ERROR(WriteCheckpointState(dir, kept));
+  RemoveBackupsOutside(dir, last_number_, options_.backups_to_keep);
   return Status::OK();
 }
 

@@ -5,10 +5,17 @@
 //   - A backup holds the model, the optimizer state, the random-generator state and the training
 //     position. It is taken at every epoch end and, with save_every_steps = N > 0, also every N
 //     global steps.
-//   - Layout: <backup_dir>/chief/ckpt-<n>.pt plus a TF-style `checkpoint` state file; only the
-//     newest backup is kept (max_to_keep = 1).
-//   - On start, the chief loads the newest backup, if any, and training resumes at the saved epoch
-//     and step: the next step after the last one backed up. Work after the backup is redone.
+//   - Layout: <backup_dir>/chief/ckpt-<n>.pt, each with its manifest ckpt-<n>.manifest.json
+//     (checkpoint_manifest.h: the file's size and SHA-256, written after it), plus a TF-style
+//     `checkpoint` state file listing the kept backups. The last `backups_to_keep` (default 2)
+//     are kept (Keras keeps one).
+//   - On start, the chief loads the newest backup whose checksums verify and that loads, and
+//     training resumes at its epoch and step: the next step after the last one backed up. Work
+//     after the backup is redone. Each backup passed over is printed with the reason (a cut-short
+//     backup without a manifest, a missing file, "checksum mismatch: expected ..., found ..."), and
+//     only when backups exist and none of them can be restored does the chief fail, with
+//     FailedPrecondition naming each one and why: a permanent failure (cohort-train exits 1), since
+//     a restart would find the same files. Nothing is loaded before its bytes are verified.
 //   - When the job has finished, the backup is deleted (delete_on_success), so a finished job
 //     run again trains from scratch.
 // The differences:
@@ -36,6 +43,7 @@
 //   - Temporary files of a chief killed mid-write are removed when the next chief starts.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,11 +62,16 @@ struct BackupOptions {
   bool delete_on_success = true;
   // RunIdentity of this run; "" (open mode) writes no completion marker.
   std::string run_identity;
+  // How many of the newest backups to keep (at least 1), so that one found corrupt or cut short
+  // on restore leaves an older one to fall back to.
+  int backups_to_keep = 2;
 };
 
 class BackupAndRestore : public Callback {
  public:
-  explicit BackupAndRestore(BackupOptions options) : options_(std::move(options)) {}
+  explicit BackupAndRestore(BackupOptions options) : options_(std::move(options)) {
+    options_.backups_to_keep = std::max(1, options_.backups_to_keep);
+  }
 
   // The chief's backup directory, <backup_dir>/chief.
   std::string ChiefDir() const;
@@ -78,8 +91,15 @@ class BackupAndRestore : public Callback {
   // files of a killed chief go, and <backup_dir> itself goes when nothing else is left in it.
   Status DeleteBackup(const FitPlan& plan);
 
-  // Chief: removes stale temporary files and another run's marker, then loads the newest backup.
+  // Chief: removes stale temporary files and another run's marker, then loads the newest backup
+  // that verifies (see above).
   Status RestoreState(const FitPlan& plan, TrainingState& state) override;
+
+  // Chief: loads the newest backup whose checksums verify and that loads into `state`, printing
+  // each one skipped and why, and returns its path; "" when there is no backup at all. Fails,
+  // naming every backup and why, when there are some and none can be restored. RestoreState's
+  // work, and the trainer's rollback after a non-finite step (trainer.h).
+  StatusOr<std::string> RestoreNewestGood(const FitPlan& plan, TrainingState& state);
   Status OnBatchEnd(const FitPlan& plan, TrainingState& state, const BatchLogs& logs) override;
   Status OnEpochEnd(const FitPlan& plan, TrainingState& state, const EpochLogs& logs) override;
 

@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
+#include "base/checksum.h"
 #include "base/status.h"
 
 namespace cohort::train {
@@ -96,11 +98,14 @@ class TrainingState {
   virtual ~TrainingState() = default;
   // Writes model weights, optimizer state, the random-generator state and the position after the
   // last completed step to `path` (one file), atomically: readers see the old file or the new.
-  virtual Status Save(const std::string& path) = 0;
-  // Loads what Save wrote and moves training to the saved position.
-  virtual Status Load(const std::string& path) = 0;
-  // Writes the model weights alone, in libtorch's format.
-  virtual Status SaveWeights(const std::string& path) = 0;
+  // Returns the file's record (name, size, SHA-256) for the manifest that lists it.
+  virtual StatusOr<FileChecksum> Save(const std::string& path) = 0;
+  // Loads `bytes`, what Save wrote (read and verified against its manifest by the caller), and
+  // moves training to the saved position; `origin` names them in errors. Checks what they hold
+  // against this run before changing anything.
+  virtual Status Load(std::string_view bytes, const std::string& origin) = 0;
+  // Writes the model weights alone, in libtorch's format; returns the file's record.
+  virtual StatusOr<FileChecksum> SaveWeights(const std::string& path) = 0;
   virtual TrainingPosition position() const = 0;
 };
 

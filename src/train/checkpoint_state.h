@@ -26,4 +26,8 @@ Status WriteCheckpointState(const std::string& dir, const std::vector<std::strin
 // InvalidArgument when the file exists but names nothing.
 StatusOr<std::optional<std::string>> ReadLatestCheckpoint(const std::string& dir);
 
+// Every checkpoint <dir>/checkpoint lists (all_model_checkpoint_paths), oldest first; empty when
+// there is no such file.
+StatusOr<std::vector<std::string>> ReadCheckpointState(const std::string& dir);
+
 }  // namespace cohort::train

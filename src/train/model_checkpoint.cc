@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/file.h"
+#include "train/checkpoint_manifest.h"
 #include "train/checkpoint_state.h"
 #include "train/worker_dirs.h"
 
@@ -48,7 +49,10 @@ Status ModelCheckpoint::OnEpochEnd(const FitPlan& plan, TrainingState& state,
   const std::string& dir = options_.dir;
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir));
   const std::string name = "ckpt-" + std::to_string(logs.epoch + 1);
-  COHORT_RETURN_IF_ERROR(state.SaveWeights((std::filesystem::path(dir) / (name + ".pt")).string()));
+  StatusOr<FileChecksum> saved =
+      state.SaveWeights((std::filesystem::path(dir) / (name + ".pt")).string());
+  if (!saved.ok()) return saved.status();
+  COHORT_RETURN_IF_ERROR(WriteCheckpointManifest(dir, {name, logs.global_step, {*saved}}));
   if (kept_.empty()) kept_ = ExistingCheckpoints(dir);
   // A resumed run may save an epoch again; list it once.
   std::erase(kept_, name);

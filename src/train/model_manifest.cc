@@ -1,11 +1,13 @@
 #include "train/model_manifest.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "train/checkpoint_manifest.h"
 
 namespace cohort::train {
 namespace {
@@ -13,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 constexpr char kFormat[] = "cohort-saved-model";
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;
 
 // Reads field `key` of `object` as T, or explains which field is missing or mistyped.
 template <typename T>
@@ -46,6 +48,7 @@ std::string ManifestToJson(const ModelManifest& manifest) {
                    {"format_version", kFormatVersion},
                    {"model", manifest.model},
                    {"weights", manifest.weights},
+                   {"files", json::parse(FileChecksumsToJson(manifest.files))},
                    {"input_shape", manifest.input_shape},
                    {"classes", manifest.classes},
                    {"metrics", manifest.metrics},
@@ -66,6 +69,12 @@ StatusOr<ModelManifest> ParseManifest(const std::string& text, const std::string
   int version = 0;
   COHORT_RETURN_IF_ERROR(Field(document, "format", origin, &format));
   COHORT_RETURN_IF_ERROR(Field(document, "format_version", origin, &version));
+  if (format == kFormat && version == 1) {
+    return Status::InvalidArgument(origin +
+                                   ": a format version 1 saved model, written before "
+                                   "saved models carried checksums: its weights cannot "
+                                   "be verified; save the model again");
+  }
   if (format != kFormat || version != kFormatVersion) {
     return Status::InvalidArgument(origin + ": format \"" + format + "\" version " +
                                    std::to_string(version) + " is not " + kFormat + " version " +
@@ -80,6 +89,15 @@ StatusOr<ModelManifest> ParseManifest(const std::string& text, const std::string
   COHORT_RETURN_IF_ERROR(Field(document, "created_at", origin, &manifest.created_at));
   if (manifest.weights.empty() || manifest.weights.find('/') != std::string::npos) {
     return Status::InvalidArgument(origin + ": weights must name a file in the same directory");
+  }
+  json files;
+  COHORT_RETURN_IF_ERROR(Field(document, "files", origin, &files));
+  auto listed = FileChecksumsFromJson(files.dump(), origin);
+  if (!listed.ok()) return listed.status();
+  manifest.files = std::move(listed).value();
+  if (manifest.files.front().file != manifest.weights) {
+    return Status::InvalidArgument(origin + ": files[0] must be the weights, \"" +
+                                   manifest.weights + "\"");
   }
   json training;
   COHORT_RETURN_IF_ERROR(Field(document, "training", origin, &training));
@@ -99,8 +117,31 @@ StatusOr<ModelManifest> ParseManifest(const std::string& text, const std::string
 }
 
 Status WriteManifest(const std::string& dir, const ModelManifest& manifest) {
-  return WriteFileAtomically((std::filesystem::path(dir) / kManifestFile).string(),
-                             ManifestToJson(manifest));
+  const std::string path = (std::filesystem::path(dir) / kManifestFile).string();
+  for (const auto& [name, value] : manifest.metrics) {
+    if (!std::isfinite(value)) {
+      return Status::InvalidArgument(path + ": metric \"" + name + "\" is " +
+                                     std::to_string(value) +
+                                     ", not a finite number; the manifest is not written");
+    }
+  }
+  ModelManifest recorded = manifest;
+  if (recorded.files.empty()) {
+    const std::filesystem::path weights = std::filesystem::path(dir) / manifest.weights;
+    StatusOr<std::string> bytes = ReadWholeFile(weights);
+    if (!bytes.ok()) return bytes.status().WithContext("recording the checksum of the weights");
+    recorded.files.push_back(ChecksumOf(manifest.weights, *bytes));
+  }
+  return WriteFileAtomically(path, ManifestToJson(recorded));
+}
+
+StatusOr<std::string> ReadVerifiedWeights(const std::string& dir, const ModelManifest& manifest) {
+  for (const FileChecksum& file : manifest.files) {
+    if (file.file == manifest.weights) return ReadVerifiedFile(dir, file);
+  }
+  return Status::InvalidArgument((std::filesystem::path(dir) / kManifestFile).string() +
+                                 ": \"files\" does not list the weights, \"" + manifest.weights +
+                                 "\"");
 }
 
 StatusOr<ModelManifest> ReadManifest(const std::string& dir) {

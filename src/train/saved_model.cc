@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "train/data/image_batch_source.h"
 #include "train/evaluation.h"
@@ -32,8 +33,12 @@ StatusOr<std::unique_ptr<SavedModel>> SavedModel::Load(const std::string& dir) {
   auto module = MakeModel(manifest->model, shape);
   if (!module.ok()) return module.status().WithContext(dir);
   const std::string weights = (std::filesystem::path(dir) / manifest->weights).string();
+  // Only verified bytes are loaded: flipped bits never reach the network.
+  StatusOr<std::string> bytes = ReadVerifiedWeights(dir, *manifest);
+  if (!bytes.ok()) return bytes.status();
   try {
-    torch::load(*module, weights);
+    std::istringstream in(*bytes);
+    torch::load(*module, in);
   } catch (const c10::Error& error) {
     return Status::InvalidArgument(weights + ": cannot load " + manifest->model +
                                    " weights: " + error.what_without_backtrace());

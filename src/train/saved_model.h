@@ -28,7 +28,9 @@ namespace cohort::train {
 
 class SavedModel {
  public:
-  // Reads <dir>/manifest.json and the weights it names. Errors name the file at fault.
+  // Reads <dir>/manifest.json and the weights it names, verified against the size and SHA-256 the
+  // manifest records before libtorch sees a byte. Errors name the file at fault (a mismatch with
+  // the expected and the found checksum).
   static StatusOr<std::unique_ptr<SavedModel>> Load(const std::string& dir);
   ~SavedModel();
 

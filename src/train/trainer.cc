@@ -5,12 +5,15 @@
 #include <torch/utils.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "base/file.h"
 #include "base/time.h"
+#include "train/backup_and_restore.h"
 #include "train/data/batch_prefetcher.h"
 #include "train/data/shard_sampler.h"
 #include "train/evaluation.h"
@@ -33,6 +36,14 @@ Status TorchError(const std::string& what, const c10::Error& error) {
   return Status::Internal(what + ": " + error.what_without_backtrace());
 }
 
+// A number as a person reads it: "nan", "inf", "-inf" or %g.
+std::string FormatNumber(double value) {
+  if (std::isnan(value)) return "nan";  // printf may say "-nan", which means nothing more
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
                     const BatchSource& test, int num_workers) {
   if (options.epochs < 1) return Status::InvalidArgument("epochs must be at least 1");
@@ -50,6 +61,10 @@ Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
     return Status::InvalidArgument("unknown optimizer \"" + options.optimizer +
                                    "\" (known: adam, sgd)");
   }
+  if (options.max_rollbacks < 0) return Status::InvalidArgument("max_rollbacks must be >= 0");
+  if (!(options.rollback_learning_rate_factor > 0 && options.rollback_learning_rate_factor <= 1)) {
+    return Status::InvalidArgument("rollback_learning_rate_factor must be in (0, 1]");
+  }
   if (train.size() < options.per_worker_batch * num_workers) {
     return Status::InvalidArgument("the training split has " + std::to_string(train.size()) +
                                    " samples, fewer than one global batch (" +
@@ -63,6 +78,13 @@ Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
 }
 
 }  // namespace
+
+StatusOr<TrainerOptions::NonFinitePolicy> ParseNonFinitePolicy(const std::string& text) {
+  if (text == "stop") return TrainerOptions::NonFinitePolicy::kStop;
+  if (text == "rollback") return TrainerOptions::NonFinitePolicy::kRollback;
+  return Status::InvalidArgument("the non-finite policy is stop or rollback, not \"" +
+                                 text.substr(0, 64) + "\"");
+}
 
 struct Trainer::Impl : public TrainingState {
   TrainerOptions options;
@@ -143,26 +165,26 @@ struct Trainer::Impl : public TrainingState {
     }
   }
 
-  Status Save(const std::string& path) override {
+  StatusOr<FileChecksum> Save(const std::string& path) override {
     StatusOr<std::string> bytes = Serialize(/*whole_state=*/true, path);
     if (!bytes.ok()) return bytes.status();
-    return WriteFileAtomically(path, *bytes);
+    return WriteFileWithChecksum(path, *bytes);
   }
 
-  Status Load(const std::string& path) override {
+  Status Load(std::string_view bytes, const std::string& origin) override {
     try {
       torch::serialize::InputArchive archive;
-      archive.load_from(path);
-      return ReadArchive(archive, path);
+      archive.load_from(bytes.data(), bytes.size());
+      return ReadArchive(archive, origin);
     } catch (const c10::Error& error) {
-      return TorchError("cannot load the training state from " + path, error);
+      return TorchError("cannot load the training state from " + origin, error);
     }
   }
 
-  Status SaveWeights(const std::string& path) override {
+  StatusOr<FileChecksum> SaveWeights(const std::string& path) override {
     StatusOr<std::string> bytes = Serialize(/*whole_state=*/false, path);
     if (!bytes.ok()) return bytes.status();
-    return WriteFileAtomically(path, *bytes);
+    return WriteFileWithChecksum(path, *bytes);
   }
 
   // Every worker ends up with the chief's model, optimizer, RNG and position. With one worker
@@ -200,6 +222,30 @@ struct Trainer::Impl : public TrainingState {
 
   // One optimizer step on this worker's batch; with several workers the gradients are averaged
   // across them before the step. Returns the batch's mean loss and its metric sums.
+  // The L2 norm of every gradient together (after the all-reduce: the same on every worker).
+  double GradientNorm() {
+    torch::NoGradGuard no_grad;
+    double sum_of_squares = 0;
+    for (const auto& parameter : model->module().parameters()) {
+      if (parameter.grad().defined()) {
+        sum_of_squares += parameter.grad().to(torch::kDouble).square().sum().item<double>();
+      }
+    }
+    return std::sqrt(sum_of_squares);
+  }
+
+  // Whether a weight is NaN or infinite: the name of the first such parameter, else "".
+  std::string NonFiniteParameter() {
+    torch::NoGradGuard no_grad;
+    for (const auto& item : model->module().named_parameters()) {
+      if (!torch::isfinite(item.value()).all().item<bool>()) return item.key();
+    }
+    return "";
+  }
+
+  // Set when the last TrainStep found a non-finite loss or gradient norm (and did not apply it).
+  std::optional<std::string> non_finite;
+
   StatusOr<std::pair<double, std::map<std::string, double>>> TrainStep(const Batch& batch) {
     try {
       if (buckets) {
@@ -214,8 +260,15 @@ struct Trainer::Impl : public TrainingState {
         COHORT_RETURN_IF_ERROR(buckets->FinishStep(options.step_timeout));
         last_allreduce_wait_seconds = Seconds(Clock::now() - wait_start);
       }
+      const double loss = result.loss.item<double>();
+      const double norm = GradientNorm();
+      if (!std::isfinite(loss) || !std::isfinite(norm)) {
+        non_finite = "the loss is " + FormatNumber(loss) + " and the gradient norm " +
+                     FormatNumber(norm) + "; the step was not applied";
+        return Status::Aborted(*non_finite);
+      }
       optimizer->step();
-      return std::make_pair(result.loss.item<double>(), std::move(result.metric_sums));
+      return std::make_pair(loss, std::move(result.metric_sums));
     } catch (const c10::Error& error) {
       return TorchError("the step failed", error);
     }
@@ -311,6 +364,62 @@ struct Trainer::Impl : public TrainingState {
 
   int64_t GlobalStep() const { return position_.GlobalStep(plan.steps_per_epoch); }
 
+  // Trains from the current position to the end of the last epoch.
+  Status TrainEpochs(const std::vector<Callback*>& callbacks) {
+    ShardSampler sampler(train->size(), plan.num_workers, plan.rank, plan.per_worker_batch,
+                         plan.steps_per_epoch, plan.seed);
+    BatchPrefetcher prefetcher(*train, std::move(sampler), GlobalStep(), plan.total_steps(),
+                               kPrefetchDepth);
+    model->module().train();
+    while (position_.epoch < plan.epochs) {
+      COHORT_RETURN_IF_ERROR(RunEpoch(prefetcher, callbacks));
+    }
+    return Status::OK();
+  }
+
+  int rollbacks = 0;
+
+  // After a non-finite step (`status`, naming it): OK when the policy rolled training back to the
+  // newest good backup with a lower learning rate, else the permanent error that ends the run.
+  Status HandleNonFinite(const Status& status, const std::vector<Callback*>& callbacks) {
+    const std::string what = status.message();
+    if (options.non_finite == TrainerOptions::NonFinitePolicy::kStop) {
+      return Status::FailedPrecondition(what + " (the non-finite policy is stop)");
+    }
+    if (rollbacks >= options.max_rollbacks) {
+      return Status::FailedPrecondition(what + "; already rolled back " +
+                                        std::to_string(rollbacks) + " times, the most allowed");
+    }
+    BackupAndRestore* backup = nullptr;
+    for (Callback* callback : callbacks) {
+      if (auto* found = dynamic_cast<BackupAndRestore*>(callback)) backup = found;
+    }
+    if (backup == nullptr) {
+      return Status::FailedPrecondition(what + "; no BackupAndRestore to roll back to");
+    }
+    std::string restored;
+    if (plan.is_chief) {
+      StatusOr<std::string> path = backup->RestoreNewestGood(plan, *this);
+      if (!path.ok()) return path.status().WithContext(what + "; rolling back");
+      if (path->empty()) {
+        return Status::FailedPrecondition(what + "; no backup written yet to roll back to");
+      }
+      restored = *path;
+    }
+    COHORT_RETURN_IF_ERROR(SyncFromChief());
+    ++rollbacks;
+    plan.learning_rate *= options.rollback_learning_rate_factor;
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(plan.learning_rate);
+    std::printf(
+        "non-finite step: %s; rolled back to global step %lld%s with learning rate %g "
+        "(rollback %d of at most %d)\n",
+        what.c_str(), static_cast<long long>(GlobalStep()),
+        restored.empty() ? "" : (" (" + restored + ")").c_str(), plan.learning_rate, rollbacks,
+        options.max_rollbacks);
+    std::fflush(stdout);
+    return Status::OK();
+  }
+
   Status Fit(const std::vector<Callback*>& callbacks) {
     for (Callback* callback : callbacks) {
       COHORT_RETURN_IF_ERROR(callback->RestoreState(plan, *this));
@@ -324,15 +433,12 @@ struct Trainer::Impl : public TrainingState {
     for (Callback* callback : callbacks) {
       COHORT_RETURN_IF_ERROR(callback->OnTrainBegin(plan, *this));
     }
-    {
-      ShardSampler sampler(train->size(), plan.num_workers, plan.rank, plan.per_worker_batch,
-                           plan.steps_per_epoch, plan.seed);
-      BatchPrefetcher prefetcher(*train, std::move(sampler), GlobalStep(), plan.total_steps(),
-                                 kPrefetchDepth);
-      model->module().train();
-      while (position_.epoch < plan.epochs) {
-        COHORT_RETURN_IF_ERROR(RunEpoch(prefetcher, callbacks));
-      }
+    while (true) {
+      Status status = TrainEpochs(callbacks);
+      if (status.ok()) break;
+      if (!non_finite) return status;
+      non_finite.reset();
+      COHORT_RETURN_IF_ERROR(HandleNonFinite(status, callbacks));
     }
     // Every worker has finished its epoch-end writes (a non-chief's temporary backup, say) before
     // the chief cleans up the directories they share.
@@ -440,9 +546,22 @@ Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, do
   config.seed = plan.seed;
   config.data_dir = data_dir;
   manifest.created_at = FormatTime(std::chrono::system_clock::now());
-  // Weights first: a manifest is only ever next to complete weights.
-  COHORT_RETURN_IF_ERROR(
-      impl_->SaveWeights((std::filesystem::path(write_dir) / manifest.weights).string()));
+  // A diverged model is never the final model, and its metrics would not be valid JSON numbers.
+  if (const std::string parameter = impl_->NonFiniteParameter(); !parameter.empty()) {
+    return Status::FailedPrecondition("the model is not saved to " + dir + ": its parameter \"" +
+                                      parameter + "\" holds NaN or infinite values");
+  }
+  for (const auto& [name, value] : metrics) {
+    if (!std::isfinite(value)) {
+      return Status::FailedPrecondition("the model is not saved to " + dir + ": its metric \"" +
+                                        name + "\" is " + FormatNumber(value));
+    }
+  }
+  // Weights first: a manifest is only ever next to complete weights, whose checksum it records.
+  StatusOr<FileChecksum> weights =
+      impl_->SaveWeights((std::filesystem::path(write_dir) / manifest.weights).string());
+  if (!weights.ok()) return weights.status();
+  manifest.files = {*weights};
   return WriteManifest(write_dir, manifest);
 }
 

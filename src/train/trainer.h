@@ -62,7 +62,23 @@ struct TrainerOptions {
   // How long a step may wait for its gradient sums or its next batch before the run is declared
   // stuck. Peers that die are noticed by the collectives much sooner.
   std::chrono::milliseconds step_timeout{std::chrono::seconds(120)};
+  // What a step whose loss or gradient norm is NaN or infinite does. The check runs on every
+  // step, after the gradients are averaged (so every worker sees the same norm and decides the
+  // same) and before the optimizer: such a step is never applied.
+  //   kStop: Fit fails with FailedPrecondition naming the step, the loss and the norm (a
+  //          permanent failure: a restart would resume before the same step).
+  //   kRollback: the chief loads the newest backup that verifies (the BackupAndRestore callback
+  //          passed to Fit; without one, or before its first backup, this is kStop), every worker
+  //          takes it, the learning rate is multiplied by rollback_learning_rate_factor, and
+  //          training goes on from there; at most max_rollbacks times per process, then kStop.
+  enum class NonFinitePolicy { kStop, kRollback };
+  NonFinitePolicy non_finite = NonFinitePolicy::kStop;
+  int max_rollbacks = 3;
+  double rollback_learning_rate_factor = 0.5;
 };
+
+// "stop" or "rollback", as cohort-train's --non_finite takes them.
+StatusOr<TrainerOptions::NonFinitePolicy> ParseNonFinitePolicy(const std::string& text);
 
 class Trainer {
  public:
@@ -88,8 +104,9 @@ class Trainer {
 
   // Writes the model to `dir` (weights.pt + manifest.json with the model's inputs
   // (TrainableModel::DescribeInputs), `metrics` and the training configuration, `data_dir` among
-  // it). Call on every worker; only the chief writes. The manifest is written last, so a directory
-  // with a manifest holds a complete model.
+  // it, and the weights' checksum). Call on every worker; only the chief writes. The manifest is
+  // written last, so a directory with a manifest holds a complete model. FailedPrecondition, and
+  // nothing written, when a weight or a metric is NaN or infinite: such a model is never saved.
   Status SaveModel(const std::string& dir, const std::map<std::string, double>& metrics,
                    const std::string& data_dir);
 

@@ -68,9 +68,13 @@ TEST(HelloTest, EncodesAndDecodes) {
   hello.nonce = std::string(kNonceSize, 'n');
   hello.authenticated = true;
   hello.process = {"boot/pid:[1]/user:[2]", 1234, 0x7fff0000, 42};
+  hello.cluster_digest = std::string(64, 'a');
+  hello.cluster_summary = "chief 1, worker 2";
   auto decoded = DecodeHello(EncodeHello(hello));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_TRUE(*decoded == hello);
+  hello.cluster_digest = "not hex";
+  EXPECT_FALSE(DecodeHello(EncodeHello(hello)).ok());
 }
 
 TEST(HelloTest, RejectsTruncatedAndOversizedHellos) {
@@ -102,12 +106,72 @@ TEST(HandshakeTest, OpenModeWorksWhenNeitherSideHasASecret) {
 
 TEST(HandshakeTest, ClientWithTheWrongSecretIsRefused) {
   Outcome outcome = Shake(Config("job", kWorker, "guess"), Config("job", kChief, "s3cret"), kChief);
-  EXPECT_FALSE(outcome.server.ok());
+  // The client cannot verify the server's proof, so it gives up first, and tells the server why:
+  // both sides report the authentication failure at once.
   ASSERT_FALSE(outcome.client.ok());
-  // The client cannot verify the server's proof either, so it gives up first.
   EXPECT_EQ(outcome.client.code(), Status::Code::kFailedPrecondition);
-  EXPECT_NE(outcome.client.message().find("does not know the job secret"), std::string::npos)
+  EXPECT_NE(outcome.client.message().find("authentication failed: worker:1 could not verify the "
+                                          "proof of chief:0: the two tasks hold different job "
+                                          "secrets"),
+            std::string::npos)
       << outcome.client.ToString();
+  ASSERT_FALSE(outcome.server.ok());
+  EXPECT_EQ(outcome.server.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(outcome.server.message().find("the task claiming to be worker:1 refused this task: "
+                                          "authentication failed"),
+            std::string::npos)
+      << outcome.server.ToString();
+}
+
+HandshakeConfig WithCluster(HandshakeConfig config, int workers) {
+  std::vector<cluster::TaskId> tasks = {kChief};
+  std::vector<std::string> endpoints = {"host:1"};
+  for (int i = 0; i < workers; ++i) {
+    tasks.push_back({"worker", i});
+    endpoints.push_back("host:" + std::to_string(2 + i));
+  }
+  config.cluster = ViewOfCluster(config.job_name, tasks, endpoints);
+  return config;
+}
+
+// Tasks whose TF_CONFIGs disagree: both sides fail permanently, naming both views, once the
+// peer has proven it knows the job secret; the accepting side's Aborted ends its rendezvous.
+TEST(HandshakeTest, ClustersThatDifferAreRefusedOnBothSidesNamingTheDifference) {
+  Outcome outcome = Shake(WithCluster(Config("job", kWorker, "s"), 2),
+                          WithCluster(Config("job", kChief, "s"), 3), kChief);
+  ASSERT_EQ(outcome.server.code(), Status::Code::kAborted) << outcome.server.ToString();
+  EXPECT_NE(outcome.server.message().find("the cluster spec differs between tasks"),
+            std::string::npos);
+  EXPECT_NE(outcome.server.message().find("chief:0 has chief 1, worker 3"), std::string::npos)
+      << outcome.server.message();
+  EXPECT_NE(outcome.server.message().find("worker:1 has chief 1, worker 2"), std::string::npos)
+      << outcome.server.message();
+  ASSERT_EQ(outcome.client.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(outcome.client.message().find("the cluster spec differs between tasks"),
+            std::string::npos)
+      << outcome.client.message();
+
+  // The same counts in another order: said so, even when the client aimed at another task.
+  HandshakeConfig reordered = Config("job", kWorker, "s");
+  reordered.cluster =
+      ViewOfCluster("job", {{"worker", 1}, kChief, {"worker", 0}}, {"host:3", "host:1", "host:2"});
+  outcome = Shake(reordered, WithCluster(Config("job", kChief, "s"), 2), {"worker", 0});
+  ASSERT_EQ(outcome.server.code(), Status::Code::kAborted) << outcome.server.ToString();
+  EXPECT_NE(outcome.server.message().find("the same task counts, but other endpoints or another "
+                                          "order"),
+            std::string::npos)
+      << outcome.server.message();
+
+  // Without the job secret, a claimed difference is an authentication failure, not a verdict on
+  // the cluster: nobody outside the job can end a rendezvous.
+  outcome = Shake(WithCluster(Config("job", kWorker, "guess"), 2),
+                  WithCluster(Config("job", kChief, "s"), 3), kChief);
+  EXPECT_EQ(outcome.server.code(), Status::Code::kFailedPrecondition) << outcome.server.ToString();
+  // Equal views pass.
+  outcome = Shake(WithCluster(Config("job", kWorker, "s"), 2),
+                  WithCluster(Config("job", kChief, "s"), 2), kChief);
+  EXPECT_TRUE(outcome.server.ok()) << outcome.server.ToString();
+  EXPECT_TRUE(outcome.client.ok()) << outcome.client.ToString();
 }
 
 TEST(HandshakeTest, ClientWithoutASecretIsRefused) {

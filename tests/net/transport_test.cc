@@ -5,8 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <numeric>
 
 #include "net/handshake.h"
@@ -270,6 +272,112 @@ TEST(TransportTest, StartupTimeoutNamesTheMissingPeers) {
   EXPECT_LT(waited, 5s);
 }
 
+// While peers are missing, the rendezvous says whom it waits for, at a bounded rate.
+TEST(TransportTest, WaitingTasksSayWhomTheyStillWaitFor) {
+  LocalCluster cluster(3);
+  TransportOptions options;
+  options.job_name = "test-job";
+  options.secret = kSecret;
+  options.startup_timeout = 1600ms;
+  options.handshake_timeout = 500ms;
+  options.waiting_report_interval = 400ms;
+  std::vector<std::string> warnings;
+  std::mutex mutex;
+  options.log_warning = [&](const std::string& message) {
+    std::lock_guard<std::mutex> lock(mutex);
+    warnings.push_back(message);
+  };
+  options.listening_fd = cluster.TakeListener(1);
+  auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(1), options);
+  ASSERT_FALSE(transport.ok());
+  std::lock_guard<std::mutex> lock(mutex);
+  int reports = 0;
+  for (const std::string& warning : warnings) {
+    if (warning.find("still waits") == std::string::npos) continue;
+    ++reports;
+    EXPECT_NE(warning.find("rendezvous: worker:1 (" + cluster.endpoint(1) + ") still waits"),
+              std::string::npos)
+        << warning;
+    EXPECT_NE(warning.find("for 2 of 2 peers: worker:0 (" + cluster.endpoint(0) + ")"),
+              std::string::npos)
+        << warning;
+    EXPECT_NE(warning.find("worker:2 (" + cluster.endpoint(2) + ")"), std::string::npos);
+  }
+  // 1.6 s at one report per 0.4 s: 3 (the last wait ends at the deadline), never more than 4.
+  EXPECT_GE(reports, 2);
+  EXPECT_LE(reports, 4);
+}
+
+// Tasks whose TF_CONFIGs disagree on the cluster's size both fail at once with a permanent error
+// naming the difference, not a retryable timeout or "connection reset".
+TEST(TransportTest, ClusterSpecsThatDifferFailEveryTaskAtOnce) {
+  LocalCluster cluster(3);
+  std::vector<GroupMember> two = {{cluster.task(0), cluster.endpoint(0)},
+                                  {cluster.task(1), cluster.endpoint(1)}};
+  std::vector<GroupMember> three = two;
+  three.push_back({cluster.task(2), cluster.endpoint(2)});
+  auto outcomes = RunProcesses(
+      2,
+      [&](int rank) {
+        TransportOptions options = Options(cluster, rank);
+        const auto start = std::chrono::steady_clock::now();
+        auto transport = TcpTransport::Connect(rank == 0 ? two : three, rank, options);
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (transport.ok()) return 1;
+        Report(transport.status().ToString());
+        const std::string& message = transport.status().message();
+        if (message.find("the cluster spec differs between tasks") == std::string::npos) return 2;
+        if (message.find("worker 2") == std::string::npos ||
+            message.find("worker 3") == std::string::npos) {
+          return 3;
+        }
+        if (transport.status().code() == Status::Code::kDeadlineExceeded ||
+            transport.status().code() == Status::Code::kUnavailable) {
+          return 4;  // retryable codes: a restart would meet the same TF_CONFIG
+        }
+        return waited < 10s ? 0 : 5;
+      },
+      60s);
+  for (const ChildOutcome& outcome : outcomes)
+    ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
+}
+
+// A task with the wrong job secret fails at once, and the task it reached reports the failure
+// at once too (it used to see only a closed connection and wait out its startup timeout); the
+// accepting task's timeout names it as the missing peer's last error.
+TEST(TransportTest, AWrongSecretIsReportedByBothSidesAtOnce) {
+  LocalCluster cluster(2);
+  auto outcomes = RunProcesses(
+      2,
+      [&](int rank) {
+        TransportOptions options = Options(cluster, rank);
+        if (rank == 1) options.secret = "a guess";
+        options.startup_timeout = 6s;
+        const auto start = std::chrono::steady_clock::now();
+        std::atomic<double> reported_after{-1};
+        options.log_warning = [&](const std::string& message) {
+          Report("warning: " + message);
+          if (message.find("authentication failed") != std::string::npos && reported_after < 0) {
+            reported_after =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          }
+        };
+        auto transport = TcpTransport::Connect(cluster.spec(), cluster.task(rank), options);
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (transport.ok()) return 1;
+        Report(transport.status().ToString());
+        const std::string& message = transport.status().message();
+        if (message.find("different job secrets") == std::string::npos) return 2;
+        if (rank == 1) return waited < 3 ? 0 : 3;
+        // The accepting side: reported within seconds, then the timeout names it.
+        return reported_after >= 0 && reported_after < 3 ? 0 : 4;
+      },
+      60s);
+  for (const ChildOutcome& outcome : outcomes)
+    ASSERT_EQ(outcome.exit_code, 0) << Describe(outcomes);
+}
+
 // An impostor that speaks the protocol by hand: a valid hello, then a proof of random bytes
 // whatever the server's reply said (ConnectHandshake would stop at the server's proof, which it
 // cannot verify without the secret). OK when the server answers with a reject frame.
@@ -392,7 +500,7 @@ TEST(TransportTest, ImpostorsAreRefusedAndTheJobGoesOn) {
   EXPECT_NE(log.find("bad frame magic"), std::string::npos) << log;
   EXPECT_NE(log.find("authentication failed: the task claiming to be worker:1"), std::string::npos)
       << log;
-  EXPECT_NE(outcomes[2].report.find("does not know the job secret"), std::string::npos)
+  EXPECT_NE(outcomes[2].report.find("hold different job secrets"), std::string::npos)
       << Describe(outcomes);
 }
 

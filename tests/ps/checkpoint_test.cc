@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/checksum.h"
 #include "testing/scratch_directory.h"
 
 namespace cohort::ps {
@@ -74,7 +75,7 @@ TEST_F(CheckpointTest, IgnoresCheckpointsWithoutAManifestOrWithABadShard) {
   }
   // Step 40: a manifest cut short.
   std::ofstream(directory_ + "/" + ManifestFileName(40))
-      << "cohort-ps-checkpoint 1\nglobal_step 40\n";
+      << "cohort-ps-checkpoint 2\nglobal_step 40\n";
   std::vector<std::string> skipped;
   ShardStore restored(1, 2);
   auto step = RestoreLatest(directory_, &restored,
@@ -83,7 +84,10 @@ TEST_F(CheckpointTest, IgnoresCheckpointsWithoutAManifestOrWithABadShard) {
   EXPECT_EQ(*step, 10);
   ASSERT_EQ(skipped.size(), 2u);
   EXPECT_NE(skipped[0].find("checkpoint-000000000040.manifest"), std::string::npos);
-  EXPECT_NE(skipped[1].find("does not match the size and checksum"), std::string::npos);
+  EXPECT_NE(skipped[1].find("ps-1-of-2.step-000000000030.shard: checksum mismatch: expected "),
+            std::string::npos)
+      << skipped[1];
+  EXPECT_NE(skipped[1].find(", found "), std::string::npos);
 }
 
 TEST_F(CheckpointTest, ShardsOfAnotherServerAreRefused) {
@@ -100,12 +104,16 @@ TEST_F(CheckpointTest, ShardsOfAnotherServerAreRefused) {
 }
 
 TEST(Manifest, RoundTripsAndRejectsPathsOutsideTheDirectory) {
-  Manifest manifest{12, 2, {{"a.shard", 10, 0xabc}, {"b.shard", 20, 0xdef}}};
+  Manifest manifest{12, 2, {{"a.shard", 10, Sha256Hex("a")}, {"b.shard", 20, Sha256Hex("b")}}};
   auto decoded = DecodeManifest(EncodeManifest(manifest));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->global_step, 12);
   EXPECT_EQ(decoded->shards[1].file, "b.shard");
-  EXPECT_EQ(decoded->shards[1].checksum, 0xdefu);
+  EXPECT_EQ(decoded->shards[1].sha256, Sha256Hex("b"));
+  // A checksum that is not SHA-256 hex (a version 1 manifest's FNV-1a) is refused.
+  manifest.shards[1].sha256 = "0000000000000def";
+  EXPECT_FALSE(DecodeManifest(EncodeManifest(manifest)).ok());
+  manifest.shards[1].sha256 = Sha256Hex("b");
   manifest.shards[0].file = "../etc/passwd";
   EXPECT_FALSE(DecodeManifest(EncodeManifest(manifest)).ok());
 }

@@ -100,7 +100,7 @@ TEST(ParameterServerProcesses, RefusesImpostorsAndStrangers) {
   });
   ChildOutcome impostor_outcome = impostor.Await(30s);
   EXPECT_EQ(impostor_outcome.exit_code, 0) << Describe(impostor_outcome);
-  EXPECT_NE(impostor_outcome.report.find("does not know the job secret"), std::string::npos)
+  EXPECT_NE(impostor_outcome.report.find("hold different job secrets"), std::string::npos)
       << impostor_outcome.report;
 
   Child stranger = cluster.Spawn([&cluster] {

@@ -65,12 +65,14 @@ TEST_F(BackupAndRestoreTest, ResumedRunMatchesUninterruptedRun) {
     ASSERT_EQ(status.code(), Status::Code::kUnavailable);
     auto latest = ReadLatestCheckpoint(dir_ + "/backup/chief");
     ASSERT_TRUE(latest.ok() && latest->has_value());
-    // max_to_keep = 1
-    int files = 0;
+    // backups_to_keep = 2: ckpt-2 (step 6) and ckpt-3 (step 8), each with its manifest.
+    std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(dir_ + "/backup/chief")) {
-      files += entry.path().extension() == ".pt";
+      files.push_back(entry.path().filename().string());
     }
-    EXPECT_EQ(files, 1);
+    std::sort(files.begin(), files.end());
+    EXPECT_EQ(files, (std::vector<std::string>{"checkpoint", "ckpt-2.manifest.json", "ckpt-2.pt",
+                                               "ckpt-3.manifest.json", "ckpt-3.pt"}));
   }
   auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
   BackupAndRestore callback(backup);
@@ -200,14 +202,18 @@ TEST_F(BackupAndRestoreTest, ResumeWritesSessionStartForTensorBoard) {
 // file layer, as the trainer does.
 class FakeState : public TrainingState {
  public:
-  Status Save(const std::string& path) override {
+  StatusOr<FileChecksum> Save(const std::string& path) override {
     saved.push_back(path);
-    return WriteFileAtomically(path, std::string(bytes, 's'));
+    return WriteFileWithChecksum(path, std::string(bytes, 's'));
   }
-  Status Load(const std::string&) override { return Status::OK(); }
-  Status SaveWeights(const std::string& path) override { return Save(path); }
+  Status Load(std::string_view bytes, const std::string& origin) override {
+    loaded.push_back(origin);
+    return Status::OK();
+  }
+  StatusOr<FileChecksum> SaveWeights(const std::string& path) override { return Save(path); }
   TrainingPosition position() const override { return {epoch, 0}; }
   std::vector<std::string> saved;
+  std::vector<std::string> loaded;
   size_t bytes = 5;
   int epoch = 1;
 };
@@ -304,7 +310,128 @@ TEST_F(BackupAndRestoreTest, AFailedBackupKeepsTheLastGoodOne) {
     files.push_back(entry.path().filename().string());
   }
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"checkpoint", "ckpt-1.pt"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"checkpoint", "ckpt-1.manifest.json", "ckpt-1.pt"}));
+}
+
+}  // namespace
+}  // namespace cohort::train
+
+namespace cohort::train {
+namespace {
+
+// Flips bytes of `path` in place at ten offsets spread over the file, as a failing disk or a
+// stray write would.
+void FlipBytes(const std::string& path) {
+  std::string bytes = *ReadWholeFile(path);
+  for (int i = 1; i <= 10; ++i) bytes[bytes.size() * i / 11] ^= 0x5a;
+  testing::WriteFile(path, bytes);
+}
+
+class BackupFallbackTest : public BackupAndRestoreTest {
+ protected:
+  // A run that took backups at steps 4 (ckpt-1), 6 (ckpt-2, the epoch's end) and 8 (ckpt-3) and
+  // then crashed, keeping ckpt-2 and ckpt-3.
+  void CrashAfterThreeBackups(int backups_to_keep = 2) {
+    auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
+    BackupAndRestore callback(Options(backups_to_keep));
+    CrashAfterStep crash(10);
+    ::testing::internal::CaptureStdout();
+    ASSERT_EQ(trainer->Fit({&callback, &crash}).code(), Status::Code::kUnavailable);
+    ::testing::internal::GetCapturedStdout();
+  }
+  BackupOptions Options(int backups_to_keep = 2) const {
+    return BackupOptions{dir_ + "/backup", /*save_every_steps=*/4, true, "", backups_to_keep};
+  }
+  // Restarts the run; what Fit returned, and what it printed.
+  std::pair<Status, std::string> Restart(std::vector<float>* parameters = nullptr) {
+    auto trainer = MakeTrainer(SmallRun(), data_, &strategy_);
+    BackupAndRestore callback(Options());
+    ::testing::internal::CaptureStdout();
+    Status status = trainer->Fit({&callback});
+    std::string output = ::testing::internal::GetCapturedStdout();
+    if (parameters) *parameters = trainer->ParameterVector();
+    return {status, output};
+  }
+  std::string Chief(const std::string& file) const { return dir_ + "/backup/chief/" + file; }
+};
+
+// Flipped bytes in the newest backup: its checksum no longer matches, it is named and skipped,
+// and the run resumes from the older backup and ends exactly as an uninterrupted run.
+TEST_F(BackupFallbackTest, ACorruptNewestBackupFallsBackToTheOlderOne) {
+  const std::vector<float> expected = Uninterrupted();
+  CrashAfterThreeBackups();
+  const std::string manifest = *ReadWholeFile(Chief("ckpt-3.manifest.json"));
+  FlipBytes(Chief("ckpt-3.pt"));
+  std::vector<float> parameters;
+  auto [status, output] = Restart(&parameters);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_NE(output.find("BackupAndRestore: skipped ckpt-3: " + Chief("ckpt-3.pt") +
+                        ": checksum mismatch: expected "),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("found "), std::string::npos) << output;
+  EXPECT_NE(output.find("BackupAndRestore: restored " + Chief("ckpt-2.pt") + " (global step 6)"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("resuming from epoch 2 step 0 (global step 6)"), std::string::npos)
+      << output;
+  EXPECT_EQ(parameters, expected);
+  // The manifest recorded the expected checksum that the message names.
+  EXPECT_NE(manifest.find("\"sha256\""), std::string::npos);
+}
+
+// A newest backup cut short (truncated, its file gone, or its manifest never written) is skipped
+// for the older one in the same way.
+TEST_F(BackupFallbackTest, ATruncatedMissingOrUnlistedNewestBackupFallsBack) {
+  for (const std::string damage : {"truncated", "missing", "no manifest"}) {
+    SCOPED_TRACE(damage);
+    fs::remove_all(dir_ + "/backup");
+    CrashAfterThreeBackups();
+    if (damage == "truncated") {
+      std::string bytes = *ReadWholeFile(Chief("ckpt-3.pt"));
+      testing::WriteFile(Chief("ckpt-3.pt"), bytes.substr(0, bytes.size() / 2));
+    } else if (damage == "missing") {
+      fs::remove(Chief("ckpt-3.pt"));
+    } else {
+      fs::remove(Chief("ckpt-3.manifest.json"));
+    }
+    auto [status, output] = Restart();
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_NE(output.find("BackupAndRestore: skipped ckpt-3: "), std::string::npos) << output;
+    EXPECT_NE(output.find("restored " + Chief("ckpt-2.pt")), std::string::npos) << output;
+  }
+}
+
+// When no backup verifies, restoring fails permanently (FailedPrecondition: cohort-train exits 1)
+// naming every backup and why, and loads nothing.
+TEST_F(BackupFallbackTest, NoBackupThatVerifiesFailsNamingThemAll) {
+  CrashAfterThreeBackups();
+  FlipBytes(Chief("ckpt-3.pt"));
+  FlipBytes(Chief("ckpt-2.pt"));
+  auto [status, output] = Restart();
+  ASSERT_EQ(status.code(), Status::Code::kFailedPrecondition) << status.ToString();
+  EXPECT_NE(status.message().find("no backup in " + dir_ +
+                                  "/backup/chief can be restored (2 "
+                                  "tried, newest first)"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("ckpt-3: " + Chief("ckpt-3.pt") + ": checksum mismatch"),
+            std::string::npos);
+  EXPECT_NE(status.message().find("ckpt-2: " + Chief("ckpt-2.pt") + ": checksum mismatch"),
+            std::string::npos);
+  EXPECT_EQ(output.find("restored"), std::string::npos) << output;
+}
+
+// backups_to_keep bounds the backups on disk; the state file lists those kept, oldest first.
+TEST_F(BackupFallbackTest, KeepsTheNewestBackupsAsAsked) {
+  CrashAfterThreeBackups(/*backups_to_keep=*/3);
+  EXPECT_EQ(*ReadCheckpointState(dir_ + "/backup/chief"),
+            (std::vector<std::string>{"ckpt-1", "ckpt-2", "ckpt-3"}));
+  fs::remove_all(dir_ + "/backup");
+  CrashAfterThreeBackups(/*backups_to_keep=*/1);
+  EXPECT_EQ(*ReadCheckpointState(dir_ + "/backup/chief"), (std::vector<std::string>{"ckpt-3"}));
+  EXPECT_FALSE(fs::exists(Chief("ckpt-2.pt")));
+  EXPECT_FALSE(fs::exists(Chief("ckpt-2.manifest.json")));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/file.h"
 #include "cluster/tf_config.h"
 #include "regression_model.h"
 #include "test_support.h"
@@ -58,7 +59,8 @@ class SaveInitialState : public Callback {
  public:
   explicit SaveInitialState(std::string path) : path_(std::move(path)) {}
   Status OnTrainBegin(const FitPlan&, TrainingState& state) override {
-    COHORT_RETURN_IF_ERROR(state.Save(path_));
+    StatusOr<FileChecksum> saved = state.Save(path_);
+    if (!saved.ok()) return saved.status();
     return Status::Internal("initial state saved");  // stops the run here
   }
 
@@ -71,7 +73,11 @@ class SaveInitialState : public Callback {
 class StartFromOtherWeights : public Callback {
  public:
   explicit StartFromOtherWeights(std::string path) : path_(std::move(path)) {}
-  Status RestoreState(const FitPlan&, TrainingState& state) override { return state.Load(path_); }
+  Status RestoreState(const FitPlan&, TrainingState& state) override {
+    StatusOr<std::string> bytes = ReadWholeFile(path_);
+    if (!bytes.ok()) return bytes.status();
+    return state.Load(*bytes, path_);
+  }
 
  private:
   std::string path_;

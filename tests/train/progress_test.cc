@@ -10,9 +10,9 @@ namespace {
 
 class NoState : public TrainingState {
  public:
-  Status Save(const std::string&) override { return Status::OK(); }
-  Status Load(const std::string&) override { return Status::OK(); }
-  Status SaveWeights(const std::string&) override { return Status::OK(); }
+  StatusOr<FileChecksum> Save(const std::string&) override { return FileChecksum{}; }
+  Status Load(std::string_view, const std::string&) override { return Status::OK(); }
+  StatusOr<FileChecksum> SaveWeights(const std::string&) override { return FileChecksum{}; }
   TrainingPosition position() const override { return {}; }
 };
 

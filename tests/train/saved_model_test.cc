@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
+#include "base/file.h"
 #include "test_support.h"
 #include "testing/scratch_directory.h"
+#include "train/checkpoint_manifest.h"
 #include "train/model_checkpoint.h"
 
 namespace cohort::train {
@@ -57,9 +60,52 @@ TEST(SavedModel, LoadsWhatTheTrainerSavedAndPredictsTheSame) {
               1.0, 1e-5);
   EXPECT_EQ((*classes)[0], data.test.labels[0]);
 
-  // ModelCheckpoint kept every epoch and lists them TF-style.
+  // ModelCheckpoint kept every epoch and lists them TF-style, each with its checksum.
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/ckpt-1.pt"));
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/ckpt-3.pt"));
+  EXPECT_TRUE(ReadVerifiedCheckpoint(dir + "/checkpoints", "ckpt-3").ok());
+
+  // Flipped bytes in the saved weights: named with both checksums, never loaded.
+  ASSERT_EQ(manifest.files.size(), 1u);
+  EXPECT_EQ(manifest.files[0].file, "weights.pt");
+  std::string weights = *ReadWholeFile(dir + "/model/weights.pt");
+  for (int i = 1; i <= 10; ++i) weights[weights.size() * i / 11] ^= 0x40;
+  testing::WriteFile(dir + "/model/weights.pt", weights);
+  auto flipped = SavedModel::Load(dir + "/model");
+  ASSERT_FALSE(flipped.ok());
+  EXPECT_EQ(flipped.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(
+      flipped.status().message().find(dir + "/model/weights.pt: checksum mismatch: expected " +
+                                      std::to_string(weights.size()) + " bytes sha256 " +
+                                      manifest.files[0].sha256 + ", found "),
+      std::string::npos)
+      << flipped.status().message();
+}
+
+// A manifest from before checksums is refused, saying why; a NaN metric is never written.
+TEST(ModelManifest, RefusesUnverifiableModelsAndNonFiniteMetrics) {
+  const cohort::testing::ScratchDirectory scratch("cohort-saved-v1");
+  const std::string dir = scratch.path().string();
+  ModelManifest manifest;
+  manifest.model = "cnn";
+  manifest.input_shape = {1, 12, 12};
+  manifest.classes = {"a", "b"};
+  testing::WriteFile(dir + "/weights.pt", "weights");
+  ASSERT_TRUE(WriteManifest(dir, manifest).ok());
+  std::string text = *ReadWholeFile(dir + "/manifest.json");
+  text.replace(text.find("\"format_version\": 2"), 19, "\"format_version\": 1");
+  testing::WriteFile(dir + "/manifest.json", text);
+  auto old = ReadManifest(dir);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("written before saved models carried checksums"),
+            std::string::npos)
+      << old.status().message();
+
+  manifest.metrics = {{"test_loss", std::nan("")}};
+  Status status = WriteManifest(dir, manifest);
+  EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("metric \"test_loss\" is nan"), std::string::npos)
+      << status.message();
 }
 
 TEST(SavedModel, ErrorsNameTheFile) {
@@ -74,8 +120,8 @@ TEST(SavedModel, ErrorsNameTheFile) {
   manifest.model = "cnn";
   manifest.input_shape = {1, 12, 12};
   manifest.classes = {"a", "b"};
-  ASSERT_TRUE(WriteManifest(dir, manifest).ok());
   testing::WriteFile(dir + "/weights.pt", "not a torch archive");
+  ASSERT_TRUE(WriteManifest(dir, manifest).ok());
   auto corrupt = SavedModel::Load(dir);
   ASSERT_FALSE(corrupt.ok());
   EXPECT_NE(corrupt.status().message().find(dir + "/weights.pt: cannot load cnn weights"),
@@ -98,6 +144,7 @@ TEST(ModelManifest, RoundTripsThroughJson) {
   manifest.training.seed = 42;
   manifest.training.data_dir = "/data";
   manifest.created_at = "2024-01-01T00:00:00Z";
+  manifest.files = {ChecksumOf("weights.pt", "the weights")};
   auto parsed = ParseManifest(ManifestToJson(manifest), "m");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(*parsed, manifest);

@@ -148,8 +148,12 @@ StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::Connect(std::vector<GroupM
   handshake.job_name = options.job_name;
   handshake.self = self;
   handshake.secret = secret;
+  std::vector<std::string> endpoints;
+  for (const GroupMember& member : members) endpoints.push_back(member.endpoint);
+  handshake.cluster = ViewOfCluster(options.job_name, participants.tasks, endpoints);
   Rendezvous rendezvous(participants, handshake, options.startup_timeout, options.handshake_timeout,
                         options.log_warning);
+  rendezvous.set_waiting_report_interval(options.waiting_report_interval);
   auto established = rendezvous.Run(std::move(listener));
   if (!established.ok()) return established.status();
 

@@ -65,6 +65,8 @@ struct TransportOptions {
   std::vector<std::string> participant_types = {"chief", "master", "worker"};
   // How long the rendezvous waits for every peer to be reachable and to pass the handshake.
   std::chrono::milliseconds startup_timeout = std::chrono::minutes(5);
+  // How often the rendezvous logs whom it still waits for (net/rendezvous.h); zero: never.
+  std::chrono::milliseconds waiting_report_interval = std::chrono::seconds(10);
   // How long one handshake may take (a stalled or hostile client cannot hold a slot longer).
   std::chrono::milliseconds handshake_timeout = std::chrono::seconds(10);
   // Silence after which a peer counts as dead. Must be at least 3 heartbeat intervals.
