@@ -18,6 +18,8 @@ calls init_process_group("cohort") and runs CASE:
   refusals     a non-CPU tensor refused naming its device, unsupported operations named.
   killed       a rank SIGKILLed while the others have operations pending: each pending operation
                on every survivor raises, naming the rank, within 2 s of the kill.
+  secret       with COHORT_JOB_SECRET (collectives runs with one too), a rank of another secret
+               is refused and the rendezvous fails within init_process_group's timeout.
   hung         a rank SIGSTOPped: the survivors' pending operations raise within the peer
                timeout (COHORT_PEER_TIMEOUT_S=3) plus 2 s, naming the rank as hung.
 
@@ -422,13 +424,37 @@ def case_failure(rank, size, stop_signal, bound_s):
         raise AssertionError("an operation after the failure succeeded")
     except RuntimeError as error:
         check(f"rank:{victim}" in str(error), f"a later error names the rank: {error}")
-    if rank == 0 and stop_signal == signal.SIGSTOP:
-        os.kill(int(store.get("victim_pid").decode()), signal.SIGKILL)
+    # Rank 0 holds the store: it leaves only once every survivor is done with it.
+    store.set(f"done/{rank}", "1")
+    if rank == 0:
+        store.wait([f"done/{r}" for r in range(size - 1)])
+        if stop_signal == signal.SIGSTOP:
+            os.kill(int(store.get("victim_pid").decode()), signal.SIGKILL)
+
+
+def case_secret(rank, size):
+    """Ranks that share COHORT_JOB_SECRET work together; a rank with another secret is refused by
+    the handshake, and the rendezvous fails within init_process_group's timeout."""
+    import datetime
+    if rank == size - 1:
+        os.environ["COHORT_JOB_SECRET"] = "not the job's secret"
+    started = time.monotonic()
+    try:
+        dist.init_process_group("cohort", timeout=datetime.timedelta(seconds=5))
+        raise AssertionError("a group with a rank of another secret came together")
+    except RuntimeError as error:
+        took = time.monotonic() - started
+        print(f"rank {rank}: refused after {took:.1f} s: {str(error).splitlines()[0]}", flush=True)
+        check(took < 30, f"the rendezvous failed after {took:.1f} s")
+        check("rank:" in str(error), f"the error names the ranks: {error}")
 
 
 def rank_main(case):
     rank = int(os.environ["RANK"])
     size = int(os.environ["WORLD_SIZE"])
+    if case == "secret":
+        case_secret(rank, size)
+        return
     dist.init_process_group("cohort")
     check(dist.get_backend() == "cohort", f"backend {dist.get_backend()}")
     if case == "collectives":
@@ -451,7 +477,7 @@ def rank_main(case):
     dist.destroy_process_group()
 
 
-CASES = {"collectives": (3, {}), "ddp": (2, {}), "refusals": (2, {}), "killed": (3, {}),
+CASES = {"collectives": (3, {"COHORT_JOB_SECRET": "the job's secret"}), "secret": (2, {"COHORT_JOB_SECRET": "the job's secret"}), "ddp": (2, {}), "refusals": (2, {}), "killed": (3, {}),
          "hung": (3, {"COHORT_PEER_TIMEOUT_S": "3"})}
 
 if __name__ == "__main__":
