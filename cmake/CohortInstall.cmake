@@ -47,6 +47,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
   COMPONENT runtime FILES_MATCHING PATTERN "*.md")
 
 if(COHORT_WITH_TORCH)
+  # cohort_torch, the torch.distributed backend's Python module, where Debian's /usr/bin/python3
+  # finds it without PYTHONPATH once the prefix is /usr (the package's): lib/python3/dist-packages.
+  install(TARGETS cohort_torch LIBRARY DESTINATION lib/python3/dist-packages COMPONENT runtime)
   # libcohort.so: the public API's objects (src/public_api) and, from Cohort's static libraries, what they
   # use. The libraries it links (libtorch, protobuf, yaml-cpp, OpenSSL, libcurl...) are shared
   # libraries of the system, found by the loader; only libtorch is part of its interface, since

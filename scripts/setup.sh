@@ -15,7 +15,7 @@ COHORT_PACKAGES=(
   clang libclang-rt-14-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist libprotobuf-dev protobuf-compiler
-  python3-torch
+  python3-torch python3-dev pybind11-dev
   iproute2 nftables util-linux
 )
 

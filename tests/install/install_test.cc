@@ -402,7 +402,7 @@ TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
         "share/cohort/examples/hello/replica.sh", "share/cohort/examples/mnist/tfjob.yaml",
         "share/cohort/examples/taxi/tfjob.yaml",
         "share/cohort/deploy/kubernetes/kustomization.yaml", "share/doc/cohort/README.md",
-        "share/doc/cohort/architecture.md"}) {
+        "share/doc/cohort/architecture.md", COHORT_TORCH_MODULE}) {
     EXPECT_TRUE(fs::exists(prefix() / file)) << file;
   }
   EXPECT_TRUE(fs::exists(prefix() / "lib" / soname)) << soname;
@@ -416,7 +416,8 @@ TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
 }
 
 TEST_F(InstallTreeTest, NothingPointsIntoTheBuildOrSourceTree) {
-  for (const char* elf : {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so"}) {
+  for (const char* elf : {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so",
+                          COHORT_TORCH_MODULE}) {
     EXPECT_EQ(RunPath(prefix() / elf), "") << elf;
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(prefix() / "lib/cmake/Cohort")) {
@@ -424,6 +425,18 @@ TEST_F(InstallTreeTest, NothingPointsIntoTheBuildOrSourceTree) {
     EXPECT_EQ(text.find(kBuildDir.string()), std::string::npos) << entry.path();
     EXPECT_EQ(text.find(kSourceDir.string()), std::string::npos) << entry.path();
   }
+}
+
+// The torch.distributed backend's module, as installed, loads into Debian's Python (its libraries
+// found by the loader alone) and registers the backend.
+TEST_F(InstallTreeTest, TorchBackendImportsFromTheTree) {
+  const fs::path module = prefix() / COHORT_TORCH_MODULE;
+  CommandResult import =
+      RunCommand("PYTHONPATH=" + module.parent_path().string() + " " + COHORT_PYTHON +
+                 " -c 'import cohort_torch, torch.distributed as d; "
+                 "print(cohort_torch.__file__, d.Backend.COHORT)' 2>&1");
+  EXPECT_EQ(import.exit_code, 0) << import.output;
+  EXPECT_NE(import.output.find(module.string() + " cohort"), std::string::npos) << import.output;
 }
 
 TEST_F(InstallTreeTest, ProgramsSayTheirVersion) { ExpectVersions(prefix() / "bin", scratch()); }
@@ -647,6 +660,13 @@ TEST_F(DebianPackageTest, InstallsRunsTheDemoAndRemovesCleanly) {
     }
   }
   EXPECT_NE(std::find(listed.begin(), listed.end(), "/usr/bin/cohort-train"), listed.end());
+  // Debian's Python imports the torch.distributed backend with no PYTHONPATH, and it registers.
+  CommandResult import = RunCommand(std::string("env -u PYTHONPATH ") + COHORT_PYTHON +
+                                    " -c 'import cohort_torch, torch.distributed as d; "
+                                    "print(cohort_torch.__file__, d.Backend.COHORT)' 2>&1");
+  EXPECT_EQ(import.exit_code, 0) << import.output;
+  EXPECT_NE(import.output.find("/usr/lib/python3/dist-packages/cohort_torch"), std::string::npos)
+      << import.output;
 
   ExpectVersions("/usr/bin", scratch_.path());
   RunDemoJobs("/usr/bin", "/usr/share/cohort", scratch_.path() / "jobs");
