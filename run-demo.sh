@@ -5,11 +5,15 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup.sh"
 cohort_install_packages
-# Only the two programs the demo runs: the tests and benchmarks are built by ./run-tests.sh.
-COHORT_BUILD_TARGETS="cohort cohort-train" cohort_build "$COHORT_ROOT/build"
+# The programs the demo and the commands it prints use (docs/lab.md too: taxi-train), and
+# libcohort.so, so that `cmake --install build` from this tree has everything it installs
+# (cmake/CohortInstall.cmake). The tests and benchmarks are built by ./run-tests.sh.
+COHORT_BUILD_TARGETS="cohort cohort-train taxi-train cohort_library" cohort_build "$COHORT_ROOT/build"
 
-export PATH="$COHORT_ROOT/build/apps/cohort:$COHORT_ROOT/build/apps/cohort-train:$PATH"
-export COHORT_HOME="${COHORT_HOME:-$COHORT_ROOT/.cohort-home}"
+programs="$COHORT_ROOT/build/apps/cohort:$COHORT_ROOT/build/apps/cohort-train:$COHORT_ROOT/build/examples/taxi"
+export PATH="$programs:$PATH"
+# Where jobs are kept: cohort's own default, so that `cohort get` in any shell shows the demo's job.
+export COHORT_HOME="${COHORT_HOME:-$HOME/.cohort}"
 cd "$COHORT_ROOT"
 manifest=examples/mnist/tfjob.yaml
 out=/tmp/cohort-mnist
@@ -28,17 +32,19 @@ if [ "${COHORT_DEMO_QUICK:-0}" = "1" ]; then
   }
 fi
 cohort delete mnist --ignore-not-found >/dev/null
-cohort run "$manifest" --image cohort/mnist-train="$(command -v cohort-train)"
+cohort run "$manifest" --image cohort/mnist-train=cohort-train
 echo
 cohort get
 echo
 echo "The trained model: $out/saved_model (cohort-train --evaluate --model_path it)"
 echo "TensorBoard logs:  $out/logs"
 echo
-echo "The commands below need the demo's programs and jobs; in your shell, first:"
-echo "  export PATH=$COHORT_ROOT/build/apps/cohort:$COHORT_ROOT/build/apps/cohort-train:\$PATH"
+echo "The commands below, README.md's and docs/lab.md's need the demo's programs; in your shell, first:"
+echo "  export PATH=$programs:\$PATH"
 echo "  export COHORT_HOME=$COHORT_HOME"
 echo "The dashboard (jobs, replicas, live logs, training curves): cohort ui, then open"
 echo "  http://127.0.0.1:8080/ (cohort ui --port N for another port)"
 echo "Also try: cohort describe mnist; cohort logs mnist --replica worker-1;"
 echo "          cohort run examples/hello/tfjob.yaml --image cohort/hello=examples/hello/replica.sh"
+echo "          cohort run examples/taxi/tfjob.yaml --image cohort/taxi-train=taxi-train"
+echo "Next: docs/lab.md, the Kubeflow lab and the AI Platform seminar step by step with Cohort."

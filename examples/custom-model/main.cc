@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
     options.optimizer_name = "adam";
     options.saved_model_dir = work_dir + "/model";
     options.callbacks = {cohort::BackupAndRestore(work_dir + "/backup", /*save_every_steps=*/100),
-                         cohort::TensorBoard(work_dir + "/logs"), cohort::Progress()};
+                         cohort::TensorBoard(work_dir + "/logs", /*update_every_steps=*/20),
+                         cohort::Progress()};
     const cohort::FitResult result =
         cohort::Fit(strategy, net, optimizer, train, test, cohort::CrossEntropyLoss(), options);
     std::printf("test accuracy %.4f\n", result.metrics.at("accuracy"));
