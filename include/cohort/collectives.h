@@ -95,7 +95,11 @@ torch::Tensor AllGather(MultiWorkerMirrored& strategy, const torch::Tensor& tens
 // cohort::Error (kIOError) naming the path. Call it on the chief only.
 void SaveModule(torch::nn::Module& module, const std::string& path);
 
-// Loads what SaveModule wrote into `module`. Throws cohort::Error naming the path.
+// Loads what SaveModule wrote into `module`. Throws cohort::Error naming the path. The weights of
+// a saved model (a manifest.json beside `path` names the file, as Fit and the ParameterServer
+// strategy write it) are first verified against the manifest's SHA-256: flipped or missing bytes
+// throw (kFailedPrecondition, naming the file, the expected and the found checksum) and nothing
+// is loaded.
 void LoadModule(torch::nn::Module& module, const std::string& path);
 
 }  // namespace cohort

@@ -3,12 +3,14 @@
 #include <torch/serialize.h>
 
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "base/file.h"
 #include "collective/data_type.h"
 #include "public_api/internal.h"
 #include "train/gradient_buckets.h"
+#include "train/model_manifest.h"
 #include "train/worker_dirs.h"
 
 namespace cohort {
@@ -330,9 +332,28 @@ void LoadModule(torch::nn::Module& module, const std::string& path) {
   if (!std::filesystem::exists(path, error_code)) {
     ThrowError(Status::NotFound("no saved module at " + path));
   }
+  // The weights of a saved model (a manifest.json beside them naming them) are verified against
+  // the manifest's checksum before a byte is decoded.
+  const std::filesystem::path file(path);
+  const std::string dir = file.parent_path().empty() ? "." : file.parent_path().string();
+  std::optional<std::string> verified;
+  if (std::filesystem::exists(std::filesystem::path(dir) / train::kManifestFile, error_code)) {
+    StatusOr<train::ModelManifest> manifest = train::ReadManifest(dir);
+    ThrowIfError(manifest.status());
+    if (manifest->weights == file.filename().string()) {
+      StatusOr<std::string> bytes = train::ReadVerifiedWeights(dir, *manifest);
+      ThrowIfError(bytes.status());
+      verified = std::move(*bytes);
+    }
+  }
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    if (verified) {
+      std::istringstream in(*verified);
+      archive.load_from(in);
+    } else {
+      archive.load_from(path);
+    }
     module.load(archive);
   } catch (const c10::Error& error) {
     ThrowError(TorchError("cannot load the module from " + path, error));

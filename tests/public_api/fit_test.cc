@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "api_test_support.h"
 #include "cohort/collectives.h"
@@ -76,6 +77,22 @@ TEST(Fit, TrainsAModuleAloneAndSavesIt) {
   LoadModule(*loaded, dir / "model/weights.pt");
   EXPECT_TRUE(torch::equal(loaded->fc2->weight, net->fc2->weight));
   EXPECT_TRUE(torch::equal(loaded->norm->running_mean, net->norm->running_mean));
+  // Flipped bytes in the saved weights are caught by the manifest's checksum, never loaded.
+  {
+    std::fstream weights(dir / "model/weights.pt", std::ios::in | std::ios::out | std::ios::binary);
+    weights.seekg(100);
+    const char byte = static_cast<char>(weights.get() ^ 0x5a);
+    weights.seekp(100);
+    weights.put(byte);
+  }
+  try {
+    LoadModule(*loaded, dir / "model/weights.pt");
+    FAIL() << "flipped bytes were loaded";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(error.what()).find("checksum mismatch"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(Fit, TakesAModuleAndAForwardFunction) {
