@@ -242,7 +242,7 @@ class LineSplitter {
 };
 
 // Writes a log's lines as server-sent events, one event per batch ("id: OFFSET" after it, so that
-// a reconnecting EventSource resumes there).
+// a reconnecting EventSource resumes there), and an "end" event when the log will not grow.
 class EventStreamWriter {
  public:
   explicit EventStreamWriter(const ResponseWriter& write) : write_(write) {}
@@ -260,6 +260,9 @@ class EventStreamWriter {
     batch_.clear();
     return ok;
   }
+  // The last event of a log that will not grow (its run or its job has ended), so that the page
+  // stops instead of reconnecting as an EventSource does when a stream closes.
+  bool End() { return write_("event: end\ndata: \n\n"); }
 
  private:
   const ResponseWriter& write_;
@@ -773,14 +776,14 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
       return client_there;
     });
     if (!read.ok() || !client_there) return false;
-    if (!keep_following) return true;
+    if (!keep_following) return !events || sse.End();
     auto deadline = std::chrono::steady_clock::now() + options_.max_follow;
     auto last_write = std::chrono::steady_clock::now();
     // Whether the job's supervisor still runs: the files' own matter, not the client's.
     exec::LocalJobs jobs(options_.home);
     while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
       uint64_t size = file->Size();
-      if (size < offset) break;  // the log was replaced: the job was deleted
+      if (size < offset) return !events || sse.End();  // the log was replaced: the job was deleted
       if (size > offset) {
         StatusOr<std::string> chunk = file->ReadAt(
             offset, static_cast<size_t>(std::min<uint64_t>(size - offset, kMaxFollowBatchBytes)));
@@ -808,9 +811,9 @@ ApiResponse DashboardApi::PodLog(const ApiRequest& request, const std::string& n
                         file->Size() - std::min(file->Size(), offset), kMaxFollowBatchBytes)));
         if (rest.ok()) {
           offset += rest->size();
-          send(*rest, offset, true);
+          if (!send(*rest, offset, true)) return false;
         }
-        return true;
+        return !events || sse.End();
       }
       if (std::chrono::steady_clock::now() - last_write >= kHeartbeatEvery) {
         // A comment line for event streams, nothing for text: it tells whether the client is

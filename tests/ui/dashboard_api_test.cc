@@ -198,7 +198,20 @@ TEST_F(UiApiTest, FollowedLogStreamsAsServerSentEventsUntilTheJobEnds) {
       << "the stream did not end with the job";
   reader.join();
   EXPECT_NE(text().find("id: "), std::string::npos);
+  // The stream's last event says the log will not grow, so that the page stops instead of
+  // reconnecting; a reconnect after the end gets that event alone.
+  const std::string end_event = "event: end\ndata: \n\n";
+  const std::string all = text();
+  ASSERT_GE(all.size(), end_event.size());
+  EXPECT_EQ(all.substr(all.size() - end_event.size()), end_event);
   EXPECT_EQ(sandbox_.Cohort({"wait", "follow", "--timeout", "60"}).exit_code, 0);
+  const size_t last_id = all.rfind("id: ");
+  const std::string resume_at = all.substr(last_id + 4, all.find('\n', last_id) - last_id - 4);
+  auto again =
+      server_->Client()->Get("/api/v1/namespaces/default/pods/follow-worker-0/log?follow=true",
+                             {{"Accept", "text/event-stream"}, {"Last-Event-ID", resume_at}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, end_event);
 }
 
 TEST_F(UiApiTest, EveryKindHasItsOwnRoutesObjectsEventsAndMessages) {

@@ -1,6 +1,7 @@
 // Charts: uPlot line charts of scalar series against the global step, and SVG sparklines.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { tickLabels } from './ticks.mjs';
 import { h } from './util.js';
 
 const palette = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
@@ -31,7 +32,7 @@ export class SeriesChart {
       width,
       height,
       scales: { x: { time: false } },
-      axes: [{ label: 'step' }, {}],
+      axes: [{ label: 'step' }, { values: (plot, splits) => tickLabels(splits) }],
       series: [{ label: 'step' }, ...this.labels.map((label, i) => ({
         label,
         stroke: palette[i % palette.length],

@@ -62,6 +62,11 @@ export function logsPage(root, ns, name, replica, setStatus) {
     const pod = `${name}-${current}`;
     source = new EventSource(paths.log(ns, pod, { follow: true, allRuns: true, tailLines: 1000 }));
     source.onmessage = (event) => append(event.data.split('\n'));
+    // The server's last event for a log that will not grow: stop, rather than reconnect.
+    source.addEventListener('end', () => {
+      close();
+      mode.textContent = 'ended';
+    });
     source.onerror = () => {
       mode.textContent = source && source.readyState === EventSource.CLOSED
         ? 'ended' : 'reconnecting';
