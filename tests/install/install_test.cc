@@ -434,9 +434,9 @@ TEST_F(InstallTreeTest, TorchBackendImportsFromTheTree) {
   CommandResult import =
       RunCommand("PYTHONPATH=" + module.parent_path().string() + " " + COHORT_PYTHON +
                  " -c 'import cohort_torch, torch.distributed as d; "
-                 "print(cohort_torch.__file__, d.Backend.COHORT)' 2>&1");
+                 "print(cohort_torch.__file__, hasattr(d.Backend, \"COHORT\"))' 2>&1");
   EXPECT_EQ(import.exit_code, 0) << import.output;
-  EXPECT_NE(import.output.find(module.string() + " cohort"), std::string::npos) << import.output;
+  EXPECT_NE(import.output.find(module.string() + " True"), std::string::npos) << import.output;
 }
 
 TEST_F(InstallTreeTest, ProgramsSayTheirVersion) { ExpectVersions(prefix() / "bin", scratch()); }
