@@ -5,8 +5,9 @@
 // It reads files rather than pipes, so the supervisor only ever writes files and any number of
 // readers can follow a job from any shell. Each poll reads at most 64 KiB at a time, and a line
 // longer than kMaxLogLineBytes is passed in pieces, so a replica that writes a gigabyte costs the
-// reader no more memory than one that writes a line. A file that shrank was replaced (rotated,
-// replica_log.h): it is read again from its start.
+// reader no more memory than one that writes a line. A file replaced by rotation (replica_log.h;
+// a new inode) is read from its start, after the rest of the file it replaced (now .log.start or
+// .log.1), so no line is lost between polls.
 #pragma once
 
 #include <sys/types.h>
@@ -16,7 +17,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+
+#include "base/file.h"
 
 namespace cohort::exec {
 
@@ -42,6 +46,14 @@ class LogFollower {
   void LimitRate(uint64_t bytes_per_second) { bytes_per_second_ = bytes_per_second; }
 
  private:
+  // Passes on `file`'s lines (at `path`) from `offset` to its end, within the rate limit, and
+  // moves `offset` past them.
+  void Deliver(const std::string& replica, const std::filesystem::path& path, FileReader& file,
+               uint64_t& offset, bool flush_partial,
+               const std::function<void(const std::string&, const std::string&)>& on_line);
+  // The rotated file (<replica>.log.start or .log.1) that is the file of `inode`, if any.
+  std::optional<std::filesystem::path> RotatedFile(const std::string& replica, ino_t inode) const;
+
   struct Budget {
     double bytes = 0;
     std::chrono::steady_clock::time_point refilled_at{};
