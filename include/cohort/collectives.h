@@ -92,14 +92,17 @@ torch::Tensor AllGather(MultiWorkerMirrored& strategy, const torch::Tensor& tens
 
 // Writes `module`'s parameters and buffers to `path` (libtorch's format, torch::load reads it)
 // atomically: a reader sees the old file or the new one, never part of one, and a full disk is a
-// cohort::Error (kIOError) naming the path. Call it on the chief only.
+// cohort::Error (kIOError) naming the path. Their SHA-256 goes beside them, in `<path>.sha256` as
+// sha256sum writes it (`sha256sum -c` checks it), for LoadModule to verify. Call it on the chief
+// only.
 void SaveModule(torch::nn::Module& module, const std::string& path);
 
-// Loads what SaveModule wrote into `module`. Throws cohort::Error naming the path. The weights of
-// a saved model (a manifest.json beside `path` names the file, as Fit and the ParameterServer
-// strategy write it) are first verified against the manifest's SHA-256: flipped or missing bytes
-// throw (kFailedPrecondition, naming the file, the expected and the found checksum) and nothing
-// is loaded.
+// Loads what SaveModule wrote into `module`. Throws cohort::Error naming the path. The bytes are
+// first verified against `<path>.sha256` (SaveModule's) or, for the weights of a saved model (a
+// manifest.json beside `path` names the file, as Fit and the ParameterServer strategy write it),
+// the manifest's SHA-256: flipped or missing bytes throw (kFailedPrecondition, naming the file,
+// the expected and the found checksum) and nothing is loaded. A file with neither record (written
+// by torch::save, say) is loaded as it is.
 void LoadModule(torch::nn::Module& module, const std::string& path);
 
 }  // namespace cohort

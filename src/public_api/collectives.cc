@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/checksum.h"
 #include "base/file.h"
 #include "collective/data_type.h"
 #include "public_api/internal.h"
@@ -311,6 +312,9 @@ torch::Tensor AllGather(MultiWorkerMirrored& strategy, const torch::Tensor& tens
   return output;
 }
 
+// Where SaveModule records the SHA-256 of the module at `path`, as sha256sum writes it.
+static std::filesystem::path ChecksumFileOf(const std::string& path) { return path + ".sha256"; }
+
 void SaveModule(torch::nn::Module& module, const std::string& path) {
   std::string bytes;
   try {
@@ -324,7 +328,15 @@ void SaveModule(torch::nn::Module& module, const std::string& path) {
   }
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) ThrowIfError(train::MakeDirectories(parent.string()));
+  // The old checksum goes first and the new one last, so that a crash between leaves a module
+  // without one (loaded unverified) rather than one whose checksum belongs to other bytes.
+  const std::filesystem::path checksum = ChecksumFileOf(path);
+  std::error_code error_code;
+  std::filesystem::remove(checksum, error_code);
+  if (error_code) ThrowError(Status::IOError(checksum.string() + ": " + error_code.message()));
   ThrowIfError(WriteFileAtomically(path, bytes));
+  ThrowIfError(WriteFileAtomically(
+      checksum, Sha256Hex(bytes) + "  " + std::filesystem::path(path).filename().string() + "\n"));
 }
 
 void LoadModule(torch::nn::Module& module, const std::string& path) {
@@ -332,12 +344,27 @@ void LoadModule(torch::nn::Module& module, const std::string& path) {
   if (!std::filesystem::exists(path, error_code)) {
     ThrowError(Status::NotFound("no saved module at " + path));
   }
-  // The weights of a saved model (a manifest.json beside them naming them) are verified against
-  // the manifest's checksum before a byte is decoded.
+  // The module is verified before a byte is decoded: against the checksum SaveModule wrote
+  // beside it, or for the weights of a saved model, against its manifest's.
   const std::filesystem::path file(path);
   const std::string dir = file.parent_path().empty() ? "." : file.parent_path().string();
   std::optional<std::string> verified;
-  if (std::filesystem::exists(std::filesystem::path(dir) / train::kManifestFile, error_code)) {
+  if (const std::filesystem::path checksum = ChecksumFileOf(path);
+      std::filesystem::exists(checksum, error_code)) {
+    StatusOr<std::string> line = ReadWholeFile(checksum, 4096);
+    ThrowIfError(line.status());
+    const std::string expected = line->substr(0, line->find(' '));
+    if (!IsSha256Hex(expected)) {
+      ThrowError(Status::InvalidArgument(checksum.string() +
+                                         ": not a SHA-256 checksum line (\"HEX  NAME\")"));
+    }
+    StatusOr<std::string> bytes = ReadWholeFile(path);
+    ThrowIfError(bytes.status());
+    ThrowIfError(VerifyChecksum(path, *bytes,
+                                FileChecksum{file.filename().string(), bytes->size(), expected}));
+    verified = std::move(*bytes);
+  } else if (std::filesystem::exists(std::filesystem::path(dir) / train::kManifestFile,
+                                     error_code)) {
     StatusOr<train::ModelManifest> manifest = train::ReadManifest(dir);
     ThrowIfError(manifest.status());
     if (manifest->weights == file.filename().string()) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <fstream>
+
 #include "api_test_support.h"
 #include "cohort/status.h"
 
@@ -165,6 +167,35 @@ TEST(Collectives, SaveModuleWritesWhatLoadModuleReads) {
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kNotFound);
+  }
+}
+
+// A module saved with SaveModule carries its SHA-256 beside it; flipped bytes are named, never
+// loaded (a user's own checkpoint, as examples/custom-loop writes one).
+TEST(Collectives, LoadModuleRefusesFlippedBytes) {
+  api_testing::TempDir dir;
+  Net saved, loaded;
+  const std::filesystem::path path = dir / "checkpoint.pt";
+  SaveModule(*saved, path);
+  std::ifstream checksum(path.string() + ".sha256");
+  std::string hex, name;
+  checksum >> hex >> name;
+  EXPECT_EQ(hex.size(), 64u);
+  EXPECT_EQ(name, "checkpoint.pt");
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(64);
+    const char byte = static_cast<char>(file.get() ^ 0x5a);
+    file.seekp(64);
+    file.put(byte);
+  }
+  try {
+    LoadModule(*loaded, path);
+    FAIL() << "flipped bytes were loaded";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(error.what()).find("checksum mismatch"), std::string::npos)
+        << error.what();
   }
 }
 
