@@ -4,6 +4,10 @@
 #include <ctime>
 
 namespace cohort {
+namespace {
+constexpr int kFirstRepresentableYear = 1678;
+constexpr int kLastRepresentableYear = 2261;
+}  // namespace
 
 std::string FormatTime(Time time) {
   std::time_t seconds = Clock::to_time_t(time);
@@ -29,6 +33,10 @@ std::optional<Time> ParseTime(const std::string& text) {
   if (rest + 1 != text.size() || text[rest] != 'Z') return std::nullopt;
   if (utc.tm_mon < 1 || utc.tm_mon > 12 || utc.tm_mday < 1 || utc.tm_mday > 31 ||
       utc.tm_hour > 23 || utc.tm_min > 59 || utc.tm_sec > 60) {
+    return std::nullopt;
+  }
+  // The clock counts nanoseconds in 64 bits: it reaches from 1677 to 2262.
+  if (utc.tm_year < kFirstRepresentableYear || utc.tm_year > kLastRepresentableYear) {
     return std::nullopt;
   }
   utc.tm_year -= 1900;

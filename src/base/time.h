@@ -14,7 +14,7 @@ using Time = Clock::time_point;
 std::string FormatTime(Time time);
 
 // Parses what FormatTime writes (fractional seconds are accepted and dropped). nullopt if
-// malformed.
+// malformed or outside the years the clock can hold (1678 to 2261).
 std::optional<Time> ParseTime(const std::string& text);
 
 // kubectl's human duration: "45s", "5m", "5m9s" under 10 minutes, "3h", "2d"...

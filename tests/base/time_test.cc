@@ -42,6 +42,12 @@ TEST(ParseTimeTest, RejectsMalformedText) {
   }
 }
 
+TEST(ParseTimeTest, RejectsYearsTheClockCannotHold) {
+  EXPECT_FALSE(ParseTime("5352-01-01T00:00:00Z").has_value());
+  EXPECT_FALSE(ParseTime("1600-01-01T00:00:00Z").has_value());
+  EXPECT_TRUE(ParseTime("2261-12-31T23:59:59Z").has_value());
+}
+
 TEST(FormatAgeTest, KubectlHumanDurations) {
   EXPECT_EQ(FormatAge(seconds(-5)), "0s");
   EXPECT_EQ(FormatAge(seconds(0)), "0s");
