@@ -28,11 +28,15 @@ COHORT_PACKAGES=(
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
 # on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
 # chromium is the real browser of the dashboard's test (tests/ui_browser, headless).
+# ceph-mon, ceph-osd and radosgw are the real S3 server of the object-storage tests
+# (scripts/s3-server.sh: Ceph's RADOS Gateway on a one-node cluster); python3-boto3 and s3cmd are
+# the independent clients that read back what Cohort wrote.
 COHORT_TEST_PACKAGES=(
   golang-go etcd-server dpkg-dev file rsync
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
   curl iproute2
   chromium
+  ceph-mon ceph-osd radosgw python3-boto3 s3cmd
 )
 
 # libtorch's dense layers run on whatever libblas.so.3 the Debian alternatives point to. The

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -40,37 +41,45 @@ std::string Lower(std::string text) {
   return text;
 }
 
-struct BodySink {
+// What one transfer received: the status of the latest status line, headers and body, each
+// bounded. The body's bound is the caller's for a success and kMaxS3XmlAnswerBytes for an error
+// document, so that a small bound on an object never hides the error that explains a failure.
+struct Received {
   std::string* body;
-  size_t max_bytes;
+  std::map<std::string, std::string>* headers;
+  size_t max_body_bytes;
+  long status = 0;
+  size_t header_bytes = 0;
   bool overflowed = false;
 };
 
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
-  auto* sink = static_cast<BodySink*>(user);
+  auto* received = static_cast<Received*>(user);
   const size_t bytes = size * count;
-  if (sink->body->size() + bytes > sink->max_bytes) {
-    sink->overflowed = true;
+  const size_t bound = received->status >= 300 ? kMaxS3XmlAnswerBytes : received->max_body_bytes;
+  if (received->body->size() + bytes > bound) {
+    received->overflowed = true;
     return 0;  // stops the transfer
   }
-  sink->body->append(data, bytes);
+  received->body->append(data, bytes);
   return bytes;
 }
 
-struct HeaderSink {
-  std::map<std::string, std::string>* headers;
-  size_t total = 0;
-};
-
 size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
-  auto* sink = static_cast<HeaderSink*>(user);
+  auto* received = static_cast<Received*>(user);
   const size_t bytes = size * count;
-  sink->total += bytes;
-  if (sink->total > kMaxHeaderBytes) return 0;
+  received->header_bytes += bytes;
+  if (received->header_bytes > kMaxHeaderBytes) return 0;
   const std::string_view line(data, bytes);
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) {
-    if (line.starts_with("HTTP/")) sink->headers->clear();  // a new response (after a 100)
+    if (line.starts_with("HTTP/")) {  // a new response (after a 100 Continue)
+      received->headers->clear();
+      const size_t space = line.find(' ');
+      if (space != std::string_view::npos) {
+        received->status = std::strtol(std::string(line.substr(space + 1, 3)).c_str(), nullptr, 10);
+      }
+    }
     return bytes;
   }
   std::string_view value = line.substr(colon + 1);
@@ -78,7 +87,7 @@ size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
     value.remove_suffix(1);
   }
-  (*sink->headers)[Lower(std::string(line.substr(0, colon)))] = std::string(value);
+  (*received->headers)[Lower(std::string(line.substr(0, colon)))] = std::string(value);
   return bytes;
 }
 
@@ -203,8 +212,7 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
   header_list = curl_slist_append(header_list, "Content-Type:");  // none of curl's own
 
   Response response;
-  BodySink body_sink{&response.body, request.max_response_bytes};
-  HeaderSink header_sink{&response.headers};
+  Received received{&response.body, &response.headers, request.max_response_bytes};
   BodySource source{request.body};
   char error_buffer[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
@@ -212,9 +220,9 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body_sink);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &received);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &header_sink);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &received);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options_.retry.connect_timeout.count()));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -240,11 +248,11 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   curl_easy_cleanup(curl);
   curl_slist_free_all(header_list);
-  if (body_sink.overflowed) {
+  if (received.overflowed) {
     return Status::InvalidArgument(Describe(request) + ": the answer is larger than " +
                                    std::to_string(request.max_response_bytes) + " bytes");
   }
-  if (header_sink.total > kMaxHeaderBytes) {
+  if (received.header_bytes > kMaxHeaderBytes) {
     return Status::InvalidArgument(Describe(request) + ": the answer's headers exceed " +
                                    std::to_string(kMaxHeaderBytes) + " bytes");
   }
