@@ -51,8 +51,8 @@ port_is_free() {
 
 # A base port whose 22 ports are all free, from a random start (so that parallel clusters differ).
 choose_port_base() {
-  local attempt base offset free
-  for attempt in $(seq 1 50); do
+  local base offset free
+  for _ in $(seq 1 50); do
     base=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
     free=1
     for offset in $(seq 0 21); do
@@ -198,8 +198,13 @@ rgw gc obj min wait = 60
 rgw gc processor period = 60
 EOF
   local ceph=(--conf "$dir/ceph.conf")
-  # On any failure below, stop what started and keep the directory (its logs say why).
-  trap 'echo "s3-server: start failed; logs in $dir/log" >&2; command_stop "$dir" --keep >/dev/null 2>&1 || true' ERR
+  # On any failure below (a failed command or die), stop what started and keep the directory:
+  # its logs say why.
+  S3_SERVER_FAILED_DIR="$dir"
+  trap 'if [ -n "${S3_SERVER_FAILED_DIR:-}" ]; then
+          echo "s3-server: start failed; logs in $S3_SERVER_FAILED_DIR/log" >&2
+          command_stop "$S3_SERVER_FAILED_DIR" --keep >/dev/null 2>&1 || true
+        fi' EXIT
 
   monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$dir/monmap" >/dev/null
   ceph-mon "${ceph[@]}" --mkfs -i a --monmap "$dir/monmap" >"$dir/log/mon-mkfs.out" 2>&1
@@ -245,7 +250,7 @@ if sys.argv[4]:
 ' "$endpoint" "$access_key" "$secret_key")
   wait_for "$timeout" "the first signed request to $endpoint" "${check[@]}" ""
   if [ -n "$bucket" ]; then "${check[@]}" "$bucket" || die "cannot create bucket $bucket"; fi
-  trap - ERR
+  S3_SERVER_FAILED_DIR=""
   echo "endpoint: $endpoint"
   echo "access key: $access_key"
   echo "secret key: $secret_key"
