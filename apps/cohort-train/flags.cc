@@ -64,9 +64,10 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
                  "directory for the trained model (weights.pt + manifest.json); empty: not saved")
       ->check(FileSystemPath());
   app.add_option("--checkpoint_path", flags.checkpoint_path,
-                 "BackupAndRestore directory: back up every epoch and resume from it after a "
-                 "restart; deleted when training completes. Empty: no backups")
-      ->check(FileSystemPath());
+                 "BackupAndRestore directory or object storage prefix (s3://bucket/dir, "
+                 "gs://bucket/dir; docs/storage.md): back up every epoch and resume from it after "
+                 "a restart; deleted when training completes. Empty: no backups")
+      ->check(FileSystemPathOrStorageUrl());
   app.add_option("--backup_every_steps", flags.backup_every_steps,
                  "also back up every N global steps (0: at epoch ends only)")
       ->capture_default_str()

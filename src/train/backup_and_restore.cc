@@ -6,7 +6,10 @@
 #include <system_error>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "train/checkpoint_manifest.h"
 #include "train/checkpoint_state.h"
 #include "train/worker_dirs.h"
@@ -74,7 +77,93 @@ void RemoveBackupsOutside(const std::string& dir, int64_t newest, int keep) {
   }
 }
 
+// The files of backups (ckpt-<n>.pt, ckpt-<n>.manifest.json) and the state file: what the
+// staging copy mirrors.
+bool IsBackupFile(const std::string& file) {
+  if (file == kCheckpointStateFile) return true;
+  for (const std::string suffix : {".pt", ".manifest.json"}) {
+    if (file.size() > suffix.size() && file.ends_with(suffix) &&
+        CheckpointNumber(file.substr(0, file.size() - suffix.size())) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+BackupAndRestore::BackupAndRestore(BackupOptions options) : options_(std::move(options)) {
+  options_.backups_to_keep = std::max(1, options_.backups_to_keep);
+  if (IsStorageUrl(options_.backup_dir)) {
+    remote_dir_ = options_.backup_dir;
+    while (remote_dir_.ends_with('/')) remote_dir_.pop_back();
+    std::error_code error;
+    fs::path temporary = fs::temp_directory_path(error);
+    if (error) temporary = "/tmp";
+    options_.backup_dir =
+        (temporary / ("cohort-backup-" + Sha256Hex(remote_dir_).substr(0, 16))).string();
+  }
+}
+
+std::string BackupAndRestore::RemoteChiefDir() const {
+  return JoinStoragePath(remote_dir_, "chief");
+}
+
+Status BackupAndRestore::FetchRemoteBackups() {
+  std::error_code error;
+  fs::remove_all(ChiefDir(), error);
+  if (error) return Status::IOError("cannot empty " + ChiefDir() + ": " + error.message());
+  COHORT_RETURN_IF_ERROR(MakeDirectories(ChiefDir()));
+  StatusOr<std::vector<StorageEntry>> listing = ListStorageDirectory(RemoteChiefDir());
+  if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
+  int fetched = 0;
+  for (const StorageEntry& entry : *listing) {
+    if (entry.is_directory || !IsBackupFile(entry.name)) continue;
+    StatusOr<std::string> bytes = ReadStorageFile(JoinStoragePath(RemoteChiefDir(), entry.name));
+    if (!bytes.ok()) return bytes.status().WithContext("BackupAndRestore");
+    COHORT_RETURN_IF_ERROR(WriteFileAtomically(fs::path(ChiefDir()) / entry.name, *bytes));
+    ++fetched;
+  }
+  std::printf("BackupAndRestore: fetched %d file(s) from %s\n", fetched, RemoteChiefDir().c_str());
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+Status BackupAndRestore::UploadBackup(const std::string& name) {
+  const fs::path local = ChiefDir();
+  for (const std::string& file :
+       {CheckpointFile(name), CheckpointManifestFile(name), std::string(kCheckpointStateFile)}) {
+    StatusOr<std::string> bytes = ReadWholeFile(local / file);
+    if (!bytes.ok()) return bytes.status().WithContext("BackupAndRestore");
+    COHORT_RETURN_IF_ERROR(
+        WriteStorageFileAtomically(JoinStoragePath(RemoteChiefDir(), file), *bytes)
+            .WithContext("BackupAndRestore: " + name + " not uploaded"));
+  }
+  // Older backups go only now that the new one is committed in the bucket: manifests first, so
+  // that an interrupted deletion never leaves a manifest without its checkpoint.
+  StatusOr<std::vector<StorageEntry>> listing = ListStorageDirectory(RemoteChiefDir());
+  if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
+  std::vector<std::string> manifests, checkpoints;
+  for (const StorageEntry& entry : *listing) {
+    for (const std::string suffix : {".pt", ".manifest.json"}) {
+      if (entry.name.size() <= suffix.size() || !entry.name.ends_with(suffix)) continue;
+      const int64_t number =
+          CheckpointNumber(entry.name.substr(0, entry.name.size() - suffix.size()));
+      if (number <= 0 ||
+          (number <= last_number_ && number > last_number_ - options_.backups_to_keep)) {
+        continue;
+      }
+      (suffix == ".pt" ? checkpoints : manifests).push_back(entry.name);
+    }
+  }
+  for (const std::vector<std::string>* files : {&manifests, &checkpoints}) {
+    for (const std::string& file : *files) {
+      COHORT_RETURN_IF_ERROR(RemoveStorageFile(JoinStoragePath(RemoteChiefDir(), file))
+                                 .WithContext("BackupAndRestore"));
+    }
+  }
+  return Status::OK();
+}
 
 std::string BackupAndRestore::ChiefDir() const {
   return (fs::path(options_.backup_dir) / "chief").string();
@@ -84,7 +173,7 @@ StatusOr<std::optional<std::string>> BackupAndRestore::CompletedRun(
     const std::string& backup_dir, const std::string& run_identity) {
   if (run_identity.empty()) return std::optional<std::string>();
   StatusOr<std::string> text =
-      ReadWholeFile(fs::path(backup_dir) / kTrainingCompleteFile, size_t{1} << 20);
+      ReadStorageFile(JoinStoragePath(backup_dir, kTrainingCompleteFile), size_t{1} << 20);
   if (text.status().code() == Status::Code::kNotFound) return std::optional<std::string>();
   if (!text.ok()) return text.status();
   if (MarkerRun(*text) != run_identity) return std::optional<std::string>();
@@ -94,6 +183,10 @@ StatusOr<std::optional<std::string>> BackupAndRestore::CompletedRun(
 
 Status BackupAndRestore::MarkComplete(const FitPlan& plan, const std::string& summary) {
   if (!plan.is_chief || options_.run_identity.empty()) return Status::OK();
+  if (!remote_dir_.empty()) {
+    return WriteStorageFileAtomically(JoinStoragePath(remote_dir_, kTrainingCompleteFile),
+                                      "run " + options_.run_identity + "\n" + summary);
+  }
   COHORT_RETURN_IF_ERROR(MakeDirectories(options_.backup_dir));
   return WriteFileAtomically(fs::path(options_.backup_dir) / kTrainingCompleteFile,
                              "run " + options_.run_identity + "\n" + summary);
@@ -102,6 +195,20 @@ Status BackupAndRestore::MarkComplete(const FitPlan& plan, const std::string& su
 Status BackupAndRestore::DeleteBackup(const FitPlan& plan) {
   if (!options_.delete_on_success || !plan.is_chief) return Status::OK();
   std::error_code error;
+  if (!remote_dir_.empty()) {
+    COHORT_RETURN_IF_ERROR(
+        RemoveStorageFile(JoinStoragePath(RemoteChiefDir(), kCheckpointStateFile)));
+    StatusOr<std::vector<StorageEntry>> listing = ListStorageDirectory(RemoteChiefDir());
+    if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
+    for (const bool manifests : {true, false}) {
+      for (const StorageEntry& entry : *listing) {
+        if (entry.is_directory || entry.name.ends_with(".manifest.json") != manifests) continue;
+        COHORT_RETURN_IF_ERROR(RemoveStorageFile(JoinStoragePath(RemoteChiefDir(), entry.name)));
+      }
+    }
+    fs::remove_all(options_.backup_dir, error);  // the staging copy
+    return Status::OK();
+  }
   fs::remove(fs::path(ChiefDir()) / kCheckpointStateFile, error);
   if (!error) fs::remove_all(ChiefDir(), error);
   if (error) return Status::IOError("cannot delete backup " + ChiefDir() + ": " + error.message());
@@ -123,12 +230,17 @@ Status BackupAndRestore::RestoreState(const FitPlan& plan, TrainingState& state)
   if (!plan.is_chief) return Status::OK();  // the chief's state is broadcast to us
   COHORT_RETURN_IF_ERROR(RemoveStaleFiles());
   // An earlier run's marker says nothing about this run, which is training now.
-  const fs::path marker = fs::path(options_.backup_dir) / kTrainingCompleteFile;
-  std::error_code error;
-  if (fs::exists(marker, error)) {
-    auto completed = CompletedRun(options_.backup_dir, options_.run_identity);
-    if (completed.ok() && !completed->has_value()) fs::remove(marker, error);
+  const std::string target = remote_dir_.empty() ? options_.backup_dir : remote_dir_;
+  const std::string marker = JoinStoragePath(target, kTrainingCompleteFile);
+  StatusOr<bool> marked = StorageFileExists(marker);
+  if (!marked.ok()) return marked.status().WithContext("BackupAndRestore");
+  if (*marked) {
+    auto completed = CompletedRun(target, options_.run_identity);
+    if (completed.ok() && !completed->has_value()) {
+      IgnoreError(RemoveStorageFile(marker), "another run's marker: left, it names another run");
+    }
   }
+  if (!remote_dir_.empty()) COHORT_RETURN_IF_ERROR(FetchRemoteBackups());
   StatusOr<std::string> restored = RestoreNewestGood(plan, state);
   if (!restored.ok()) return restored.status();
   return Status::OK();
@@ -201,6 +313,7 @@ Status BackupAndRestore::Backup(const FitPlan& plan, TrainingState& state) {
   }
   COHORT_RETURN_IF_ERROR(WriteCheckpointState(dir, kept));
   RemoveBackupsOutside(dir, last_number_, options_.backups_to_keep);
+  if (!remote_dir_.empty()) return UploadBackup(name);
   return Status::OK();
 }
 

@@ -41,6 +41,16 @@
 //     only evaluates and saves again. The marker names the run, so a later run of the job with the
 //     same directory trains afresh; in open mode (no run identity) no marker is written.
 //   - Temporary files of a chief killed mid-write are removed when the next chief starts.
+//
+// Object storage: backup_dir may be an s3:// or gs:// prefix (base/storage.h). The chief then
+// works in a local staging copy (<tmp>/cohort-backup-<hash of the URL>) exactly as above, and
+// mirrors each committed backup to <backup_dir>/chief/ in the order that keeps it crash-safe: the
+// checkpoint, then its manifest, then the `checkpoint` state file; older backups are deleted from
+// the bucket only after that, manifest first. On start the chief empties its staging copy, fetches
+// what the bucket holds under <backup_dir>/chief/, and restores from it as from a local directory:
+// a checkpoint whose manifest is missing (an upload cut short) or whose bytes do not match it is
+// passed over. The completion marker is written to and read from the bucket; DeleteBackup deletes
+// the bucket's backup objects (the state file first) and the staging copy.
 #pragma once
 
 #include <algorithm>
@@ -69,11 +79,10 @@ struct BackupOptions {
 
 class BackupAndRestore : public Callback {
  public:
-  explicit BackupAndRestore(BackupOptions options) : options_(std::move(options)) {
-    options_.backups_to_keep = std::max(1, options_.backups_to_keep);
-  }
+  explicit BackupAndRestore(BackupOptions options);
 
-  // The chief's backup directory, <backup_dir>/chief.
+  // The chief's backup directory, <backup_dir>/chief (for object storage, the local staging
+  // copy's).
   std::string ChiefDir() const;
 
   // The summary that run `run_identity` recorded in <backup_dir>/training_complete, if that run
@@ -108,8 +117,18 @@ class BackupAndRestore : public Callback {
   // Removes the temporary files a killed chief left in <backup_dir> (the marker's) and in
   // <backup_dir>/chief (a backup's).
   Status RemoveStaleFiles() const;
+  // Object storage only: the bucket's backup objects, <remote_dir_>/chief.
+  std::string RemoteChiefDir() const;
+  // Object storage only: replaces the staging copy with what the bucket holds.
+  Status FetchRemoteBackups();
+  // Object storage only: mirrors backup `name`, just committed locally, to the bucket (checkpoint,
+  // manifest, state file), then deletes the bucket's backups outside the kept window.
+  Status UploadBackup(const std::string& name);
 
   BackupOptions options_;
+  // The s3:// or gs:// prefix the user named, with options_.backup_dir the staging copy; "" for a
+  // local backup_dir.
+  std::string remote_dir_;
   // Number of the last backup written or restored (ckpt-<n>).
   int64_t last_number_ = 0;
   // Global step of the last backup, so that a step backup and the epoch-end backup at the same

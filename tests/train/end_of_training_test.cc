@@ -183,7 +183,7 @@ TEST_F(EndOfTrainingTest, AFullDiskIsOneLineNamingTheFileAndExitThree) {
 
 TEST_F(EndOfTrainingTest, StorageUrlsAreRefusedNamingTheFlag) {
   for (const std::string& flag :
-       std::vector<std::string>{"--saved_model_path", "--checkpoint_path", "--tensorboard_dir",
+       std::vector<std::string>{"--saved_model_path", "--tensorboard_dir",
                                 "--model_checkpoint_path", "--data_dir"}) {
     std::string output;
     EXPECT_EQ(Run({flag + "=gs://bucket/dir"}, &output), 2) << output;
@@ -192,9 +192,15 @@ TEST_F(EndOfTrainingTest, StorageUrlsAreRefusedNamingTheFlag) {
     EXPECT_NE(output.find("give the mounted path, e.g. /mnt/gs/bucket/dir"), std::string::npos)
         << output;
   }
+  // --checkpoint_path takes s3:// and gs:// (base/storage.h), refused before training when
+  // malformed, of another scheme, or without settings.
   std::string output;
   EXPECT_EQ(Run({"--checkpoint_path=hdfs://namenode/checkpoints"}, &output), 2) << output;
-  EXPECT_NE(output.find("is a URL (hdfs://)"), std::string::npos) << output;
+  EXPECT_NE(output.find("unsupported scheme 'hdfs'"), std::string::npos) << output;
+  EXPECT_EQ(Run({"--checkpoint_path=s3://Bad_Bucket/dir"}, &output), 2) << output;
+  EXPECT_NE(output.find("bucket name 'Bad_Bucket'"), std::string::npos) << output;
+  EXPECT_EQ(Run({"--checkpoint_path=gs://bucket/dir"}, &output), 2) << output;
+  EXPECT_NE(output.find("GS_ACCESS_KEY_ID"), std::string::npos) << output;
   EXPECT_FALSE(fs::exists("gs:")) << "a URL became a local directory";
 }
 

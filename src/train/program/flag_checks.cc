@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "base/version.h"
 #include "train/program/process.h"
 
@@ -79,6 +81,16 @@ CLI::Validator FileSystemPath() {
                scheme + "/" + text.substr(separator + 3);
       },
       "PATH");
+}
+
+CLI::Validator FileSystemPathOrStorageUrl() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (!IsStorageUrl(text)) return "";
+        StatusOr<Storage*> storage = StorageFor(text);
+        return storage.ok() ? "" : storage.status().message();
+      },
+      "PATH|URL");
 }
 
 std::optional<int> ParseCommandLine(CLI::App* app, int argc, char** argv) {

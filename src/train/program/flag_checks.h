@@ -39,6 +39,11 @@ CLI::Validator AtLeastThreeSeconds();
 // mounted path, instead of being taken for a relative directory named "gs:".
 CLI::Validator FileSystemPath();
 
+// A file system path, or an object storage URL that base/storage.h serves (s3://bucket/prefix,
+// gs://bucket/prefix): a malformed URL, a scheme it does not serve, or a scheme without settings
+// (no credentials, a bad endpoint: docs/storage.md) is refused here, before training starts.
+CLI::Validator FileSystemPathOrStorageUrl();
+
 // Parses the command line into `app`'s options, with a --version flag added (base/version.h: the
 // program's name, Cohort's version, the compiler and libtorch). Returns an exit code when the
 // program should stop here: kExitOk after printing the help or the version on stdout, kExitUsage
