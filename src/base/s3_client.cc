@@ -295,7 +295,7 @@ StatusOr<S3Client::Response> S3Client::Send(const Request& request) const {
       if (!RetryableAnswer(response->status, error.code)) {
         const std::string message = Describe(request) + " failed: " + detail + where;
         if (response->status == 404) return Status::NotFound(message);
-        return Status::FailedPrecondition(message);
+        return Status::IOError(message);  // a retry, or a restart, would get the same answer
       }
       last_error = detail;
     }

@@ -107,7 +107,7 @@ TEST(S3RetryTest, AClientErrorIsNeverRetried) {
   const S3Client client(SettingsFor(server), QuickRetries(5));
   StatusOr<std::string> read = client.GetObject({"s3", "bucket", "key"}, 100);
   ASSERT_FALSE(read.ok());
-  EXPECT_EQ(read.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(read.status().code(), Status::Code::kIOError);
   EXPECT_NE(read.status().message().find("403 ExpiredToken: scripted"), std::string::npos)
       << read.status().message();
   EXPECT_EQ(requests.load(), 1);

@@ -231,7 +231,7 @@ TEST_F(S3StorageTest, AWrongSecretFailsAtOnceWithOneClearLine) {
   const Status status = client.PutObject({"s3", kBucket, prefix_ + "denied"}, "x");
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(status.code(), Status::Code::kIOError);
   const std::string& message = status.message();
   EXPECT_NE(message.find("PutObject s3://cohort-test/" + prefix_ + "denied"), std::string::npos)
       << message;
