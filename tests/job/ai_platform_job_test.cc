@@ -222,7 +222,9 @@ TEST(CustomTier, ZeroCountsLeaveTheReplicaTypeOut) {
   StatusOr<JobFile> loaded = Load(Replace(kCustom, "workerCount: 3", "workerCount: 0"));
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(ReplicaCounts(loaded->job), (std::map<std::string, int32_t>{{kMaster, 1}, {kPS, 2}}));
-  EXPECT_TRUE(loaded->job.metadata.annotations.empty());
+  // No evaluator, so no word about it (only the job ID census_2024 is kept).
+  EXPECT_EQ(loaded->job.metadata.annotations,
+            (std::map<std::string, std::string>{{kAiPlatformJobIdAnnotation, "census_2024"}}));
 }
 
 TEST(CustomTier, ANegativeCountIsAnErrorAtItsPosition) {

@@ -264,7 +264,7 @@ CLI::App* AddJobsCommand(CLI::App* jobs, const std::string& name, const std::str
 
 void AddAiPlatformCommand(CLI::App& app, int& exit_code) {
   CLI::App* ai_platform =
-      app.add_subcommand("ai-platform", "gcloud ai-platform's forms: ai-platform jobs ...");
+      app.add_subcommand("ai-platform", "gcloud ai-platform's forms: jobs, models, versions");
   ai_platform->require_subcommand(1);
   CLI::App* jobs = ai_platform->add_subcommand("jobs", "AI Platform training jobs, run here");
   jobs->require_subcommand(1);
@@ -307,6 +307,7 @@ void AddAiPlatformCommand(CLI::App& app, int& exit_code) {
     CLI::App* command = AddJobsCommand(jobs, name, help, exit_code, run, flags);
     command->add_option("JOB", flags->name)->required();
   }
+  AddAiPlatformModelCommands(ai_platform, exit_code);
 }
 
 }  // namespace cohort::cli
