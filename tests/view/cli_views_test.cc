@@ -149,14 +149,20 @@ TEST_F(CliViewsTest, AiPlatformStatesAndDescribe) {
 }
 
 TEST_F(CliViewsTest, AiPlatformErrorMessageNamesTheFirstReplicaThatExitedNonZero) {
-  ReplicaRow master{"master-0", "Failed"};
+  ReplicaRow master;
+  master.name = "master-0";
+  master.phase = "Failed";
   master.exit_code = 2;
   master.finished_at = created_ + seconds(5);
   master.last_log_lines = {"replica master-0 failing with 2", "error: no such image"};
-  ReplicaRow worker{"worker-1", "Failed"};
+  ReplicaRow worker;
+  worker.name = "worker-1";
+  worker.phase = "Failed";
   worker.exit_code = 1;
   worker.finished_at = created_ + seconds(9);  // later: it does not decide the message
-  ReplicaRow stopped{"ps-0", "Stopped"};
+  ReplicaRow stopped;
+  stopped.name = "ps-0";
+  stopped.phase = "Stopped";
   stopped.exit_code = 143;
   stopped.finished_at = created_ + seconds(1);  // stopped by the job, not its own failure
   EXPECT_EQ(AiPlatformErrorMessage({stopped, worker, master}, "train_taxi_5", "fallback"),
