@@ -15,9 +15,10 @@
 // sees the old record or the new one, never a torn one; names are checked before they reach a
 // path; every read is bounded (kMaxRecordBytes a file, kMaxModels models, kMaxVersions versions a
 // model). A model is created by creating its directory, which only one of two racing creators
-// can do. The rules are AI Platform's: a model or version name starts with a letter and has only
-// letters, digits and '_' (at most 128); a model's first version becomes its default; a model
-// with versions cannot be deleted; the default version cannot be deleted while others remain.
+// can do. The rules are AI Platform's (docs/behaviour.md §10.3): a model or version name starts
+// with a letter and has only letters, digits and '_' (at most 128); a model's first version
+// becomes its default; a model with versions cannot be deleted. And Cohort's: the default version
+// cannot be deleted while others remain, so that a model never loses its default by accident.
 #pragma once
 
 #include <filesystem>
