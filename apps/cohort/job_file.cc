@@ -11,6 +11,11 @@ StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptio
                                 const std::optional<std::string>& namespace_flag) {
   LoadedJob loaded;
   auto read = [&]() -> StatusOr<job::JobFile> {
+    // gcloud's submit line without --config: its flags are the whole spec.
+    if (path.empty() && !options.ai_platform.empty()) {
+      return job::LoadJobFromText("trainingInput: {}\n", "<command line>", options,
+                                  &loaded.warnings);
+    }
     if (path != "-") return job::LoadJobFromFile(path, options, &loaded.warnings);
     StatusOr<std::string> text = job::ReadYamlDescriptor(STDIN_FILENO, "<stdin>");
     if (!text.ok()) return text.status();

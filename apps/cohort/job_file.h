@@ -24,7 +24,9 @@ struct LoadedJob {
 // Errors name file:line:column and the field path; every error is InvalidArgument (a file that
 // is missing or unreadable included: exit status 2, as for a bad spec). `namespace_flag` is `-n`
 // when given: the job's namespace when the file leaves it at the default, and an error (as
-// kubectl's) when the file names another.
+// kubectl's) when the file names another. An empty `path` with gcloud's submit flags
+// (options.ai_platform) is an AI Platform spec of those flags alone, as gcloud submits without
+// --config.
 StatusOr<LoadedJob> LoadJobFile(const std::string& path, const job::JobFileOptions& options = {},
                                 const std::optional<std::string>& namespace_flag = std::nullopt);
 

@@ -76,10 +76,36 @@ int Main(int argc, char** argv) {
     }
     level = next;
   }
+  // The words after `--` of a command that takes them as its own (gcloud's trainer arguments).
+  if (std::vector<std::string>* destination = ArgumentsAfterSeparatorOf(level)) {
+    auto separator = std::find(given.begin(), given.end(), "--");
+    if (separator != given.end()) {
+      destination->assign(separator + 1, given.end());
+      given.erase(separator, given.end());
+    }
+  }
   given = view::NormalizeArguments(given);
   std::reverse(given.begin(), given.end());  // CLI11 takes them last first
   try {
     app.parse(given);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11's own message lists the words it did not expect last first, as main gave them; name
+    // them in the order typed, with the command they were given to.
+    std::string words;
+    for (const std::string& word : app.remaining(true)) {
+      words += (words.empty() ? "" : " ") + word;
+    }
+    std::string command;
+    for (CLI::App* at = level; at != nullptr && at != &app; at = at->get_parent()) {
+      command = at->get_name() + (command.empty() ? "" : " " + command);
+    }
+    std::string hint =
+        "cohort " + (command.empty() ? "" : command + " ") + "--help lists its flags";
+    if (ArgumentsAfterSeparatorOf(level) != nullptr) {
+      hint += "; the trainer's own arguments go after --";
+    }
+    return Fail(kExitInvalidInput, (command.empty() ? "cohort" : command) + " does not take " +
+                                       words + " (" + hint + ")");
   } catch (const CLI::ParseError& error) {
     int code = app.exit(error);
     return code == 0 ? kExitSucceeded : kExitInvalidInput;

@@ -140,6 +140,9 @@ class AiPlatformConverter {
     const json& root = document_.root;
     CheckJobFields(root);
     metadata_ = json{{"name", JobName(root)}};
+    if (!job_id_.empty() && job_id_ != metadata_["name"].get<std::string>()) {
+      metadata_["annotations"][kAiPlatformJobIdAnnotation] = job_id_;
+    }
     if (const json* labels = Field(root, "labels")) ReadLabels(*labels);
     const json* training_input = Field(root, kTrainingInput);
     if (training_input == nullptr || !ExpectObject(*training_input, kTrainingInput)) return;
@@ -165,13 +168,31 @@ class AiPlatformConverter {
   // ---- Messages ----
 
   void Error(const std::string& path, const std::string& message) {
-    SourcePosition position = NearestPosition(document_.positions, path);
-    errors_.push_back(Diagnostic{position, LocatedMessage(file_name_, position, path, message)});
+    errors_.push_back(Located(path, message));
   }
 
   void Warning(const std::string& path, const std::string& message) {
+    warnings_.push_back(Located(path, message));
+  }
+
+  // "file:line:column: path: message", or "--flag VALUE: message" for a field that a flag of
+  // the command line set.
+  Diagnostic Located(const std::string& path, const std::string& message) const {
+    if (std::optional<std::string> flag = FlagThatSet(path)) {
+      return Diagnostic{SourcePosition{}, *flag + ": " + message};
+    }
     SourcePosition position = NearestPosition(document_.positions, path);
-    warnings_.push_back(Diagnostic{position, LocatedMessage(file_name_, position, path, message)});
+    return Diagnostic{position, LocatedMessage(file_name_, position, path, message)};
+  }
+
+  // The flag (with its value, as typed) that set `path` or a field enclosing it, if one did.
+  std::optional<std::string> FlagThatSet(const std::string& path) const {
+    for (std::string at = path; !at.empty(); at = ParentPath(at)) {
+      auto found = options_.command_line.flag_of_field.find(at);
+      if (found == options_.command_line.flag_of_field.end()) continue;
+      return found->second;
+    }
+    return std::nullopt;
   }
 
   void WarnNotHonoured(const std::string& path, const std::string& reason) {
@@ -315,8 +336,12 @@ class AiPlatformConverter {
     }
   }
 
+  // The TFJob's name; keeps the job ID it came from in job_id_.
   std::string JobName(const json& root) {
-    if (!options_.job_name.empty()) return options_.job_name;
+    if (!options_.job_name.empty()) {
+      job_id_ = options_.job_id;
+      return options_.job_name;
+    }
     const json* job_id = Field(root, "jobId");
     if (job_id == nullptr && !options_.name_without_job_id.empty()) {
       return options_.name_without_job_id;
@@ -327,6 +352,7 @@ class AiPlatformConverter {
     }
     std::optional<std::string> text = ReadString(*job_id, "jobId");
     if (!text) return "";
+    job_id_ = *text;
     StatusOr<std::string> name = JobNameForJobId(*text);
     if (!name.ok()) {
       Error("jobId", DescribeValue(*job_id) + " cannot be a TFJob's name: " +
@@ -373,7 +399,7 @@ class AiPlatformConverter {
     }
     if (counts["evaluator"] > 0) {
       // AI Platform's TF_CONFIG cluster never lists the evaluator.
-      metadata_["annotations"] = json{{kEvaluatorInClusterAnnotation, "false"}};
+      metadata_["annotations"][kEvaluatorInClusterAnnotation] = "false";
     }
     ConvertScheduling(input);
   }
@@ -471,6 +497,10 @@ class AiPlatformConverter {
       args = ReadStringList(*value, args_path).value_or(args);
     }
     for (size_t k = 0; k < args.size(); ++k) training_arg_paths_.push_back(IndexPath(args_path, k));
+    for (const std::string& user_arg : options_.command_line.user_args) {
+      args.push_back(user_arg);
+      training_arg_paths_.push_back(args_path);
+    }
     if (const json* job_dir = Field(input, "jobDir")) {
       std::string path = ChildPath(kTrainingInput, "jobDir");
       if (std::optional<std::string> directory = ReadString(*job_dir, path)) {
@@ -489,6 +519,41 @@ class AiPlatformConverter {
            module->get<std::string>() + "' from the directory holding the package";
   }
 
+  // gcloud's --module-name and --package-path without --master-image-uri: a Python package for
+  // AI Platform's runtime, which is not here. One message says what would run it instead; false
+  // when the package did not come from those flags.
+  bool PackageFromCommandLine(const json& input) {
+    const std::string module_path = ChildPath(kTrainingInput, "pythonModule");
+    const std::string package_path = ChildPath(kTrainingInput, "packageUris");
+    const bool module_flag = FlagThatSet(module_path).has_value();
+    const bool package_flag = FlagThatSet(package_path).has_value();
+    if (!module_flag && !package_flag) return false;
+    const json* module = Field(input, "pythonModule");
+    const json* packages = Field(input, "packageUris");
+    std::string module_name =
+        module != nullptr && module->is_string() ? module->get<std::string>() : "MODULE";
+    std::string runtime;
+    for (const auto& [field, words] :
+         {std::pair{"runtimeVersion", "runtime version "}, std::pair{"pythonVersion", "Python "}}) {
+      const json* value = Field(input, field);
+      if (value == nullptr || !value->is_string()) continue;
+      runtime += (runtime.empty() ? " (" : ", ") + std::string(words) + value->get<std::string>();
+    }
+    if (!runtime.empty()) runtime += ")";
+    std::string directory = "the directory that holds the package";
+    if (packages != nullptr && packages->is_array() && packages->size() == 1 &&
+        (*packages)[0].is_string()) {
+      directory = "the directory above " + (*packages)[0].get<std::string>();
+    }
+    Error(module_flag ? module_path : package_path,
+          "a Python package runs on AI Platform's runtime" + runtime +
+              ", and this machine has no such runtime to run it: name an image for the trainer "
+              "with --master-image-uri and map it to a command with --image, e.g. "
+              "--master-image-uri trainer --image 'trainer=python3 -m " +
+              module_name + "' run from " + directory);
+    return true;
+  }
+
   // The master's container image; the other roles fall back to it. A Python package for AI
   // Platform's runtime images cannot stand in for one.
   std::string MasterImage(const json& input) {
@@ -499,6 +564,7 @@ class AiPlatformConverter {
       image = Field(*config, "imageUri");
     }
     bool has_package = false;
+    if (image == nullptr && PackageFromCommandLine(input)) return "";
     for (const char* field : {"packageUris", "pythonModule"}) {
       if (Field(input, field) == nullptr) continue;
       has_package = true;
@@ -541,7 +607,7 @@ class AiPlatformConverter {
     MapPosition(tfjob_path, role.is_master ? config_path : count_path);
     MapPosition(tfjob_path + ".replicas", count_path);
     return json{{"replicas", count},
-                {"restartPolicy", "OnFailure"},
+                {"restartPolicy", "ExitCode"},
                 {"template", {{"spec", {{"containers", json::array({container})}}}}}};
   }
 
@@ -611,6 +677,7 @@ class AiPlatformConverter {
       }
     }
     run_policy_["activeDeadlineSeconds"] = deadline;
+    run_policy_["backoffLimit"] = kAiPlatformBackoffLimit;
     MapPosition("spec.runPolicy", path);
   }
 
@@ -624,7 +691,26 @@ class AiPlatformConverter {
   json run_policy_ = json::object();
   PositionMap tfjob_positions_;
   std::vector<std::string> training_arg_paths_;  // where each of TrainingArgs was written
+  std::string job_id_;                           // the AI Platform ID the name came from
 };
+
+// `document` with the command line's trainingInput fields in place of the file's: a field a flag
+// sets replaces the file's, except that a ReplicaConfig (masterConfig...) keeps its other keys.
+YamlDocument WithCommandLine(const YamlDocument& document, const AiPlatformCommandLine& flags) {
+  YamlDocument merged = document;
+  if (flags.training_input.empty()) return merged;
+  if (!merged.root.is_object()) return merged;  // the converter reports the document's type
+  json& input = merged.root[kTrainingInput];
+  if (!input.is_object()) return merged;  // reported at the file's trainingInput
+  for (const auto& [field, value] : flags.training_input.items()) {
+    if (value.is_object() && input.contains(field) && input[field].is_object()) {
+      for (const auto& [key, inner] : value.items()) input[field][key] = inner;
+    } else {
+      input[field] = value;
+    }
+  }
+  return merged;
+}
 
 }  // namespace
 
@@ -632,6 +718,12 @@ bool IsAiPlatformJob(const YamlDocument& document) {
   const json& root = document.root;
   return root.is_object() && root.contains(kTrainingInput) && !root.contains("kind") &&
          !root.contains("apiVersion");
+}
+
+std::string AiPlatformJobId(const Job& job) {
+  auto found = job.metadata.annotations.find(kAiPlatformJobIdAnnotation);
+  if (found != job.metadata.annotations.end() && !found->second.empty()) return found->second;
+  return job.metadata.name;
 }
 
 StatusOr<std::string> JobNameForJobId(const std::string& job_id) {
@@ -663,7 +755,8 @@ StatusOr<Job> ConvertAiPlatformJob(const YamlDocument& document,
                                    const std::string& file_name_for_messages,
                                    const AiPlatformOptions& options,
                                    std::vector<std::string>* warnings) {
-  AiPlatformConverter converter(document, file_name_for_messages, options);
+  const YamlDocument merged = WithCommandLine(document, options.command_line);
+  AiPlatformConverter converter(merged, file_name_for_messages, options);
   converter.Convert();
   if (warnings != nullptr) {
     std::vector<std::string> found = converter.warnings();

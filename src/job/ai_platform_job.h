@@ -49,12 +49,29 @@
 // replica gets, followed by --job-dir=<jobDir> when jobDir is set (the REST reference: jobDir "is
 // passed to your TensorFlow program as the '--job-dir' command-line argument"). A role's
 // containerCommand and containerArgs, when set, become the container's command and replace its
-// args: Cohort's reading, which the reference does not spell out. Every replica has
-// restartPolicy OnFailure. scheduling.maxRunningTime ("7200s") becomes
+// args: Cohort's reading, which the reference does not spell out.
+//
+// Failures. AI Platform Training's documentation ("Understanding the training service") says that
+// a replica that exits non-zero is restarted at once, that a common (permanent) error shuts the
+// whole job down, and that other errors allow a replica up to five restarts before the job is
+// retried and then failed. A local run reads an exit of 1-127 (the program's own error) as the
+// permanent kind and a death by signal (128 + N: a kill, the OOM killer, a stop) as the other, so
+// every replica has restartPolicy ExitCode and the job backoffLimit 5: a master that exits 2 fails
+// the job at once, as AI Platform fails it, instead of being restarted until the deadline. The
+// limit is the job's, not each replica's, and the job is not retried as a whole
+// (docs/behaviour.md §10). A TFJob manifest keeps its own policies. scheduling.maxRunningTime
+// ("7200s") becomes
 // runPolicy.activeDeadlineSeconds, rounded up to whole seconds; unset, it is 604800s (seven
 // days), the default the REST reference of Scheduling gives. jobId becomes metadata.name
 // (lower-cased, '_' and '.' turned into '-', which must leave a DNS-1035 label) and labels
-// become metadata.labels.
+// become metadata.labels. A job ID that is not the name it gave (train_taxi_1 for train-taxi-1) is
+// kept in the annotation cohort.dev/ai-platform-job-id, so that gcloud's commands find the job
+// and show it under the ID the user gave.
+//
+// gcloud's flags. `gcloud ai-platform jobs submit training` sets trainingInput fields with flags
+// (--job-dir, --scale-tier, --module-name, --master-image-uri...) that override the --config
+// file's, and appends the arguments after `--` to the trainer's. AiPlatformCommandLine carries
+// them; messages about a field a flag set name the flag instead of a line of the file.
 //
 // What a local run cannot honour gives one warning per field, and the job still runs: machine
 // types, acceleratorConfig, diskConfig, tpuTfVersion, region, runtimeVersion, pythonVersion,
@@ -74,6 +91,9 @@
 // Errors come back as one InvalidArgument Status, one line per problem. Nothing here throws.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -87,11 +107,36 @@ namespace cohort::job {
 // mapping with trainingInput, and has neither kind nor apiVersion.
 bool IsAiPlatformJob(const YamlDocument& document);
 
+// The annotation that keeps a job's AI Platform ID where it differs from the TFJob's name.
+inline constexpr const char* kAiPlatformJobIdAnnotation = "cohort.dev/ai-platform-job-id";
+
+// The backoffLimit of a converted job: AI Platform's five restarts of a replica after a
+// non-permanent error (see above).
+inline constexpr int32_t kAiPlatformBackoffLimit = 5;
+
+// What gcloud's submit line sets beside the --config file.
+struct AiPlatformCommandLine {
+  // trainingInput fields, as the file writes them ({"jobDir": "...", "masterConfig":
+  // {"imageUri": "..."}}); each replaces the file's (a ReplicaConfig's imageUri only its own key).
+  nlohmann::json training_input = nlohmann::json::object();
+  // The flag that set each field, by field path ("trainingInput.jobDir" -> "--job-dir"), for
+  // messages.
+  std::map<std::string, std::string> flag_of_field;
+  // The words after `--`: appended to trainingInput.args, before --job-dir.
+  std::vector<std::string> user_args;
+  bool empty() const { return training_input.empty() && user_args.empty(); }
+};
+
 struct AiPlatformOptions {
   // The TFJob's name. Empty: taken from jobId, else `name_without_job_id`, and an error when
   // there is neither.
   std::string job_name;
   std::string name_without_job_id;
+  // The job ID the user gave for `job_name` (gcloud's JOB argument, say train_taxi_1); kept in
+  // kAiPlatformJobIdAnnotation when it differs from the name. Empty: jobId's, when it names the
+  // job.
+  std::string job_id;
+  AiPlatformCommandLine command_line;
 };
 
 // The TFJob-kind Job that `document` (for which IsAiPlatformJob holds) amounts to, as ParseJob
@@ -102,6 +147,9 @@ StatusOr<Job> ConvertAiPlatformJob(const YamlDocument& document,
                                    const std::string& file_name_for_messages,
                                    const AiPlatformOptions& options,
                                    std::vector<std::string>* warnings = nullptr);
+
+// The AI Platform ID of a job: its kAiPlatformJobIdAnnotation, else its name.
+std::string AiPlatformJobId(const Job& job);
 
 // The Kubernetes name a jobId gives its job: lower-cased, with '_' and '.' turned into '-'.
 // InvalidArgument (without a position; the caller adds it) when that is not a DNS-1035 label.

@@ -28,7 +28,8 @@ StatusOr<Job> ParseAiPlatformDocuments(const std::vector<YamlDocument>& document
         "more documents after it");
   }
   return ConvertAiPlatformJob(job_document, file_name,
-                              AiPlatformOptions{options.job_name, options.name_without_job_id},
+                              AiPlatformOptions{options.job_name, options.name_without_job_id,
+                                                options.job_id, options.ai_platform},
                               warnings);
 }
 
@@ -44,6 +45,12 @@ StatusOr<Job> ParseEitherForm(const std::string& text, const std::string& file_n
     return ParseAiPlatformDocuments(*documents, *first, file_name, options, warnings);
   }
   format = JobFileFormat::kManifest;
+  if (!options.ai_platform.empty()) {
+    return Status::InvalidArgument(
+        file_name + ": gcloud's flags (--job-dir, --master-image-uri, arguments after --...) are " +
+        "for AI Platform job specs; a " + KindRegistry::Default().Names(" or ") +
+        " manifest sets its replicas' images and args itself");
+  }
   if (!options.job_name.empty()) {
     return Status::InvalidArgument(file_name + ": --name is for AI Platform job specs; a " +
                                    KindRegistry::Default().Names(" or ") +

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "job/ai_platform_job.h"
 #include "job/common_types.h"
 
 namespace cohort::job {
@@ -29,6 +30,10 @@ struct JobFileOptions {
   // The name of an AI Platform spec that has no jobId when job_name is empty (gcloud's submit
   // takes it from the file name). Empty: such a spec is an error.
   std::string name_without_job_id;
+  // The AI Platform job ID that job_name was made from (ai_platform_job.h's AiPlatformOptions).
+  std::string job_id;
+  // gcloud's submit flags for an AI Platform spec; an error for a manifest.
+  AiPlatformCommandLine ai_platform;
 };
 
 struct JobFile {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "job/ai_platform_job.h"
 #include "job/reconciler.h"
 #include "view/table.h"
 
@@ -35,7 +36,42 @@ nlohmann::json TrainingInput(const job::Job& job) {
   return input;
 }
 
+// The replica whose exit failed the job: of those that failed with a non-zero code and were not
+// restarted, the first to exit. Null when none did (a job stopped by its deadline, say).
+const exec::ReplicaRow* FirstFailedReplica(const std::vector<exec::ReplicaRow>& rows) {
+  const exec::ReplicaRow* first = nullptr;
+  for (const exec::ReplicaRow& row : rows) {
+    if (row.phase != job::ToString(job::ReplicaPhase::kFailed)) continue;
+    if (!row.exit_code || *row.exit_code == 0) continue;
+    if (first == nullptr ||
+        (row.finished_at && (!first->finished_at || *row.finished_at < *first->finished_at))) {
+      first = &row;
+    }
+  }
+  return first;
+}
+
 }  // namespace
+
+std::string AiPlatformErrorMessage(const std::vector<exec::ReplicaRow>& replicas,
+                                   const std::string& job_id, const std::string& fallback) {
+  const exec::ReplicaRow* failed = FirstFailedReplica(replicas);
+  if (failed == nullptr) return fallback;
+  std::string replica = failed->name;
+  size_t dash = replica.rfind('-');
+  if (dash != std::string::npos) replica[dash] = ' ';
+  std::string message = "The replica " + replica + " exited with a non-zero status of " +
+                        std::to_string(*failed->exit_code) + ".";
+  if (!failed->last_log_lines.empty()) {
+    message += " Its last log line: \"" + failed->last_log_lines.back() + "\".";
+  }
+  return message + " Its logs: cohort ai-platform jobs stream-logs " + job_id;
+}
+
+std::string AiPlatformJobId(const exec::JobStateStore& store, const exec::JobKey& key) {
+  StatusOr<job::Job> spec = store.ReadSpec(key);
+  return spec.ok() ? job::AiPlatformJobId(*spec) : key.name;
+}
 
 std::string AiPlatformState(const job::JobStatus& status) {
   std::string state = job::JobState(status);
@@ -65,7 +101,8 @@ std::string AiPlatformJobTable(const exec::JobStateStore& store,
   std::vector<Row> rows = {{"JOB_ID", "STATUS", "CREATED"}};
   for (const exec::JobKey& key : newest_first) {
     StatusOr<job::JobStatus> status = store.ReadStatus(key);
-    rows.push_back({key.name, status.ok() ? AiPlatformState(*status) : "STATE_UNSPECIFIED",
+    rows.push_back({AiPlatformJobId(store, key),
+                    status.ok() ? AiPlatformState(*status) : "STATE_UNSPECIFIED",
                     AiPlatformCreated(store.CreationTime(key))});
   }
   return FormatTable(rows, "", 2);
@@ -77,14 +114,16 @@ StatusOr<nlohmann::json> AiPlatformJobObject(const exec::JobStateStore& store,
   if (!spec.ok()) return spec.status();
   StatusOr<job::JobStatus> status = store.ReadStatus(key);
   if (!status.ok()) return status.status();
-  nlohmann::json object = {{"jobId", key.name},
+  const std::string job_id = job::AiPlatformJobId(*spec);
+  nlohmann::json object = {{"jobId", job_id},
                            {"state", AiPlatformState(*status)},
                            {"createTime", FormatTime(store.CreationTime(key))},
                            {"trainingInput", TrainingInput(*spec)}};
   if (status->start_time) object["startTime"] = FormatTime(*status->start_time);
   if (status->completion_time) object["endTime"] = FormatTime(*status->completion_time);
   if (job::IsFailed(*status) && !status->conditions.empty()) {
-    object["errorMessage"] = status->conditions.back().message;
+    object["errorMessage"] =
+        AiPlatformErrorMessage(store.ReadReplicas(key), job_id, status->conditions.back().message);
   }
   return object;
 }

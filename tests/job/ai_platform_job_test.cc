@@ -37,9 +37,23 @@ trainingInput:
   args: [--epochs=3]
 )";
 
+// A TFJob manifest with the kind's default restart policy and no backoffLimit.
+constexpr const char* kTFJobManifest = R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: plain}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      template:
+        spec:
+          containers: [{name: tensorflow, image: tf:2.15}]
+)";
+
 StatusOr<JobFile> Load(const std::string& text, std::vector<std::string>* warnings = nullptr,
                        const std::string& name = "") {
-  return LoadJobFromText(text, "job.yaml", JobFileOptions{name}, warnings);
+  JobFileOptions options;
+  options.job_name = name;
+  return LoadJobFromText(text, "job.yaml", options, warnings);
 }
 
 // The message of a spec that must fail to load.
@@ -198,7 +212,7 @@ TEST(CustomTier, CountsComeFromTheCountFieldsAsNumbersOrStrings) {
       ReplicaCounts(loaded->job),
       (std::map<std::string, int32_t>{{kEvaluator, 1}, {kMaster, 1}, {kPS, 2}, {kWorker, 3}}));
   for (const auto& [type, spec] : loaded->job.replica_specs) {
-    EXPECT_EQ(spec.restart_policy, RestartPolicy::kOnFailure) << type;
+    EXPECT_EQ(spec.restart_policy, RestartPolicy::kExitCode) << type;
   }
   // AI Platform never lists the evaluator in TF_CONFIG's cluster.
   EXPECT_FALSE(EvaluatorInCluster(loaded->job));
@@ -208,7 +222,9 @@ TEST(CustomTier, ZeroCountsLeaveTheReplicaTypeOut) {
   StatusOr<JobFile> loaded = Load(Replace(kCustom, "workerCount: 3", "workerCount: 0"));
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(ReplicaCounts(loaded->job), (std::map<std::string, int32_t>{{kMaster, 1}, {kPS, 2}}));
-  EXPECT_TRUE(loaded->job.metadata.annotations.empty());
+  // No evaluator, so no word about it (only the job ID census_2024 is kept).
+  EXPECT_EQ(loaded->job.metadata.annotations,
+            (std::map<std::string, std::string>{{kAiPlatformJobIdAnnotation, "census_2024"}}));
 }
 
 TEST(CustomTier, ANegativeCountIsAnErrorAtItsPosition) {
@@ -378,7 +394,121 @@ TEST(Scheduling, AMalformedDurationIsAnError) {
             "seconds such as \"7200s\"");
 }
 
+// ---- Failures, as AI Platform fails a job ----
+
+TEST(Failures, EveryReplicaFailsTheJobOnItsOwnErrorAndIsRestartedAfterASignal) {
+  StatusOr<JobFile> loaded = Load(kCustom);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  // ExitCode: an exit of 1-127 fails the job at once; 128 + N (a kill, the OOM killer) restarts.
+  for (const auto& [type, spec] : loaded->job.replica_specs) {
+    EXPECT_EQ(spec.restart_policy, RestartPolicy::kExitCode) << type;
+  }
+  EXPECT_EQ(loaded->job.run_policy.backoff_limit, kAiPlatformBackoffLimit);
+  EXPECT_EQ(kAiPlatformBackoffLimit, 5);
+}
+
+TEST(Failures, ATFJobManifestKeepsItsOwnPolicies) {
+  StatusOr<JobFile> loaded = LoadJobFromText(std::string(kTFJobManifest), "tfjob.yaml", {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_NE(loaded->job.replica_specs.at(kWorker).restart_policy, RestartPolicy::kExitCode);
+  EXPECT_FALSE(loaded->job.run_policy.backoff_limit.has_value());
+}
+
+// ---- gcloud's submit flags ----
+
+JobFileOptions WithFlags(const std::string& name, const std::string& job_id,
+                         AiPlatformCommandLine command_line) {
+  JobFileOptions options;
+  options.job_name = name;
+  options.job_id = job_id;
+  options.ai_platform = std::move(command_line);
+  return options;
+}
+
+TEST(CommandLine, FlagsOverrideTheConfigAndArgsAfterTheSeparatorAreAppended) {
+  AiPlatformCommandLine flags;
+  flags.training_input = {{"jobDir", "/tmp/model"},
+                          {"masterConfig", {{"imageUri", "example/trainer:2.0"}}},
+                          {"workerConfig", {{"imageUri", "example/worker:2.0"}}}};
+  flags.flag_of_field = {{"trainingInput.jobDir", "--job-dir"},
+                         {"trainingInput.masterConfig.imageUri", "--master-image-uri"},
+                         {"trainingInput.workerConfig.imageUri", "--worker-image-uri"}};
+  flags.user_args = {"--train-files=/data/train.csv", "--num-epochs=2"};
+  StatusOr<JobFile> loaded =
+      LoadJobFromText(kCustom, "job.yaml", WithFlags("", "", flags), nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_THAT(TensorflowOf(loaded->job, kMaster).args,
+              ElementsAre("--epochs=3", "--train-files=/data/train.csv", "--num-epochs=2",
+                          "--job-dir=/tmp/model"));
+  EXPECT_EQ(TensorflowOf(loaded->job, kMaster).image, "example/trainer:2.0");
+  EXPECT_EQ(TensorflowOf(loaded->job, kWorker).image, "example/worker:2.0");
+  // Parameter servers fall back to the master's image, the flag's.
+  EXPECT_EQ(TensorflowOf(loaded->job, kPS).image, "example/trainer:2.0");
+}
+
+TEST(CommandLine, AScaleTierFlagReplacesTheConfigsAndIsNamedInMessages) {
+  AiPlatformCommandLine flags;
+  flags.training_input = {{"scaleTier", "BASIC"}};
+  flags.flag_of_field = {{"trainingInput.scaleTier", "--scale-tier"}};
+  StatusOr<JobFile> basic = LoadJobFromText("trainingInput:\n  masterConfig: {imageUri: t}\n",
+                                            "job.yaml", WithFlags("j", "", flags));
+  ASSERT_TRUE(basic.ok()) << basic.status().ToString();
+  EXPECT_EQ(ReplicaCounts(basic->job), (std::map<std::string, int32_t>{{kMaster, 1}}));
+  flags.training_input = {{"scaleTier", "HUGE_1"}};
+  StatusOr<JobFile> wrong = LoadJobFromText("trainingInput:\n  masterConfig: {imageUri: t}\n",
+                                            "job.yaml", WithFlags("j", "", flags));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.status().message(), StartsWith("--scale-tier: \"HUGE_1\" is not one of"));
+}
+
+TEST(CommandLine, APythonPackageWithoutAnImageSaysWhatWouldRunIt) {
+  AiPlatformCommandLine flags;
+  flags.training_input = {{"pythonModule", "trainer.task"},
+                          {"packageUris", {"/home/u/base/trainer"}},
+                          {"runtimeVersion", "2.1"},
+                          {"pythonVersion", "3.7"}};
+  flags.flag_of_field = {{"trainingInput.pythonModule", "--module-name"},
+                         {"trainingInput.packageUris", "--package-path"},
+                         {"trainingInput.runtimeVersion", "--runtime-version"},
+                         {"trainingInput.pythonVersion", "--python-version"}};
+  StatusOr<JobFile> loaded = LoadJobFromText("trainingInput:\n  scaleTier: BASIC\n", "config.yaml",
+                                             WithFlags("train-1", "train_1", flags));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().message(),
+            "--module-name: a Python package runs on AI Platform's runtime (runtime version 2.1, "
+            "Python 3.7), and this machine has no such runtime to run it: name an image for the "
+            "trainer with --master-image-uri and map it to a command with --image, e.g. "
+            "--master-image-uri trainer --image 'trainer=python3 -m trainer.task' run from the "
+            "directory above /home/u/base/trainer");
+}
+
+TEST(CommandLine, FlagsAreRefusedForAManifest) {
+  AiPlatformCommandLine flags;
+  flags.user_args = {"--epochs=1"};
+  StatusOr<JobFile> loaded =
+      LoadJobFromText(std::string(kTFJobManifest), "tfjob.yaml", WithFlags("", "", flags));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("gcloud's flags"));
+}
+
 // ---- The name ----
+
+TEST(JobName, AJobIdThatIsNotTheNameIsKeptForGcloudsCommands) {
+  StatusOr<JobFile> from_argument = LoadJobFromText(
+      kCustom, "job.yaml", WithFlags("train-tensorflow-taxi-5", "train_tensorflow_taxi_5", {}));
+  ASSERT_TRUE(from_argument.ok()) << from_argument.status().ToString();
+  EXPECT_EQ(from_argument->job.metadata.name, "train-tensorflow-taxi-5");
+  EXPECT_EQ(AiPlatformJobId(from_argument->job), "train_tensorflow_taxi_5");
+  StatusOr<JobFile> from_job_id = Load(kCustom);
+  ASSERT_TRUE(from_job_id.ok()) << from_job_id.status().ToString();
+  EXPECT_EQ(from_job_id->job.metadata.name, "census-2024");
+  EXPECT_EQ(AiPlatformJobId(from_job_id->job), "census_2024");
+  // An ID that is the name needs no annotation.
+  StatusOr<JobFile> same = Load(Replace(kCustom, "census_2024", "census"));
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(same->job.metadata.annotations.count(kAiPlatformJobIdAnnotation), 0u);
+  EXPECT_EQ(AiPlatformJobId(same->job), "census");
+}
 
 TEST(JobName, ComesFromJobIdMadeDns1035Valid) {
   StatusOr<JobFile> loaded = Load(Replace(kCustom, "census_2024", "Census_Run.7"));

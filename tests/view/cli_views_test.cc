@@ -148,6 +148,32 @@ TEST_F(CliViewsTest, AiPlatformStatesAndDescribe) {
   EXPECT_EQ((*object)["trainingInput"]["masterConfig"]["imageUri"], "trainer");
 }
 
+TEST_F(CliViewsTest, AiPlatformErrorMessageNamesTheFirstReplicaThatExitedNonZero) {
+  ReplicaRow master;
+  master.name = "master-0";
+  master.phase = "Failed";
+  master.exit_code = 2;
+  master.finished_at = created_ + seconds(5);
+  master.last_log_lines = {"replica master-0 failing with 2", "error: no such image"};
+  ReplicaRow worker;
+  worker.name = "worker-1";
+  worker.phase = "Failed";
+  worker.exit_code = 1;
+  worker.finished_at = created_ + seconds(9);  // later: it does not decide the message
+  ReplicaRow stopped;
+  stopped.name = "ps-0";
+  stopped.phase = "Stopped";
+  stopped.exit_code = 143;
+  stopped.finished_at = created_ + seconds(1);  // stopped by the job, not its own failure
+  EXPECT_EQ(AiPlatformErrorMessage({stopped, worker, master}, "train_taxi_5", "fallback"),
+            "The replica master 0 exited with a non-zero status of 2. Its last log line: "
+            "\"error: no such image\". Its logs: cohort ai-platform jobs stream-logs "
+            "train_taxi_5");
+  // No replica failed by itself (the deadline stopped them): the condition's message.
+  EXPECT_EQ(AiPlatformErrorMessage({stopped}, "train_taxi_5", "past its deadline"),
+            "past its deadline");
+}
+
 TEST(CommandLineTest, ShortOptionsWithEqualsAreSplit) {
   EXPECT_EQ(NormalizeArguments({"get", "-o=wide", "-n=research", "--output=json", "--", "-o=x"}),
             (std::vector<std::string>{"get", "-o", "wide", "-n", "research", "--output=json", "--",

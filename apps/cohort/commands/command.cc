@@ -1,6 +1,7 @@
 #include "apps/cohort/commands/command.h"
 
 #include <iostream>
+#include <map>
 
 #include "base/names.h"
 #include "exec/job_store.h"
@@ -9,6 +10,24 @@
 #include "view/local_job_client.h"
 
 namespace cohort::cli {
+
+namespace {
+
+std::map<const CLI::App*, std::vector<std::string>*>& SeparatorDestinations() {
+  static std::map<const CLI::App*, std::vector<std::string>*> destinations;
+  return destinations;
+}
+
+}  // namespace
+
+void AcceptArgumentsAfterSeparator(const CLI::App* command, std::vector<std::string>* destination) {
+  SeparatorDestinations()[command] = destination;
+}
+
+std::vector<std::string>* ArgumentsAfterSeparatorOf(const CLI::App* command) {
+  auto found = SeparatorDestinations().find(command);
+  return found == SeparatorDestinations().end() ? nullptr : found->second;
+}
 
 int Fail(int exit_code, const std::string& message) {
   std::cerr << "cohort: " << message << "\n";

@@ -29,6 +29,14 @@ int Fail(int exit_code, const std::string& message);
 // The same with the status's message and ExitCodeFor(status).
 int Fail(const Status& status);
 
+// The words after `--` on the command line, for a command that takes them (the trainer's
+// arguments of `ai-platform jobs submit training`, as gcloud takes them). `main` splits them off
+// before CLI11 parses the rest, whose reversed "arguments were not expected" would otherwise
+// refuse them, and puts them in `destination`; for other commands `--` keeps CLI11's meaning.
+void AcceptArgumentsAfterSeparator(const CLI::App* command, std::vector<std::string>* destination);
+// For main: where `command` takes the words after `--`, or nullptr when it takes none.
+std::vector<std::string>* ArgumentsAfterSeparatorOf(const CLI::App* command);
+
 // -n/--namespace, and whether it was given.
 struct NamespaceFlag {
   std::string value = "default";

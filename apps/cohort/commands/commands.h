@@ -28,6 +28,8 @@ void AddUiCommand(CLI::App& app, int& exit_code);        // ui.cc: the dashboard
 void AddRunCommand(CLI::App& app, int& exit_code);         // run.cc
 void AddSuperviseCommand(CLI::App& app, int& exit_code);   // supervise.cc (internal)
 void AddAiPlatformCommand(CLI::App& app, int& exit_code);  // ai_platform.cc
+// ai_platform_models.cc: `ai-platform models|versions`, added by AddAiPlatformCommand.
+void AddAiPlatformModelCommands(CLI::App* ai_platform, int& exit_code);
 // Job files, without running them.
 void AddValidateCommand(CLI::App& app, int& exit_code);   // validate.cc
 void AddEnvCommand(CLI::App& app, int& exit_code);        // env.cc
