@@ -6,16 +6,17 @@
 # here can run without a container runtime, so README.md ("On a Kubernetes cluster") says how the
 # images are built and used.
 #
-#   docker build -t cohort:latest .                            # cohort (the operator: cohort operator)
-#   docker build --target mnist-train -t cohort/mnist-train .  # examples/mnist's image
-#   docker build --target taxi-train -t cohort/taxi-train .    # examples/taxi's image
-#   docker build --target hello -t cohort/hello .              # examples/hello's image
-#   docker build --target runtime -t cohort/runtime .          # a base for your image: FROM it
-#   docker build --target dev -t cohort/dev .                  # + cohort-dev and a compiler: build
-#                                                              #   your program in it
+#   docker build -t cohort:latest .                                # cohort (the operator: cohort operator)
+#   docker build --target mnist-train -t localhost/mnist-train .   # examples/mnist's image
+#   docker build --target taxi-train -t localhost/taxi-train .     # examples/taxi's image
+#   docker build --target hello -t localhost/hello .               # examples/hello's image
+#   docker build --target runtime -t localhost/cohort-runtime .    # a base for your image: FROM it
+#   docker build --target dev -t localhost/cohort-dev .            # + cohort-dev and a compiler: build
+#                                                                  #   your program in it
 #
 # The runtime targets differ only in their entrypoint, so that a TFJob's container args are the
-# program's flags, as in the examples.
+# program's flags, as in the examples. `localhost/...` names are local builds (the name Podman gives
+# them): no registry namespace is implied; tag and push them under your registry's name for a cluster.
 
 # ---- build: the repository's own set-up and build scripts, on the packages setup.sh lists ----
 FROM debian:bookworm AS build

@@ -32,12 +32,13 @@ if [ "${COHORT_DEMO_QUICK:-0}" = "1" ]; then
   }
 fi
 cohort delete mnist --ignore-not-found >/dev/null
-cohort run "$manifest" --image cohort/mnist-train=cohort-train
+cohort run "$manifest" --image localhost/mnist-train=cohort-train
 echo
 cohort get
 echo
-echo "The trained model: $out/saved_model (cohort-train --evaluate --model_path it)"
-echo "TensorBoard logs:  $out/logs"
+# The manifest's paths end in $(COHORT_JOB_NAME): the job's own directory, $out/mnist.
+echo "The trained model: $out/mnist/saved_model (cohort-train --evaluate --model_path it)"
+echo "TensorBoard logs:  $out/mnist/logs"
 echo
 echo "The commands below, README.md's and docs/lab.md's need the demo's programs; in your shell, first:"
 echo "  export PATH=$programs:\$PATH"
@@ -45,6 +46,6 @@ echo "  export COHORT_HOME=$COHORT_HOME"
 echo "The dashboard (jobs, replicas, live logs, training curves): cohort ui, then open"
 echo "  http://127.0.0.1:8080/ (cohort ui --port N for another port)"
 echo "Also try: cohort describe mnist; cohort logs mnist --replica worker-1;"
-echo "          cohort run examples/hello/tfjob.yaml --image cohort/hello=examples/hello/replica.sh"
-echo "          cohort run examples/taxi/tfjob.yaml --image cohort/taxi-train=taxi-train"
+echo "          cohort run examples/hello/tfjob.yaml --image localhost/hello=examples/hello/replica.sh"
+echo "          cohort run examples/taxi/tfjob.yaml --image localhost/taxi-train=taxi-train"
 echo "Next: docs/lab.md, the Kubeflow lab and the AI Platform seminar step by step with Cohort."

@@ -152,6 +152,9 @@ std::optional<int> FinishCompletedRun(const Flags& flags, const cluster::TfConfi
   if (plan.is_chief) RemoveStaleTemporaryFilesOrFail(flags.saved_model_path);
   Print("cohort-train: this run already completed training (" + flags.checkpoint_path + "/" +
         kTrainingCompleteFile + "); nothing left to do");
+  // The job's status says it too (describe's ExitedWithCode event quotes it).
+  WriteTerminationMessage("training already complete (" + flags.checkpoint_path + "/" +
+                          kTrainingCompleteFile + "): nothing trained");
   std::printf("%s", (plan.is_chief ? **completed : std::string()).c_str());
   std::fflush(stdout);
   return kExitOk;

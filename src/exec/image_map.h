@@ -34,7 +34,7 @@ class ImageMap {
   Status CheckJob(const job::Job& job) const;
 
   // Where the command of a container that names only an image comes from, for messages:
-  // "image cohort/hello is mapped to 'examples/hello/replica.sh' by --image" (or "by
+  // "image localhost/hello is mapped to 'examples/hello/replica.sh' by --image" (or "by
   // $COHORT_HOME/images"); "" for a container with its own command or an unmapped image.
   std::string DescribeMapping(const job::Container& container) const;
 

@@ -168,6 +168,17 @@ void JobController::Refresh(Time now, std::vector<job::Event>& events) {
     Replica& replica = it->second;
     auto found = observed.find(replica.id);
     if (found == observed.end()) {
+      if (replica.running && replica.stop_requested && replica.keep_row) {
+        // Stopped at once (a second Ctrl-C), so its exit was not kept: it was killed.
+        replica.running = false;
+        replica.pid = 0;
+        replica.phase = job::ReplicaPhase::kFailed;
+        replica.exit_code = 128 + SIGKILL;
+        replica.finished_at = now;
+        replica.exit_message.clear();
+        ++it;
+        continue;
+      }
       if (replica.running && replica.stop_requested) {
         // We stopped it: like a deleted pod, it is simply absent now.
         events.push_back(
@@ -329,6 +340,29 @@ void JobController::StopReplica(Replica& replica) {
   replicas_.erase(replica.id);
 }
 
+void JobController::StopKeepingRow(Replica& replica, Time now, std::vector<job::Event>& events) {
+  const std::string pod = job::ReplicaName(key_.name, replica.id.type, replica.id.index);
+  if (replica.running) {
+    if (replica.stop_requested) return;
+    backend_.Stop(replica.id, StopMode::kAsFailed);
+    replica.stop_requested = true;
+    replica.keep_row = true;
+    events.push_back({"Normal", "StoppedPod",
+                      "Stopped pod: " + pod +
+                          " (the job has finished; cleanPodPolicy None keeps its row and log, but "
+                          "locally no replica outlives its job)",
+                      now});
+    return;
+  }
+  // Waiting for a restart that will not come: it ends as its last run did.
+  backend_.Stop(replica.id, StopMode::kGraceful);
+  replica.restarts = job::RestartStateMachine::Resume(
+      {replica.restarts.restarts(), replica.restarts.group_restarts(), std::nullopt, ""});
+  replica.phase =
+      replica.exit_code == 0 ? job::ReplicaPhase::kSucceeded : job::ReplicaPhase::kFailed;
+  replica.keep_row = true;
+}
+
 // Once the job has finished every replica is being stopped, so none counts as active any more
 // (a Failed job would otherwise keep showing the replicas that ran when it failed).
 void JobController::ClearActiveCounts() {
@@ -342,7 +376,20 @@ void JobController::StopEverything() {
   for (const auto& [id, replica] : replicas_) {
     if (replica.running || replica.restarts.waiting()) ids.push_back(id);
   }
-  for (const ReplicaId& id : ids) StopReplica(replicas_.at(id));
+  // cleanPodPolicy None keeps every pod (Kubeflow leaves the running ones running). Locally none
+  // may outlive the controller, so they are stopped all the same, but kept as that policy keeps
+  // them: in the table, with their final phase and log.
+  const bool keep_rows = !deleting_ && job::IsFinished(status_) &&
+                         job_.run_policy.clean_pod_policy == job::CleanPodPolicy::kNone;
+  std::vector<job::Event> events;
+  for (const ReplicaId& id : ids) {
+    if (keep_rows) {
+      StopKeepingRow(replicas_.at(id), clock_(), events);
+    } else {
+      StopReplica(replicas_.at(id));
+    }
+  }
+  if (!events.empty()) Publish(status_, events);
 }
 
 std::vector<job::ObservedReplica> JobController::Observed() const {

@@ -13,7 +13,9 @@
 // SuccessfulDeletePod), a saved spec that changed (`cohort suspend` / `resume`), a stop asked by
 // the user (the job is marked Failed and every replica stopped; a second request kills at once),
 // and the TTL's deletion of the job. Once the job has finished, whatever still runs is stopped: no
-// replica outlives its job's controller.
+// replica outlives its job's controller. Under cleanPodPolicy None, which keeps every pod, such a
+// replica is stopped as failed instead of removed: its row keeps its final phase, exit code and
+// last lines, `get pods` lists it and `cohort logs` reads it (event StoppedPod says why it ended).
 //
 // It is single-threaded and blocks only in ReplicaBackend::WaitForChange().
 #pragma once
@@ -77,9 +79,12 @@ class JobController {
     std::optional<Time> started_at;
     std::optional<Time> finished_at;
     bool running = false;         // the backend has it, started and not exited
-    bool stop_requested = false;  // stopped while it ran: absent once gone
-    bool terminating = false;     // job::Action::kTerminate sent: its exit is coming
-    std::string exit_message;     // its last exit's termination message
+    bool stop_requested = false;  // stopped while it ran: absent once gone, unless keep_row
+    // Stopped because its job finished under cleanPodPolicy None: it stays in the table with its
+    // final phase, as the pod that policy keeps would.
+    bool keep_row = false;
+    bool terminating = false;  // job::Action::kTerminate sent: its exit is coming
+    std::string exit_message;  // its last exit's termination message
     int pid = 0;
     // Restarts made before it was last removed (suspended, or stopped by cleanPodPolicy): the
     // replica table's RESTARTS goes on from there, while the reconciler, like the operator with a
@@ -100,6 +105,9 @@ class JobController {
   void Apply(const job::Action& action, Time now, std::vector<job::Event>& events);
   void StartReplica(Replica& replica, Time now, std::vector<job::Event>& events);
   void StopReplica(Replica& replica);
+  // Stops it as cleanPodPolicy None keeps a pod: its exit is observed and its row stays.
+  void StopKeepingRow(Replica& replica, Time now, std::vector<job::Event>& events);
+  // Once the job has finished (or is being deleted): stops whatever still runs or waits.
   void StopEverything();
   void ClearActiveCounts();
   std::vector<job::ObservedReplica> Observed() const;

@@ -16,6 +16,7 @@
 #include "base/file.h"
 #include "base/hex.h"
 #include "exec/free_ports.h"
+#include "exec/job_outputs.h"
 #include "exec/job_processes.h"
 #include "exec/local_process_backend.h"
 #include "exec/log_follower.h"
@@ -312,6 +313,20 @@ void LocalJobs::Tidy(const std::vector<JobKey>& keys) {
 bool LocalJobs::IsLive(const JobKey& key) {
   RecoverIfSupervisorLost(store_, key);
   return SupervisorLock::IsHeld(store_.JobDirectory(key));
+}
+
+Status LocalJobs::DeleteAndPurge(
+    const JobKey& key, const std::function<void(const std::filesystem::path&)>& on_removed) {
+  if (!store_.Exists(key)) return Status::NotFound("job " + key.ToString() + " not found");
+  StatusOr<job::Job> spec = store_.ReadSpec(key);
+  if (!spec.ok()) {
+    return Status::FailedPrecondition(
+        "job " + key.ToString() +
+        " is not deleted: --purge needs its spec to know what it wrote (" +
+        spec.status().message() + "); delete it without --purge");
+  }
+  COHORT_RETURN_IF_ERROR(Delete(key));
+  return RemoveJobOutputs(JobOutputDirectories(*spec), on_removed);
 }
 
 Status LocalJobs::Delete(const JobKey& key) {

@@ -113,6 +113,13 @@ class LocalJobs {
   // such job.
   Status Delete(const JobKey& key);
 
+  // `cohort delete --purge`: Delete(), then removes the directories the job declared as its own
+  // (JobOutputDirectories, job_outputs.h: absolute paths with $(COHORT_JOB_NAME) as a component in
+  // its args), passing each to `on_removed`. The spec is read before the job is deleted; a job
+  // whose spec cannot be read is not deleted (FailedPrecondition: delete it without --purge).
+  Status DeleteAndPurge(const JobKey& key,
+                        const std::function<void(const std::filesystem::path&)>& on_removed);
+
   // Sets runPolicy.suspend in the saved spec; the job's controller notices and suspends (stops
   // every replica) or resumes it.
   Status SetSuspended(const JobKey& key, bool suspended);

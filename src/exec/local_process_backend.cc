@@ -19,6 +19,7 @@
 #include "exec/kernel_log.h"
 #include "exec/process.h"
 #include "exec/replica_environment.h"
+#include "job/variable_references.h"
 
 namespace cohort::exec {
 namespace {
@@ -152,6 +153,9 @@ StatusOr<ReplicaState> LocalProcessBackend::Start(const ReplicaStart& request) {
   if (!container.ok()) return container.status();
   StatusOr<std::vector<std::string>> argv = options_.images.CommandFor(**container, name);
   if (!argv.ok()) return argv.status();
+  // $(COHORT_JOB_NAME) and the container's other variables, as the kubelet expands them.
+  *argv = job::ExpandVariableReferences(*argv,
+                                        ArgumentVariables(job, id.type, id.index, options_.ports));
   ProcessSpec spec{*argv,
                    ReplicaEnvironment(job, id.type, id.index, options_.ports, options_.secret),
                    (*container)->working_dir, log_path.string()};

@@ -4,6 +4,7 @@
 #include "cluster/summary_location.h"
 #include "job/job_kind.h"
 #include "job/reconciler.h"
+#include "job/variable_references.h"
 
 extern char** environ;
 
@@ -56,11 +57,33 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
   for (const job::EnvVar& variable : kind.ReplicaEnvironment(job, replica_type, index, endpoint)) {
     environment[variable.name] = variable.value;
   }
-  environment["COHORT_JOB_NAME"] = job.metadata.name;
+  environment[job::kJobNameVariable] = job.metadata.name;
   environment["COHORT_REPLICA_TYPE"] = job::LowerCase(replica_type);
   environment["COHORT_REPLICA_INDEX"] = std::to_string(index);
   environment["COHORT_JOB_SECRET"] = secret;
   return environment;
+}
+
+std::map<std::string, std::string> ArgumentVariables(const job::Job& job,
+                                                     const std::string& replica_type, int index,
+                                                     const std::map<std::string, int>& ports) {
+  std::map<std::string, std::string> variables;
+  if (StatusOr<const job::Container*> container = ReplicaContainer(job, replica_type);
+      container.ok()) {
+    for (const job::EnvVar& variable : (*container)->env) {
+      if (variable.value_from.is_null()) variables[variable.name] = variable.value;
+    }
+  }
+  auto endpoint = [&](const std::string& type, int task_index) {
+    auto it = ports.find(ShortReplicaName(type, task_index));
+    return "localhost:" + std::to_string(it == ports.end() ? 0 : it->second);
+  };
+  for (const job::EnvVar& variable :
+       job.job_kind->ReplicaEnvironment(job, replica_type, index, endpoint)) {
+    variables[variable.name] = variable.value;
+  }
+  variables[job::kJobNameVariable] = job.metadata.name;
+  return variables;
 }
 
 }  // namespace cohort::exec

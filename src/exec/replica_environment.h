@@ -36,4 +36,13 @@ std::map<std::string, std::string> ReplicaEnvironment(const job::Job& job,
                                                       const std::map<std::string, int>& ports,
                                                       const std::string& secret);
 
+// The variables that $(NAME) references in the replica's command and args may name
+// (job/variable_references.h): those its pod's container would have on Kubernetes, that is the
+// container's env (literal values), the kind's environment and COHORT_JOB_NAME, which the
+// operator gives every pod too. Not the supervisor's own environment, which a pod does not see,
+// nor Cohort's local-only variables: a reference that works here works on a cluster.
+std::map<std::string, std::string> ArgumentVariables(const job::Job& job,
+                                                     const std::string& replica_type, int index,
+                                                     const std::map<std::string, int>& ports);
+
 }  // namespace cohort::exec

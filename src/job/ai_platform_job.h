@@ -8,7 +8,7 @@
 //   trainingInput:
 //     scaleTier: CUSTOM
 //     masterType: n1-standard-8
-//     masterConfig: {imageUri: cohort/taxi-train}
+//     masterConfig: {imageUri: localhost/taxi-train}
 //     workerType: n1-standard-8
 //     workerCount: 3
 //     parameterServerType: n1-standard-4

@@ -586,13 +586,20 @@ void Reconciliation::ReconcileActive() {
 }
 
 // The operator records ExitedWithCode on every pass that sees a terminated container, so
-// `kubectl describe` shows "x3 over ..."; Cohort records each exit once.
+// `kubectl describe` shows "x3 over ..."; Cohort records each exit once. Cohort adds what a
+// replica that succeeded left in its termination message: why it ended as it did, such as
+// "training already complete at global step N" for one that found its training done and trained
+// nothing, so that `describe` says so beside the Succeeded state.
 void Reconciliation::RecordExits(const ReplicaPlan& plan) {
   for (const ObservedReplica* replica : plan.new_exits) {
-    Record(kNormal, kReasonExitedWithCode,
-           "Pod: " + job_.metadata.namespace_name + "." +
-               ReplicaName(name(), replica->type, replica->index) + " exited with code " +
-               std::to_string(replica->exit_code));
+    std::string message = "Pod: " + job_.metadata.namespace_name + "." +
+                          ReplicaName(name(), replica->type, replica->index) +
+                          " exited with code " + std::to_string(replica->exit_code);
+    if (replica->exit_code == 0 && !replica->termination_message.empty()) {
+      const std::string& said = replica->termination_message;
+      message += ": " + said.substr(0, std::min(said.find('\n'), kMaxMatchedLineBytes));
+    }
+    Record(kNormal, kReasonExitedWithCode, message);
   }
 }
 

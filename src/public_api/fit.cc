@@ -10,6 +10,7 @@
 #include "net/auth.h"
 #include "public_api/internal.h"
 #include "train/backup_and_restore.h"
+#include "train/program/process.h"
 #include "train/run_identity.h"
 #include "train/trainer.h"
 
@@ -222,6 +223,9 @@ FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::O
       ThrowIfError(backup->DeleteBackup(end_plan));
       std::printf("this run already completed training (%s/%s); nothing left to do\n",
                   backup_dir.c_str(), train::kTrainingCompleteFile);
+      // The job's status says it too (describe's ExitedWithCode event quotes it).
+      train::program::WriteTerminationMessage("training already complete (" + backup_dir + "/" +
+                                              train::kTrainingCompleteFile + "): nothing trained");
       std::fflush(stdout);
       return FromSummary(*completed);
     }

@@ -161,6 +161,20 @@ class JobClient {
   // Deletes the job with its replicas; returns its resource name ("pytorchjob.kubeflow.org").
   virtual StatusOr<std::string> Delete(const exec::JobKey& key, const job::JobKind* kind) = 0;
 
+  // `delete --purge`: Delete, then removes the output directories the job declared as its own
+  // (exec/job_outputs.h), passing each to `on_removed`. Only where jobs run on this machine, whose
+  // files are here: elsewhere InvalidArgument (a cluster's pods wrote on their nodes or volumes).
+  virtual StatusOr<std::string> DeleteAndPurge(
+      const exec::JobKey& key, const job::JobKind* kind,
+      const std::function<void(const std::string&)>& on_removed) {
+    (void)key;
+    (void)kind;
+    (void)on_removed;
+    return Status::InvalidArgument(
+        "--purge removes what a job wrote on this machine; a cluster's pods wrote on their nodes "
+        "or volumes: remove it there, and delete the job without --purge");
+  }
+
   // Sets runPolicy.suspend; returns the job's resource name. InvalidArgument when suspending a
   // job that has finished.
   virtual StatusOr<std::string> SetSuspended(const exec::JobKey& key, const job::JobKind* kind,

@@ -192,6 +192,20 @@ StatusOr<std::string> LocalJobClient::Delete(const exec::JobKey& key, const job:
   return resource;
 }
 
+StatusOr<std::string> LocalJobClient::DeleteAndPurge(
+    const exec::JobKey& key, const job::JobKind* kind,
+    const std::function<void(const std::string&)>& on_removed) {
+  COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));
+  exec::LocalJobs jobs(options_.home);
+  if (!jobs.store().Exists(key)) return JobNotFound(key, kind);
+  if (Status of_kind = CheckKind(jobs.store(), key, kind); !of_kind.ok()) return of_kind;
+  const std::string resource = ResourceName(jobs.store(), key);
+  Status purged = jobs.DeleteAndPurge(
+      key, [&](const std::filesystem::path& directory) { on_removed(directory.string()); });
+  if (!purged.ok()) return purged;
+  return resource;
+}
+
 StatusOr<std::string> LocalJobClient::SetSuspended(const exec::JobKey& key,
                                                    const job::JobKind* kind, bool suspended) {
   COHORT_RETURN_IF_ERROR(exec::CheckJobKey(key));

@@ -48,6 +48,9 @@ class LocalJobClient : public JobClient {
   StatusOr<Created> Create(const CreateRequest& request) override;
   StatusOr<Created> Apply(const CreateRequest& request) override;
   StatusOr<std::string> Delete(const exec::JobKey& key, const job::JobKind* kind) override;
+  StatusOr<std::string> DeleteAndPurge(
+      const exec::JobKey& key, const job::JobKind* kind,
+      const std::function<void(const std::string&)>& on_removed) override;
   StatusOr<std::string> SetSuspended(const exec::JobKey& key, const job::JobKind* kind,
                                      bool suspended) override;
   StatusOr<job::JobStatus> Wait(const exec::JobKey& key, const job::JobKind* kind,

@@ -19,12 +19,12 @@ if [ "$state" != "Succeeded" ]; then
   tail -n 40 "$home/demo.log" >&2
   exit 1
 fi
-if [ ! -f "$home/demo/saved_model/manifest.json" ]; then
-  echo "demo_smoke: no saved model in $home/demo/saved_model; it holds:" >&2
-  ls -la "$home/demo/saved_model" >&2 || true
+if [ ! -f "$home/demo/mnist/saved_model/manifest.json" ]; then
+  echo "demo_smoke: no saved model in $home/demo/mnist/saved_model; it holds:" >&2
+  ls -la "$home/demo/mnist/saved_model" >&2 || true
   exit 1
 fi
-grep -q "The trained model: $home/demo/saved_model" "$home/demo.log" || {
+grep -q "The trained model: $home/demo/mnist/saved_model" "$home/demo.log" || {
   echo "demo_smoke: the demo did not say where the model is; it printed:" >&2
   tail -n 10 "$home/demo.log" >&2
   exit 1

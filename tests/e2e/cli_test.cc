@@ -48,7 +48,7 @@ class CohortCliTest : public ::testing::Test {
 TEST_F(CohortCliTest, HelloExampleRunsToSucceededWithTfConfigPerReplica) {
   std::string source = COHORT_SOURCE_DIR;
   CommandResult run = sandbox_.Cohort({"run", source + "/examples/hello/tfjob.yaml", "--image",
-                                       "cohort/hello=" + source + "/examples/hello/replica.sh"});
+                                       "localhost/hello=" + source + "/examples/hello/replica.sh"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("[worker-1] hello from a TFJob: I am worker-1 of job hello"));
   EXPECT_THAT(run.output, HasSubstr(R"([worker-0] TF_CONFIG={"cluster":{"ps":["localhost:)"));
@@ -66,6 +66,55 @@ TEST_F(CohortCliTest, HelloExampleRunsToSucceededWithTfConfigPerReplica) {
   EXPECT_THAT(sandbox_.Cohort({"describe", "hello"}).output,
               ::testing::ContainsRegex(
                   "SuccessfulDeletePod +[0-9]+s +tfjob-controller +Deleted pod: hello-ps-0"));
+}
+
+// cleanPodPolicy None keeps every pod, as Kubeflow's operator does: worker 1 fails (Never), which
+// fails the job while worker 0 still runs. Locally nothing outlives its job, so worker 0 is
+// stopped, but both stay listed with their final status, and each one's log reads back.
+TEST_F(CohortCliTest, CleanPodPolicyNoneKeepsEveryPodWithItsLog) {
+  const std::string manifest = Manifest(
+      "keep",
+      ReplicaSpec("Worker", 2, "Never",
+                  {{"WAIT_FOR_REPLICAS", "2"}, {"FAIL_INDEX", "1"}, {"SLEEP_SECONDS", "60"}}),
+      "    cleanPodPolicy: None\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("keep.yaml", manifest).string()});
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  CommandResult pods = sandbox_.Cohort({"get", "pods"});
+  EXPECT_EQ(pods.exit_code, 0) << pods.output;
+  EXPECT_THAT(pods.output, AllOf(::testing::ContainsRegex("keep-worker-0 +0/1 +Error"),
+                                 ::testing::ContainsRegex("keep-worker-1 +0/1 +Error")));
+  EXPECT_THAT(sandbox_.Cohort({"logs", "keep-worker-0"}).output,
+              HasSubstr("replica worker-0 got SIGTERM"));
+  EXPECT_THAT(sandbox_.Cohort({"logs", "keep-worker-1"}).output,
+              HasSubstr("replica worker-1 failing with 1"));
+  const std::string described = sandbox_.Cohort({"describe", "keep"}).output;
+  EXPECT_THAT(described, HasSubstr("Stopped pod: keep-worker-0"));
+  EXPECT_THAT(described, Not(HasSubstr("Deleted pod")));
+  ExpectNothingLeftRunning(2);
+}
+
+// `delete --purge` removes the job and the directory its args declare with $(COHORT_JOB_NAME),
+// says so, and leaves another job's directory alone.
+TEST_F(CohortCliTest, DeletePurgeRemovesTheJobsOwnDirectoryAndSaysSo) {
+  const std::filesystem::path out = sandbox_.root() / "out";
+  std::filesystem::create_directories(out / "purge-me" / "ckpt");
+  std::filesystem::create_directories(out / "other");
+  const std::string manifest =
+      Manifest("purge-me", ReplicaSpec("Worker", 1, "Never") + "              args: [--out=" +
+                               (out / "$(COHORT_JOB_NAME)" / "ckpt").string() + "]\n");
+  CommandResult run = sandbox_.Cohort({"run", sandbox_.WriteFile("purge.yaml", manifest).string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The replica saw its args expanded.
+  EXPECT_THAT(sandbox_.Cohort({"logs", "purge-me-worker-0"}).output,
+              HasSubstr("ARGS=--out=" + (out / "purge-me" / "ckpt").string()));
+  CommandResult purged = sandbox_.Cohort({"delete", "--purge", "purge-me"});
+  EXPECT_EQ(purged.exit_code, 0) << purged.output;
+  EXPECT_THAT(purged.output,
+              HasSubstr("tfjob.kubeflow.org \"purge-me\" deleted\nremoved " +
+                        (out / "purge-me").string() + " (purge-me's own directory)"));
+  EXPECT_FALSE(std::filesystem::exists(out / "purge-me"));
+  EXPECT_TRUE(std::filesystem::exists(out / "other"));
+  EXPECT_NE(sandbox_.Cohort({"get", "purge-me"}).exit_code, 0);
 }
 
 TEST_F(CohortCliTest, WorkerKilledOnceUnderExitCodeIsRestartedAndJobSucceeds) {
@@ -496,10 +545,10 @@ TEST_F(CohortCliTest, EnvPrintsAReplicasEnvironmentInTheOperatorsOrderForEitherK
   CommandResult cluster = sandbox_.Cohort({"env", torch, "--replica", "worker-1", "--kubernetes"});
   ASSERT_EQ(cluster.exit_code, 0) << cluster.output;
   EXPECT_EQ(VariableOrder(cluster.output),
-            (std::vector<std::string>{"PID_DIR", "COHORT_TERMINATION_MESSAGE_PATH",
-                                      "PYTHONUNBUFFERED", "MASTER_PORT", "PET_MASTER_PORT",
-                                      "MASTER_ADDR", "PET_MASTER_ADDR", "WORLD_SIZE", "RANK",
-                                      "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES"}))
+            (std::vector<std::string>{
+                "PID_DIR", "COHORT_TERMINATION_MESSAGE_PATH", "COHORT_JOB_NAME", "PYTHONUNBUFFERED",
+                "MASTER_PORT", "PET_MASTER_PORT", "MASTER_ADDR", "PET_MASTER_ADDR", "WORLD_SIZE",
+                "RANK", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES"}))
       << cluster.output;
   EXPECT_THAT(cluster.output,
               AllOf(HasSubstr("\nMASTER_ADDR=torch-master-0\n"), HasSubstr("\nMASTER_PORT=23456\n"),

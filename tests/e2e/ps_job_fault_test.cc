@@ -68,7 +68,7 @@ class ParameterServerJobTest : public ::testing::Test {
       manifest += "    " + type + ":\n      replicas: " + std::to_string(replicas) +
                   "\n      restartPolicy: " + policy +
                   "\n      template:\n        spec:\n          containers:\n"
-                  "            - name: tensorflow\n              image: cohort/taxi-train\n"
+                  "            - name: tensorflow\n              image: localhost/taxi-train\n"
                   "              args:\n" +
                   args;
     }
@@ -78,7 +78,7 @@ class ParameterServerJobTest : public ::testing::Test {
   // Starts `cohort run` of the job with output to `log`.
   pid_t StartJob(const fs::path& manifest, const fs::path& log) {
     return sandbox_.StartCohort(
-        {"run", manifest.string(), "--image", "cohort/taxi-train=" + kTaxiTrain.string()}, log);
+        {"run", manifest.string(), "--image", "localhost/taxi-train=" + kTaxiTrain.string()}, log);
   }
 
   // Waits (at most 300 s) for the chief's first periodic checkpoint of job `name`, so that

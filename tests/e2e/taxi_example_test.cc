@@ -47,11 +47,13 @@ class TaxiExampleTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(TaxiExampleTest, ReachesTheAucGoalWithEveryRoleDoingItsPart) {
   ASSERT_TRUE(fs::exists(kTaxiTrain)) << kTaxiTrain;
-  const fs::path out = sandbox_.root() / "taxi";
-  const fs::path manifest = sandbox_.WriteFile(GetParam(), Relocated(kExamples / GetParam(), out));
+  const fs::path outputs = sandbox_.root() / "taxi";
+  const fs::path out = outputs / "taxi";  // the job's own directory: $(COHORT_JOB_NAME)
+  const fs::path manifest =
+      sandbox_.WriteFile(GetParam(), Relocated(kExamples / GetParam(), outputs));
   const fs::path log = sandbox_.root() / "job.log";
   const pid_t cohort = sandbox_.StartCohort(
-      {"run", manifest.string(), "--image", "cohort/taxi-train=" + kTaxiTrain.string()}, log);
+      {"run", manifest.string(), "--image", "localhost/taxi-train=" + kTaxiTrain.string()}, log);
   ASSERT_EQ(cohort::testing::WaitForChildOrStop(cohort, seconds(600)), 0) << ReadText(log);
   const std::string output = ReadText(log);
   EXPECT_NE(output.find("job default/taxi Succeeded"), std::string::npos) << output;

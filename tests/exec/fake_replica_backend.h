@@ -7,7 +7,8 @@
 // a test act at a given time (suspend the job, ask it to stop). A stopped replica is gone at the
 // next Observe(), as a process that honours SIGTERM would be (or, with ignore_graceful_stops,
 // once stopped with StopMode::kNow); one stopped with StopMode::kAsFailed has exited with 143 at
-// the next Observe() and stays.
+// the next Observe() and stays (with ignore_graceful_stops it runs on until a kNow stop, after
+// which it is gone, as a killed process whose exit was not kept).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -96,7 +97,7 @@ class FakeReplicaBackend : public ReplicaBackend {
     bool running = it != replicas_.end() && it->second.state.phase == job::ReplicaPhase::kRunning;
     stops_.push_back({id, *now_, mode, running});
     if (it == replicas_.end()) return;
-    if (running && mode == StopMode::kAsFailed) {
+    if (running && mode == StopMode::kAsFailed && !ignore_graceful_stops) {
       it->second.exit_at = *now_;  // SIGTERM ends it
       it->second.exit_code = 143;
       it->second.termination_message.clear();

@@ -236,6 +236,59 @@ TEST_F(JobControllerTest, AFailedJobCountsNoReplicaAsActive) {
   EXPECT_EQ(backend.running(), 0);
 }
 
+// What each cleanPodPolicy leaves of a job that failed while two of its workers ran (Never, worker
+// 2 exits 1), as Kubeflow's operator does (docs/behaviour.md §3.8): None keeps every pod, Running
+// deletes the running ones and keeps the finished one, All deletes every one. Locally nothing
+// outlives the job, so under None the running workers are stopped as well, but kept: each row
+// stays listed with its final phase and exit code (SIGTERM's 143), and event StoppedPod says why.
+TEST_F(JobControllerTest, EachCleanPodPolicyKeepsTheRowsKubeflowKeeps) {
+  struct Expected {
+    std::string policy;
+    std::vector<bool> removed;  // worker-0, worker-1, worker-2
+    int deleted_events;
+    int stopped_events;
+  };
+  for (const Expected& expected : {Expected{"None", {false, false, false}, 0, 2},
+                                   Expected{"Running", {true, true, false}, 2, 0},
+                                   Expected{"All", {true, true, true}, 2, 0}}) {
+    SCOPED_TRACE("cleanPodPolicy " + expected.policy);
+    if (store_.Exists(key_)) ASSERT_TRUE(store_.DeleteJob(key_).ok());
+    reported_.clear();
+    now_ = start_;
+    CreateJob(3, "Never", "{cleanPodPolicy: " + expected.policy + "}");
+    FakeReplicaBackend backend(&now_, [](const ReplicaId& id, int) -> std::optional<Exit> {
+      if (id.index == 2) return Exit{seconds(1), 1};
+      return std::nullopt;
+    });
+    StatusOr<job::JobStatus> status = Run(backend);
+    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    ASSERT_TRUE(job::IsFailed(*status));
+    EXPECT_EQ(backend.running(), 0);
+    EXPECT_EQ(status->replica_statuses.at("Worker").active, 0);
+    EXPECT_EQ(std::count(reported_.begin(), reported_.end(), "SuccessfulDeletePod"),
+              expected.deleted_events);
+    EXPECT_EQ(std::count(reported_.begin(), reported_.end(), "StoppedPod"),
+              expected.stopped_events);
+    std::vector<ReplicaRow> rows = store_.ReadReplicas(key_);
+    ASSERT_EQ(rows.size(), 3u);
+    for (size_t index = 0; index < rows.size(); ++index) {
+      const ReplicaRow& row = rows[index];
+      EXPECT_EQ(row.name, "worker-" + std::to_string(index));
+      EXPECT_EQ(row.removed, expected.removed[index]) << row.name;
+      EXPECT_EQ(row.pid, 0) << row.name;
+    }
+    EXPECT_EQ(rows[2].phase, "Failed");
+    EXPECT_EQ(rows[2].exit_code, 1);
+    if (expected.policy == "None") {
+      for (int index : {0, 1}) {
+        EXPECT_EQ(rows[index].phase, "Failed") << rows[index].name;
+        EXPECT_EQ(rows[index].exit_code, 143) << rows[index].name;
+        EXPECT_TRUE(rows[index].finished_at.has_value()) << rows[index].name;
+      }
+    }
+  }
+}
+
 TEST_F(JobControllerTest, SuspendStopsTheRunningReplicaAndResumeStartsItAgain) {
   CreateJob(1, "Never");
   FakeReplicaBackend backend(&now_, [](const ReplicaId&, int run) -> std::optional<Exit> {
@@ -372,6 +425,12 @@ TEST_F(JobControllerTest, ASecondStopRequestKillsWithoutWaitingForTheGracePeriod
   }
   EXPECT_EQ(killed, (std::set<ReplicaId>{kWorker0, kWorker1}));
   EXPECT_EQ(backend.running(), 0);
+  // cleanPodPolicy None (the default) keeps both, killed.
+  for (const ReplicaRow& row : store_.ReadReplicas(key_)) {
+    EXPECT_FALSE(row.removed) << row.name;
+    EXPECT_EQ(row.phase, "Failed") << row.name;
+    EXPECT_EQ(row.exit_code, 137) << row.name;
+  }
 }
 
 // ---- Log policies, the failure message and the kept log lines ----

@@ -71,6 +71,41 @@ TEST(LocalJobsTest, StopSendsTermThenKillsTheWholeGroupAfterTheGracePeriod) {
   EXPECT_FALSE(ProcessRuns(child)) << "the replica's child that ignores SIGTERM survived";
 }
 
+// Two jobs of one manifest under different names write where $(COHORT_JOB_NAME) puts them, each in
+// a directory of its own; `delete --purge` of one removes its state and that directory, and
+// leaves the other's.
+TEST(LocalJobsTest, JobsOfDifferentNamesWriteApartAndPurgeRemovesOnlyItsOwn) {
+  ScratchDirectory home;
+  LocalJobs jobs(home.path());
+  const std::filesystem::path out = home.path() / "out";
+  const auto job_named = [&](const std::string& name) {
+    return JobFromYaml("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: " + name +
+                       "}\nspec:\n  tfReplicaSpecs:\n    Worker:\n      template:\n        spec:\n"
+                       "          containers:\n            - name: tensorflow\n"
+                       "              image: test\n"
+                       "              command: [/bin/sh, -c, 'mkdir -p \"$0/ckpt\" && echo "
+                       "\"$1\" > \"$0/ckpt/step\"', " +
+                       (out / "$(COHORT_JOB_NAME)").string() + ", $(COHORT_JOB_NAME)]\n");
+  };
+  for (const std::string name : {"taxi-2", "taxi-3"}) {
+    StatusOr<job::JobStatus> status = RunJob(jobs, job_named(name));
+    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    ASSERT_TRUE(job::IsSucceeded(*status)) << name;
+    EXPECT_EQ(ReadWhole(out / name / "ckpt" / "step"), name + "\n");
+  }
+  std::vector<std::filesystem::path> removed;
+  Status purged = jobs.DeleteAndPurge(
+      {"default", "taxi-2"}, [&](const std::filesystem::path& path) { removed.push_back(path); });
+  ASSERT_TRUE(purged.ok()) << purged.ToString();
+  EXPECT_THAT(removed, ::testing::ElementsAre(out / "taxi-2"));
+  EXPECT_FALSE(std::filesystem::exists(out / "taxi-2"));
+  EXPECT_FALSE(jobs.store().Exists({"default", "taxi-2"}));
+  EXPECT_EQ(ReadWhole(out / "taxi-3" / "ckpt" / "step"), "taxi-3\n");
+  EXPECT_TRUE(jobs.store().Exists({"default", "taxi-3"}));
+  EXPECT_EQ(jobs.DeleteAndPurge({"default", "taxi-2"}, [](const auto&) {}).code(),
+            Status::Code::kNotFound);
+}
+
 TEST(LocalJobsTest, EveryJobGetsItsOwnSecret) {
   ScratchDirectory home;
   LocalJobs jobs(home.path());

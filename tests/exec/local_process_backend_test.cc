@@ -82,6 +82,37 @@ TEST_F(LocalProcessBackendTest, AnExitIsObservedWithItsCode) {
   EXPECT_TRUE(backend->Observe().empty());
 }
 
+// $(NAME) in a replica's command and args is expanded as the kubelet expands it, with the
+// variables its pod would have: COHORT_JOB_NAME, the container's env and TF_CONFIG; not the
+// supervisor's own environment (HOME), and `$$` is a literal `$`.
+TEST_F(LocalProcessBackendTest, ArgsExpandTheJobsNameAndTheContainersVariablesAsKubernetesDoes) {
+  std::unique_ptr<LocalProcessBackend> backend = NewBackend();
+  ASSERT_NE(backend, nullptr);
+  job::Job job = JobFromYaml(R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: taxi-2}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: test
+              command: [/bin/sh, -c, 'echo "$1 $2 $3 $4"', sh]
+              args: [--dir=/tmp/$(COHORT_JOB_NAME)/x, $(GREETING), $(HOME), $$(COHORT_JOB_NAME)]
+              env: [{name: GREETING, value: hi}]
+)");
+  ASSERT_TRUE(backend->Start({kWorker0, &job, 0, 0}).ok());
+  std::vector<ReplicaState> states = ObserveUntil(*backend, [](const auto& states) {
+    return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
+  });
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].exit_code, 0);
+  EXPECT_THAT(Log(), HasSubstr("--dir=/tmp/taxi-2/x hi $(HOME) $(COHORT_JOB_NAME)\n"));
+  backend->Stop(kWorker0, StopMode::kGraceful);
+}
+
 // The exited run's own lines come back (not the earlier run's, not the restart banner), and an
 // exit of 127 in the first second gets a hint naming the command.
 TEST_F(LocalProcessBackendTest, AnExitBringsTheRunsLastLinesAndACommandThatCannotRunItsHint) {
@@ -116,7 +147,8 @@ TEST_F(LocalProcessBackendTest, AKillingSignalIsToldApartFromAnExitCode) {
   auto exited = [](const auto& states) {
     return states.size() == 1 && states[0].phase != job::ReplicaPhase::kRunning;
   };
-  job::Job killed = ShellJob("signal", 1, "kill -SEGV $$");
+  // `$$$$`: args are read as Kubernetes reads them, where `$$` is one literal `$`.
+  job::Job killed = ShellJob("signal", 1, "kill -SEGV $$$$");
   ASSERT_TRUE(backend->Start({kWorker0, &killed, 0, 0}).ok());
   std::vector<ReplicaState> states = ObserveUntil(*backend, exited);
   ASSERT_EQ(states.size(), 1u);
@@ -195,7 +227,7 @@ TEST_F(LocalProcessBackendTest, AnOomKillIsReportedWhenTheKernelRecordsIt) {
   std::unique_ptr<LocalProcessBackend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
   job::Job job = ShellJob("oom", 1,
-                          "echo $$ > " + (cgroup.path() / "cgroup.procs").string() +
+                          "echo $$$$ > " + (cgroup.path() / "cgroup.procs").string() +
                               "; x=$(head -c 268435456 /dev/zero | tr \"\\0\" a); echo survived");
   ASSERT_TRUE(backend->Start({kWorker0, &job, 0, 0}).ok());
   std::vector<ReplicaState> states = ObserveUntil(*backend, [](const auto& states) {

@@ -97,7 +97,7 @@ void RunDemoJobs(const fs::path& bin, const fs::path& share, const fs::path& scr
   const fs::path hello = share / "examples/hello";
   CommandResult hello_run = RunClean(path, scratch,
                                      "cohort run " + Quoted(hello / "tfjob.yaml") +
-                                         " --image cohort/hello=" + Quoted(hello / "replica.sh"),
+                                         " --image localhost/hello=" + Quoted(hello / "replica.sh"),
                                      120);
   EXPECT_EQ(hello_run.exit_code, 0) << hello_run.output;
 
@@ -115,14 +115,14 @@ void RunDemoJobs(const fs::path& bin, const fs::path& share, const fs::path& scr
   short_manifest = std::regex_replace(short_manifest, std::regex("/tmp/cohort-mnist"),
                                       (scratch / "mnist").string());
   WriteText(scratch / "mnist.yaml", short_manifest);
-  CommandResult mnist_run = RunClean(
-      path, scratch,
-      "cohort run " + Quoted(scratch / "mnist.yaml") + " --image cohort/mnist-train=cohort-train",
-      300);
+  CommandResult mnist_run = RunClean(path, scratch,
+                                     "cohort run " + Quoted(scratch / "mnist.yaml") +
+                                         " --image localhost/mnist-train=cohort-train",
+                                     300);
   ASSERT_EQ(mnist_run.exit_code, 0) << mnist_run.output;
   CommandResult evaluate = RunClean(
       path, scratch,
-      "cohort-train --evaluate --model_path " + Quoted(scratch / "mnist/saved_model"), 120);
+      "cohort-train --evaluate --model_path " + Quoted(scratch / "mnist/mnist/saved_model"), 120);
   EXPECT_EQ(evaluate.exit_code, 0) << evaluate.output;
   EXPECT_NE(evaluate.output.find("accuracy"), std::string::npos) << evaluate.output;
 }
@@ -255,7 +255,7 @@ void BuildAndRunExamples(const fs::path& share, const fs::path& scratch, const s
                         {{"name: custom-loop", "name: " + name},
                          {"/tmp/cohort-custom-loop", (scratch / (name + "-work")).string()}});
   };
-  const std::string image = " --image cohort/custom-loop=" + Quoted(loop);
+  const std::string image = " --image localhost/custom-loop=" + Quoted(loop);
   CommandResult reference =
       RunClean(path, scratch, "cohort run " + Quoted(loop_job("loop-reference")) + image, 300);
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
@@ -270,7 +270,7 @@ void BuildAndRunExamples(const fs::path& share, const fs::path& scratch, const s
   const fs::path log = scratch / "loop-killed.log";
   const pid_t run =
       StartClean(path, scratch, "cohort run " + Quoted(loop_job("loop-killed")) + image, log, 300);
-  const fs::path checkpoint = scratch / "loop-killed-work/checkpoint.pt";
+  const fs::path checkpoint = scratch / "loop-killed-work/loop-killed/checkpoint.pt";
   const bool checkpointed =
       WaitUntil([&] { return fs::exists(checkpoint); }, std::chrono::minutes(4));
   const pid_t victim = FindWorker(scratch, "loop-killed", 1, "custom-loop");
@@ -311,7 +311,7 @@ void BuildAndRunExamples(const fs::path& share, const fs::path& scratch, const s
   EXPECT_NE(chief_runs[1].find(reference_end), std::string::npos)
       << "the reference ended with " << reference_end << "\n"
       << chief_runs[1];
-  EXPECT_TRUE(fs::exists(scratch / "loop-killed-work/model.pt")) << ReadText(log);
+  EXPECT_TRUE(fs::exists(scratch / "loop-killed-work/loop-killed/model.pt")) << ReadText(log);
   EXPECT_FALSE(fs::exists(checkpoint)) << "the checkpoint outlived the training it was for";
 
   // custom-model alone: no TF_CONFIG (RunClean's environment is empty), a few steps.
@@ -347,7 +347,7 @@ void BuildAndRunTaxiExample(const fs::path& share, const fs::path& scratch, cons
       {{"--epochs=3", "--epochs=1"}, {"/tmp/cohort-taxi", (scratch / "taxi-work").string()}});
   CommandResult job = RunClean(
       path, scratch,
-      "cohort run " + Quoted(manifest) + " --image cohort/taxi-train=" + Quoted(program), 300);
+      "cohort run " + Quoted(manifest) + " --image localhost/taxi-train=" + Quoted(program), 300);
   ASSERT_EQ(job.exit_code, 0) << job.output;
   EXPECT_NE(job.output.find("taxi Succeeded"), std::string::npos) << job.output;
   std::smatch auc;
@@ -478,16 +478,17 @@ TEST_F(InstallTreeTest, CustomModelJobResumesAfterAKilledWorker) {
   const fs::path program = BuildExample(prefix() / "share/cohort", work, path,
                                         "-DCMAKE_PREFIX_PATH=" + Quoted(prefix()), "custom-model");
   ASSERT_FALSE(HasFailure());
-  const fs::path out = work / "out";
+  const fs::path outputs = work / "out";
+  const fs::path out = outputs / "custom-model";  // the job's own: $(COHORT_JOB_NAME)
   const fs::path manifest =
       EditManifest(prefix() / "share/cohort/examples/custom-model/tfjob.yaml", work, "custom-model",
-                   {{"--epochs=6", "--epochs=2"}, {"/tmp/cohort-custom-model", out.string()}});
+                   {{"--epochs=6", "--epochs=2"}, {"/tmp/cohort-custom-model", outputs.string()}});
   ASSERT_FALSE(HasFailure());
 
   const fs::path log = work / "custom-model.log";
   const pid_t run = StartClean(
       path, work,
-      "cohort run " + Quoted(manifest) + " --image cohort/custom-model=" + Quoted(program), log,
+      "cohort run " + Quoted(manifest) + " --image localhost/custom-model=" + Quoted(program), log,
       900);
   const fs::path backup_state = out / "backup/chief/checkpoint";
   const bool backed_up =

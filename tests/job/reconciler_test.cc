@@ -658,6 +658,26 @@ TEST(ReconcileTest, TheFailureMessageQuotesTheTerminationMessage) {
                                   "lost\"."));
 }
 
+// A replica that succeeded without training (its checkpoint said training was complete) says so
+// in its termination message; the job still succeeds, and its events quote the first line, so
+// that describe shows why nothing was trained.
+TEST(ReconcileTest, ASuccessfulExitsTerminationMessageIsQuotedInItsEvent) {
+  Simulation simulation(MakeJob({{"Worker", 2, kNever}}));
+  simulation.StartRunning();
+  simulation.ExitSaying("Worker", 0, 0,
+                        "training already complete at global step 2343 (checkpoints in "
+                        "/tmp/cohort-taxi/taxi/checkpoints): nothing trained\nsecond line");
+  simulation.Exit("Worker", 1, 0);
+  ReconcileResult result = simulation.Step();
+  EXPECT_EQ(JobState(result.status), "Succeeded");
+  EXPECT_THAT(Describe(simulation.events()),
+              ::testing::IsSupersetOf(
+                  {"Normal ExitedWithCode: Pod: kubeflow.mnist-worker-0 exited with code 0: "
+                   "training already complete at global step 2343 (checkpoints in "
+                   "/tmp/cohort-taxi/taxi/checkpoints): nothing trained",
+                   "Normal ExitedWithCode: Pod: kubeflow.mnist-worker-1 exited with code 0"}));
+}
+
 // Two workers fail in one pass: the message names the one that failed first.
 TEST(ReconcileTest, TheFailureMessageNamesTheFirstReplicaThatFailed) {
   Simulation simulation(MakeJob({{"Worker", 3, kNever}}));

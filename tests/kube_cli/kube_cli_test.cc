@@ -37,7 +37,7 @@ spec:
         spec:
           containers:
             - name: tensorflow
-              image: cohort/hello
+              image: localhost/hello
     Worker:
       replicas: 2
       restartPolicy: OnFailure
@@ -45,7 +45,7 @@ spec:
         spec:
           containers:
             - name: tensorflow
-              image: cohort/hello
+              image: localhost/hello
 )";
 
 struct Result {
@@ -124,7 +124,7 @@ class KubeCliTest : public ::testing::Test {
   }
 
   static json Template() {
-    return {{"spec", {{"containers", {{{"name", "tensorflow"}, {"image", "cohort/hello"}}}}}}};
+    return {{"spec", {{"containers", {{{"name", "tensorflow"}, {"image", "localhost/hello"}}}}}}};
   }
 
   static json RunningStatus(Time created) {
@@ -275,7 +275,7 @@ TEST_F(KubeCliTest, SubmitCreatesTheTFJobInTheContextsNamespaceAndSaysNoOperator
   EXPECT_EQ(body["spec"]["tfReplicaSpecs"]["Worker"]["replicas"], 2);
   EXPECT_EQ(body["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"], "OnFailure");
   EXPECT_EQ(body["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["image"],
-            "cohort/hello");
+            "localhost/hello");
   EXPECT_NE(result.err.find("TFJob team/hello created on " + cluster_.server().url()),
             std::string::npos)
       << result.err;
@@ -349,7 +349,8 @@ TEST_F(KubeCliTest, SubmitConvertsAnAiPlatformJobSpecFirst) {
   EXPECT_EQ(replicas["Worker"]["replicas"], 3);
   EXPECT_EQ(replicas["PS"]["replicas"], 2);
   EXPECT_EQ(replicas["Evaluator"]["replicas"], 1);
-  EXPECT_EQ(replicas["Worker"]["template"]["spec"]["containers"][0]["image"], "cohort/taxi-train");
+  EXPECT_EQ(replicas["Worker"]["template"]["spec"]["containers"][0]["image"],
+            "localhost/taxi-train");
 }
 
 TEST_F(KubeCliTest, CreateTwiceIsRefusedAndApplyReplacesOnlyAChangedSpec) {

@@ -33,7 +33,7 @@ spec:
         spec:
           containers:
             - name: tensorflow
-              image: cohort/hello
+              image: localhost/hello
 )";
 
 struct Result {

@@ -12,7 +12,7 @@
 //
 // When COHORT_E2E_KUBECONFIG names a kubeconfig, the cluster is that one (its current context)
 // instead, and the manifest is the example as written: the cluster must run the operator
-// (deploy/kubernetes) and pull the example's image, cohort/mnist-train. Run the binary itself
+// (deploy/kubernetes) and pull the example's image, localhost/mnist-train. Run the binary itself
 // there, since a real cluster takes longer than ctest's 600 s:
 //
 //   COHORT_E2E_KUBECONFIG=~/.kube/config build/tests/kube_e2e_test
@@ -126,7 +126,7 @@ class KubeE2eTest : public ::testing::Test {
     api_ = std::make_unique<kube::HttpApi>(*config, kube::HttpApiOptions{});
     NodeAgentOptions agent_options;
     agent_options.node_name = "kube-e2e-node";
-    ASSERT_TRUE(agent_options.images.AddFlag("cohort/mnist-train=" + kCohortTrain).ok());
+    ASSERT_TRUE(agent_options.images.AddFlag("localhost/mnist-train=" + kCohortTrain).ok());
     agent_options.work_dir = scratch_.path() / "node";
     agent_options.schedule_namespace = namespace_;
     StatusOr<std::unique_ptr<NodeAgent>> agent = NodeAgent::Start(*api_, std::move(agent_options));

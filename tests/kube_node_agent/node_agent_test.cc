@@ -111,7 +111,7 @@ class NodeAgentTest : public KubeClusterTest {
 // deleted, then stops on SIGTERM and the pod is gone.
 TEST_F(NodeAgentTest, HelloJobRunsAndTheServerStopsOnDeletion) {
   const std::string ns = "agent-hello";
-  StartAgent(ns, "cohort/hello=" + kSourceDir + "/examples/hello/replica.sh");
+  StartAgent(ns, "localhost/hello=" + kSourceDir + "/examples/hello/replica.sh");
   ASSERT_TRUE(agent_);
   StatusOr<job::Job> job = job::LoadJobFile(kSourceDir + "/examples/hello/tfjob.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
@@ -288,7 +288,7 @@ TEST_F(NodeAgentTest, UnmappedImageFailsThePod) {
 TEST_F(NodeAgentTest, MnistWorkersTrainAndSaveAModel) {
   const std::string ns = "agent-mnist";
   const std::string train = std::string(COHORT_BINARY_DIR) + "/apps/cohort-train/cohort-train";
-  StartAgent(ns, "cohort/mnist-train=" + train);
+  StartAgent(ns, "localhost/mnist-train=" + train);
   ASSERT_TRUE(agent_);
   StatusOr<job::Job> job = job::LoadJobFile(kSourceDir + "/examples/mnist/tfjob.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();

@@ -61,8 +61,9 @@ StatusOr<std::unique_ptr<Cluster>> StartOperatorAndAgent(const std::string& ns,
 
   NodeAgentOptions agent_options;
   agent_options.node_name = ns + "-node";
-  COHORT_RETURN_IF_ERROR(agent_options.images.AddFlag(
-      "cohort/mnist-train=" + std::string(COHORT_BINARY_DIR) + "/apps/cohort-train/cohort-train"));
+  COHORT_RETURN_IF_ERROR(
+      agent_options.images.AddFlag("localhost/mnist-train=" + std::string(COHORT_BINARY_DIR) +
+                                   "/apps/cohort-train/cohort-train"));
   agent_options.work_dir = work_dir / "node";
   agent_options.schedule_namespace = ns;
   StatusOr<std::unique_ptr<NodeAgent>> agent =
@@ -122,7 +123,7 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
       "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: mnist\nspec:\n"
       "  runPolicy:\n    backoffLimit: 6\n  tfReplicaSpecs:\n    Worker:\n      replicas: 2\n"
       "      restartPolicy: ExitCode\n      template:\n        spec:\n          containers:\n"
-      "            - name: tensorflow\n              image: cohort/mnist-train\n"
+      "            - name: tensorflow\n              image: localhost/mnist-train\n"
       "              args:\n" +
       args;
   KubectlResult created = cluster().Kubectl("apply -n " + ns + " -f -", manifest);
@@ -185,7 +186,8 @@ TEST_F(OperatorTrainingTest, TheFlagshipManifestTrainsAsWritten) {
       << "the flagship never succeeded; worker 0's log:\n"
       << ReadText((*started)->agent->LogPath(ns, "mnist-worker-0", "tensorflow", 0));
   (*started)->op->Stop();
-  EXPECT_TRUE(std::filesystem::exists(out / "saved_model" / "manifest.json"));
+  EXPECT_TRUE(std::filesystem::exists(out / "mnist" / "saved_model" / "manifest.json"))
+      << "the kubelet expands $(COHORT_JOB_NAME) in args";
   KubectlResult listed = cluster().Kubectl("get tfjobs -n " + ns);
   EXPECT_NE(listed.out.find("Succeeded"), std::string::npos) << listed.Describe() << listed.out;
   KubectlResult described = cluster().Kubectl("describe tfjob mnist -n " + ns);

@@ -1,7 +1,8 @@
 // The pods, services and PodGroups of kube/objects, field by field against what Kubeflow's
 // training operator creates: names, labels, the controller reference, the template copied with
-// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's one addition
-// (COHORT_TERMINATION_MESSAGE_PATH just before it), headless services, and gang scheduling.
+// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's two additions
+// (COHORT_TERMINATION_MESSAGE_PATH and COHORT_JOB_NAME just before it), headless services, and
+// gang scheduling.
 // Expected values are written out here, not produced by the code under test.
 #include "kube/objects/objects.h"
 
@@ -120,9 +121,12 @@ TEST_F(DistMnistTest, WorkerPodIsTheOperatorsPod) {
   ASSERT_EQ(container["ports"].size(), 1u);
   EXPECT_EQ(container["ports"][0]["name"], "tfjob-port");
   EXPECT_EQ(container["ports"][0]["containerPort"], 2222);
-  ASSERT_EQ(container["env"].size(), 2u);
+  ASSERT_EQ(container["env"].size(), 3u);
   EXPECT_EQ(container["env"][0],
             json({{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/dev/termination-log"}}));
+  // For $(COHORT_JOB_NAME) in args, as a local replica has it.
+  EXPECT_EQ(container["env"][1],
+            json({{"name", "COHORT_JOB_NAME"}, {"value", "dist-mnist-for-e2e-test"}}));
   EXPECT_EQ(LastTfConfig(pod),
             R"({"cluster":{"ps":)" + ps_hosts_ + R"(,"worker":)" + worker_hosts_ +
                 R"(},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -221,9 +225,10 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
   json worker = Pod(job, "Worker", 1);
   EXPECT_EQ(worker["spec"]["restartPolicy"], "OnFailure");
   const json& env = TensorflowContainer(worker)["env"];
-  ASSERT_EQ(env.size(), 3u);
+  ASSERT_EQ(env.size(), 4u);
   EXPECT_EQ(env[0], json({{"name", "GREETING"}, {"value", "hello from a TFJob"}}));
   EXPECT_EQ(env[1]["name"], "COHORT_TERMINATION_MESSAGE_PATH");
+  EXPECT_EQ(env[2], json({{"name", "COHORT_JOB_NAME"}, {"value", "hello"}}));
   EXPECT_EQ(
       LastTfConfig(worker),
       R"({"cluster":{"ps":["hello-ps-0.default.svc:2222"],"worker":["hello-worker-0.default.svc:2222","hello-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -379,11 +384,12 @@ spec:
               terminationMessagePath: /tmp/last-words
 )");
   json pod = Pod(job, "Worker", 0);
-  // Only the termination-message variable, naming the container's own path.
+  // Only the termination-message variable, naming the container's own path, and the job's name.
   EXPECT_EQ(
       TensorflowContainer(pod)["env"],
       json::array({{{"name", "A"}, {"value", "b"}},
-                   {{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/tmp/last-words"}}}));
+                   {{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/tmp/last-words"}},
+                   {{"name", "COHORT_JOB_NAME"}, {"value", "single"}}}));
   EXPECT_EQ(pod["metadata"]["labels"]["training.kubeflow.org/job-role"], "master");
 }
 

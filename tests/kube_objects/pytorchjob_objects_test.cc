@@ -108,7 +108,8 @@ TEST(PyTorchJobPodTest, TheMasterPodHasTheOperatorsLabelsAndEnvironment) {
       json::array({{{"name", "pytorchjob-port"}, {"containerPort", 23456}, {"protocol", "TCP"}}}));
   EXPECT_EQ(container["env"],
             Concatenated(Variables({{"LOGLEVEL", "DEBUG"},
-                                    {"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"}}),
+                                    {"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
+                                    {"COHORT_JOB_NAME", "mnist"}}),
                          kMasterEnvironment));
 }
 
@@ -133,7 +134,8 @@ TEST(PyTorchJobPodTest, EveryContainerOfAWorkerGetsTheEnvironmentAndInitContaine
   EXPECT_FALSE(containers[0].contains("ports"));
   EXPECT_EQ(containers[1]["name"], "pytorch");
   EXPECT_EQ(containers[1]["env"],
-            Concatenated(Variables({{"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"}}),
+            Concatenated(Variables({{"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
+                                    {"COHORT_JOB_NAME", "mnist"}}),
                          worker_environment));
 
   const json& init = pod["spec"]["initContainers"];
@@ -159,6 +161,7 @@ TEST(PyTorchJobPodTest, WithoutAMasterWorkerZeroHasTheRoleAndNoWorkerWaits) {
   EXPECT_EQ(worker["spec"]["initContainers"][0]["name"], "fetch-data");
   EXPECT_EQ(worker["spec"]["containers"][1]["env"],
             Variables({{"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
+                       {"COHORT_JOB_NAME", "mnist"},
                        {"PYTHONUNBUFFERED", "1"},
                        {"PET_NPROC_PER_NODE", "auto"},
                        {"PET_NNODES", "2"}}));

@@ -157,7 +157,7 @@ TEST_F(KindsOperatorTest, RunsAPyTorchJobToSuccessWithKubeflowsObjects) {
   const std::vector<std::string> names = {
       "PYTHONUNBUFFERED", "MASTER_PORT", "PET_MASTER_PORT", "MASTER_ADDR",        "PET_MASTER_ADDR",
       "WORLD_SIZE",       "RANK",        "PET_NODE_RANK",   "PET_NPROC_PER_NODE", "PET_NNODES"};
-  std::vector<std::string> main_names = {"COHORT_TERMINATION_MESSAGE_PATH"};
+  std::vector<std::string> main_names = {"COHORT_TERMINATION_MESSAGE_PATH", "COHORT_JOB_NAME"};
   main_names.insert(main_names.end(), names.begin(), names.end());
   const std::vector<std::pair<std::string, std::string>> ranks = {
       {"torch-master-0", "0"}, {"torch-worker-0", "1"}, {"torch-worker-1", "2"}};

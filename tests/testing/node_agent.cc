@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "job/variable_references.h"
 #include "testing/processes.h"
 
 namespace cohort::testing {
@@ -356,10 +357,16 @@ Status NodeAgent::StartPod(const json& pod) {
     container.args = item.value("args", std::vector<std::string>{});
     StatusOr<std::vector<std::string>> argv = options_.images.CommandFor(container, pod_name);
     if (!argv.ok()) return argv.status();
+    // As the kubelet does: $(NAME) in command and args from the container's own variables.
+    std::map<std::string, std::string> variables;
+    for (const json& variable : item.value("env", json::array())) {
+      if (variable.contains("value"))
+        variables[String(variable, "name")] = String(variable, "value");
+    }
     ContainerRun container_run;
     container_run.name = container.name;
     container_run.image = container.image;
-    container_run.argv = std::move(*argv);
+    container_run.argv = job::ExpandVariableReferences(*argv, variables);
     container_run.message_from_log =
         String(item, "terminationMessagePolicy") == "FallbackToLogsOnError";
     container_run.environment = inherited;

@@ -47,7 +47,7 @@
 //
 //   NodeAgentOptions options;
 //   options.node_name = "node-1";
-//   options.images.AddFlag("cohort/hello=" + replica_script);
+//   options.images.AddFlag("localhost/hello=" + replica_script);
 //   options.work_dir = scratch.path() / "node-1";
 //   options.schedule_namespace = "hello";
 //   StatusOr<std::unique_ptr<NodeAgent>> agent = NodeAgent::Start(*api, std::move(options));

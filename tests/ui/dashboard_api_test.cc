@@ -39,7 +39,7 @@ class UiApiTest : public ::testing::Test {
   void RunHello() {
     CommandResult run = sandbox_.Cohort(
         {"run", std::string(COHORT_SOURCE_DIR) + "/examples/hello/tfjob.yaml", "--image",
-         "cohort/hello=" + std::string(COHORT_SOURCE_DIR) + "/examples/hello/replica.sh"});
+         "localhost/hello=" + std::string(COHORT_SOURCE_DIR) + "/examples/hello/replica.sh"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
   }
 

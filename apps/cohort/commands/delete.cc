@@ -1,6 +1,8 @@
-// `cohort delete [KIND] NAME... | -f FILE [--ignore-not-found] [--kubernetes]`: stops the jobs'
-// replicas and removes the jobs (on a cluster, propagation Background: the server removes the pods
-// and services they own). Every job is tried; the exit status is the first failure's.
+// `cohort delete [KIND] NAME... | -f FILE [--ignore-not-found] [--purge] [--kubernetes]`: stops
+// the jobs' replicas and removes the jobs (on a cluster, propagation Background: the server removes
+// the pods and services they own). With --purge (here only), also the directories each job declared
+// as its own (exec/job_outputs.h), each printed once removed. Every job is tried; the exit
+// status is the first failure's.
 #include <iostream>
 
 #include "apps/cohort/commands/command.h"
@@ -14,6 +16,7 @@ struct DeleteFlags {
   std::string file;
   NamespaceFlag namespace_flag;
   bool ignore_not_found = false;
+  bool purge = false;
   TargetFlags target;
 };
 
@@ -38,10 +41,17 @@ int Delete(const DeleteFlags& flags) {
   if (jobs.empty()) return Fail(kExitInvalidInput, "give a job name or -f FILE");
   int exit_code = kExitSucceeded;
   for (const auto& [key, kind] : jobs) {
-    StatusOr<std::string> deleted = (*client)->Delete(key, kind);
+    std::vector<std::string> removed;
+    StatusOr<std::string> deleted =
+        flags.purge ? (*client)->DeleteAndPurge(
+                          key, kind, [&](const std::string& path) { removed.push_back(path); })
+                    : (*client)->Delete(key, kind);
     int result = kExitSucceeded;
     if (deleted.ok()) {
       std::cout << *deleted << " \"" << key.name << "\" deleted\n";
+      for (const std::string& path : removed) {
+        std::cout << "removed " << path << " (" << key.name << "'s own directory)\n";
+      }
     } else if (!(flags.ignore_not_found && deleted.status().code() == Status::Code::kNotFound)) {
       result = Fail(deleted.status());
     }
@@ -60,6 +70,9 @@ void AddDeleteCommand(CLI::App& app, int& exit_code) {
   AddNamespace(remove, flags->namespace_flag);
   remove->add_flag("--ignore-not-found", flags->ignore_not_found,
                    "succeed if the job does not exist");
+  remove->add_flag("--purge", flags->purge,
+                   "also remove the directories the job declared as its own: absolute paths in "
+                   "its args with $(COHORT_JOB_NAME) as a component (docs/cli.md)");
   AddKubernetes(remove, flags->target);
   remove->callback([flags, &exit_code] { exit_code = Delete(*flags); });
 }

@@ -6,6 +6,7 @@
 #include "job/job_kind.h"
 #include "job/replica_endpoints.h"
 #include "job/spec_writer.h"
+#include "job/variable_references.h"
 #include "kube/objects/quantity.h"
 
 namespace cohort::kube {
@@ -194,9 +195,9 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
 
   json pod_spec = pod_template.value("spec", json::object());
   pod_spec["restartPolicy"] = PodRestartPolicy(spec.restart_policy);
-  // Cohort's termination-message variable, then the kind's environment (TF_CONFIG) go last into
-  // the first container of the kind's name; a kind whose environment goes into every container
-  // (PyTorchJob) appends it to the others' too.
+  // Cohort's termination-message variable and COHORT_JOB_NAME, then the kind's environment
+  // (TF_CONFIG) go last into the first container of the kind's name; a kind whose environment goes
+  // into every container (PyTorchJob) appends it to the others' too.
   const job::KindFacts& facts = job.job_kind->facts();
   std::vector<job::EnvVar> environment = job.job_kind->ReplicaEnvironment(
       job, replica_type, index, job::KubernetesEndpoints(job, options.cluster_domain));
@@ -216,6 +217,9 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
                        {"value", path.is_string() && !path.get<std::string>().empty()
                                      ? path.get<std::string>()
                                      : std::string(kDefaultTerminationMessagePath)}});
+        // The job's name, for $(COHORT_JOB_NAME) in args (a directory of the job's own), as a
+        // local replica has it (job/variable_references.h).
+        env.push_back({{"name", job::kJobNameVariable}, {"value", job.metadata.name}});
       }
       for (const job::EnvVar& variable : environment) {
         env.push_back({{"name", variable.name}, {"value", variable.value}});

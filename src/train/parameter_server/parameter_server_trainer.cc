@@ -3,13 +3,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "base/file.h"
 #include "base/time.h"
+#include "cluster/peer_report.h"
 #include "ps/checkpoint.h"
 #include "ps/parameter_server_client.h"
 #include "train/model_manifest.h"
@@ -20,6 +23,17 @@ namespace cohort::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+// One line for the job's status (the replica's termination message, which describe's
+// ExitedWithCode event quotes), as train/program's WriteTerminationMessage leaves it; this layer
+// sits below train/program.
+void LeaveTerminationMessage(const std::string& message) {
+  const char* path = std::getenv(cluster::kTerminationMessagePathVariable);
+  if (path == nullptr || *path == '\0') return;
+  IgnoreError(WriteFileInPlace(
+                  path, std::string_view(message).substr(0, cluster::kMaxTerminationMessageBytes)),
+              "the message only adds to the log line printed beside it");
+}
 
 // What one pull of the dense parameters fills: the model's variables and the global step.
 struct DenseBuffers {
@@ -203,6 +217,9 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
         print(prefix + "training is already complete: the servers restored global step " +
               std::to_string(global_step) + " from the checkpoints in " + options.checkpoint_dir +
               " (remove that directory to train again)");
+        LeaveTerminationMessage("training already complete at global step " +
+                                std::to_string(global_step) + " (checkpoints in " +
+                                options.checkpoint_dir + "): nothing trained");
       }
     }
     if (global_step >= total_steps) break;
