@@ -81,6 +81,17 @@ std::vector<FieldProblem> JobKind::ValidateReplicaSpecs(const Job&) const { retu
 
 void JobKind::ApplySpecFieldDefaults(Job&) const {}
 
+std::optional<std::pair<std::string, int>> JobKind::ReplicaOfTask(const Job& job,
+                                                                  const std::string& task_type,
+                                                                  int task_index) const {
+  for (const auto& [type, spec] : job.replica_specs) {
+    if (LowerCase(type) == task_type && task_index >= 0 && task_index < spec.replicas) {
+      return std::make_pair(type, task_index);
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> JobKind::EnvironmentNames() const { return {facts_.cluster_variable}; }
 
 std::vector<nlohmann::json> JobKind::InitContainers(const Job&, const std::string&, int) const {

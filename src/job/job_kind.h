@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -207,6 +208,15 @@ class JobKind {
   virtual std::vector<EnvVar> ReplicaEnvironment(const Job& job, const std::string& replica_type,
                                                  int index,
                                                  const EndpointFunction& endpoint) const = 0;
+
+  // The replica of `job` that a task named in a peer report (cluster/peer_report.h) is, as its
+  // type (as keyed in Job::replica_specs) and index, or nullopt when the name is no replica of the
+  // job. The reconciler uses it to tell a group restart (a replica that gave up because another
+  // one failed) from a failure of its own. Default: the task type is a replica type in lower case
+  // ("worker:1" is Worker 1), as TF_CONFIG and Cohort's training runtime name tasks.
+  virtual std::optional<std::pair<std::string, int>> ReplicaOfTask(const Job& job,
+                                                                   const std::string& task_type,
+                                                                   int task_index) const;
 
   // Every variable ReplicaEnvironment may set, so that an executor can keep inherited values of
   // them from leaking into a replica that gets none. Default: the cluster variable.

@@ -284,6 +284,25 @@ class PyTorchJobKindImpl : public JobKind {
             "PET_STANDALONE"};
   }
 
+  // Cohort's torch.distributed backend names a peer by its process rank ("rank:2"), and the
+  // environment fixes which replica runs which ranks when the job has a Master and no
+  // elasticPolicy: replica r of RANK r (master 0, worker i at i + 1) runs ranks r * nprocPerNode
+  // to r * nprocPerNode + nprocPerNode - 1 (one rank when nprocPerNode is not a number). Under
+  // elasticPolicy, or without a Master, the rendezvous hands out the ranks and no replica can be
+  // named from one. Any other task name is read as for every kind.
+  std::optional<std::pair<std::string, int>> ReplicaOfTask(const Job& job,
+                                                           const std::string& task_type,
+                                                           int task_index) const override {
+    if (task_type != kPeerRankTaskType) return JobKind::ReplicaOfTask(job, task_type, task_index);
+    if (!HasMaster(job) || PyTorchElasticPolicy(job) || task_index < 0) return std::nullopt;
+    const int64_t per_node = std::max<int64_t>(ProcessesPerNode(job), 1);
+    const int64_t node = task_index / per_node;
+    if (node == 0) return std::make_pair(std::string(kPyTorchMaster), 0);
+    const ReplicaSpec* workers = WorkerSpec(job);
+    if (workers == nullptr || node - 1 >= workers->replicas) return std::nullopt;
+    return std::make_pair(std::string(kPyTorchWorker), static_cast<int>(node - 1));
+  }
+
   // initcontainer.go: workers of a job with a Master wait until the master's service resolves.
   std::vector<json> InitContainers(const Job& job, const std::string& replica_type,
                                    int) const override {

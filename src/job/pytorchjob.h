@@ -19,6 +19,9 @@
 //  - environment (below), in EVERY container of the pod, not only the pytorch one;
 //  - on Kubernetes, workers of a job with a Master get the init container init-pytorch, which
 //    waits until the master's service name resolves;
+//  - a peer report's "rank:<r>" (Cohort's torch.distributed backend) is the replica whose RANK
+//    covers r, with a Master and no elasticPolicy, so that its peers' restarts are one group
+//    restart (Cohort's own: the operator has no peer reports);
 //  - condition messages worded as the PyTorchJob reconciler words them ("PyTorchJob mnist is
 //    running." with a Master, "PyTorchJob default/mnist is running." without one).
 // docs/behaviour.md §7 states each of these facts.
@@ -46,6 +49,10 @@ inline constexpr const char* kElasticPolicyField = "elasticPolicy";
 inline constexpr const char* kDefaultNprocPerNode = "auto";
 // The rendezvous backend when elasticPolicy names none.
 inline constexpr const char* kDefaultRendezvousBackend = "c10d";
+
+// The task type of a peer report (cluster/peer_report.h) that Cohort's torch.distributed backend
+// leaves: "peer rank:2 died (...)" names the process of rank 2 (JobKind::ReplicaOfTask).
+inline constexpr const char* kPeerRankTaskType = "rank";
 
 // The init container's image and the times it looks the master up (2 s apart), the operator's
 // defaults for its --pytorch-init-container-image and --pytorch-init-container-max-tries.

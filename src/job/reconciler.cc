@@ -276,21 +276,22 @@ std::string WithFirstExit(const std::string& message,
   return base + ": " + DescribeFirstExit(exits) + ".";
 }
 
-// The peer report that a failed replica left, when it names another replica of the job. A TFJob's
-// task types are its replica types in lower case ("worker:1" is Worker 1), as TF_CONFIG names
-// them (tfjob.h).
+// The peer report that a failed replica left, when it names another replica of the job. The kind
+// says which replica a task name is (JobKind::ReplicaOfTask): a TFJob's task types are its
+// replica types in lower case ("worker:1" is Worker 1), as TF_CONFIG names them (tfjob.h); a
+// PyTorchJob's "rank:2" is the replica whose processes have that rank (pytorchjob.h).
 std::optional<PeerAccusation> AccusationOf(const Job& job, const ObservedReplica& replica) {
   if (replica.phase != ReplicaPhase::kFailed || replica.termination_message.empty()) {
     return std::nullopt;
   }
   std::optional<cluster::PeerReport> report = cluster::ParsePeerReport(replica.termination_message);
   if (!report) return std::nullopt;
-  for (const auto& [type, spec] : job.replica_specs) {
-    if (LowerCase(type) != report->peer.type || report->peer.index >= spec.replicas) continue;
-    if (type == replica.type && report->peer.index == replica.index) return std::nullopt;
-    return PeerAccusation{&replica, type, report->peer.index, *report};
-  }
-  return std::nullopt;
+  std::optional<std::pair<std::string, int>> accused =
+      job.job_kind->ReplicaOfTask(job, report->peer.type, report->peer.index);
+  if (!accused) return std::nullopt;
+  const auto& [type, index] = *accused;
+  if (type == replica.type && index == replica.index) return std::nullopt;
+  return PeerAccusation{&replica, type, index, *report};
 }
 
 bool IsGroupRestart(const ReplicaPlan& plan, const ObservedReplica* replica) {

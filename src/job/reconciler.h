@@ -47,7 +47,8 @@
 //    Kubernetes operator (kube/operator), which reads the report from the pod's termination
 //    message and deletes the hung replica's pod with its grace period.
 //  - A group restart counts once against backoffLimit: the restart of a replica that exited
-//    because a peer failed (its peer report names another replica of the job) is not counted;
+//    because a peer failed (its peer report names another replica of the job, as the kind reads
+//    the name: JobKind::ReplicaOfTask, "worker:1" or a PyTorchJob's "rank:2") is not counted;
 //    the failed peer's own exit is. The operator counts every container restart, so one crash of
 //    a 3-worker job uses three. The executors count through RestartStateMachine; Cohort's
 //    Kubernetes operator keeps the counts on the pods it re-creates; a replica the kubelet

@@ -8,7 +8,10 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 
+#include "base/file.h"
+#include "cluster/peer_report.h"
 #include "torch_backend/store_rendezvous.h"
 
 namespace cohort::torch_backend {
@@ -190,6 +193,9 @@ StatusOr<ProcessGroupCohortOptions> OptionsFromEnvironment(std::chrono::millisec
   if (const char* address = std::getenv("COHORT_TORCH_ADDRESS"); address != nullptr) {
     options.address = address;
   }
+  if (const char* path = std::getenv(cluster::kTerminationMessagePathVariable); path != nullptr) {
+    options.termination_message_path = path;
+  }
   return options;
 }
 
@@ -266,6 +272,19 @@ StatusOr<c10::intrusive_ptr<ProcessGroupCohort>> ProcessGroupCohort::Create(
   transport_options.peer_timeout = options.peer_timeout;
   transport_options.heartbeat_interval =
       std::min<std::chrono::milliseconds>(std::chrono::seconds(1), options.peer_timeout / 4);
+  if (!options.termination_message_path.empty()) {
+    // Called once, before any operation sees the failure, so the report is out before Python can
+    // raise and exit.
+    transport_options.on_peer_failure = [path = options.termination_message_path](
+                                            const std::string& peer_report) {
+      const Status written = WriteFileInPlace(
+          path, std::string_view(peer_report).substr(0, cluster::kMaxTerminationMessageBytes));
+      if (!written.ok()) {
+        std::fprintf(stderr, "cohort backend: warning: cannot leave the peer report in %s: %s\n",
+                     path.c_str(), written.message().c_str());
+      }
+    };
+  }
   auto transport = ConnectThroughStore(store, rank, size, *address, options.timeout,
                                        std::move(transport_options));
   if (!transport.ok()) return transport.status().WithContext("cohort backend: rendezvous");

@@ -59,10 +59,17 @@ struct ProcessGroupCohortOptions {
   std::chrono::milliseconds peer_timeout = std::chrono::seconds(30);
   // The address the other ranks reach this one at (StoreRendezvous picks one when empty).
   std::string address;
+  // Where to leave the peer report (cluster/peer_report.h: "peer rank:2 died (...)") when a
+  // peer's failure stops the group, for job control to read once the process has exited: the
+  // file COHORT_TERMINATION_MESSAGE_PATH names (Cohort's executors set it; a pod's
+  // terminationMessagePath). Job control then restarts this replica as part of the failed one's
+  // group restart, which counts once against backoffLimit. Empty: no report is left.
+  std::string termination_message_path;
 };
 
-// The options from the environment: COHORT_PEER_TIMEOUT_S (seconds, > 0, at most a day) and
-// COHORT_TORCH_ADDRESS, with `timeout` from torch. Fails naming a malformed variable.
+// The options from the environment: COHORT_PEER_TIMEOUT_S (seconds, > 0, at most a day),
+// COHORT_TORCH_ADDRESS and COHORT_TERMINATION_MESSAGE_PATH, with `timeout` from torch. Fails
+// naming a malformed variable.
 StatusOr<ProcessGroupCohortOptions> OptionsFromEnvironment(std::chrono::milliseconds timeout);
 
 // One operation's completion, as torch waits on it: Work::wait() and the Future (whose value is

@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "job/defaults.h"
@@ -529,6 +531,94 @@ TEST(PyTorchJobStatusTest, WithElasticPolicyAnyWorkerSucceedingSucceedsTheJob) {
   EXPECT_EQ(LastCondition(one_done).type, "Succeeded");
   EXPECT_EQ(LastCondition(one_done).reason, "PyTorchJobSucceeded");
   EXPECT_EQ(LastCondition(one_done).message, "PyTorchJob default/elastic successfully completed.");
+}
+
+// ---- Peer reports: which replica a rank is, and a group restart counted once ----
+
+TEST(PyTorchJobPeerTest, ARankIsTheReplicaWhoseRankVariableSaysSo) {
+  const JobKind& kind = PyTorchJobKind();
+  Job job = Load(kMasterAndWorkers);
+  using Key = std::pair<std::string, int>;
+  EXPECT_EQ(kind.ReplicaOfTask(job, "rank", 0), Key(kPyTorchMaster, 0));
+  EXPECT_EQ(kind.ReplicaOfTask(job, "rank", 1), Key(kPyTorchWorker, 0));
+  EXPECT_EQ(kind.ReplicaOfTask(job, "rank", 2), Key(kPyTorchWorker, 1));
+  EXPECT_EQ(kind.ReplicaOfTask(job, "rank", 3), std::nullopt) << "WORLD_SIZE is 3";
+  EXPECT_EQ(kind.ReplicaOfTask(job, "rank", -1), std::nullopt);
+  // Replica names as every kind reads them.
+  EXPECT_EQ(kind.ReplicaOfTask(job, "worker", 1), Key(kPyTorchWorker, 1));
+  EXPECT_EQ(kind.ReplicaOfTask(job, "master", 0), Key(kPyTorchMaster, 0));
+  EXPECT_EQ(kind.ReplicaOfTask(job, "worker", 2), std::nullopt);
+
+  // nprocPerNode 2: ranks 2 and 3 are worker 0's processes.
+  Job two_per_node = Load(Replace(kMasterAndWorkers, "spec:\n", "spec:\n  nprocPerNode: \"2\"\n"));
+  EXPECT_EQ(kind.ReplicaOfTask(two_per_node, "rank", 1), Key(kPyTorchMaster, 0));
+  EXPECT_EQ(kind.ReplicaOfTask(two_per_node, "rank", 3), Key(kPyTorchWorker, 0));
+  EXPECT_EQ(kind.ReplicaOfTask(two_per_node, "rank", 5), Key(kPyTorchWorker, 1));
+  EXPECT_EQ(kind.ReplicaOfTask(two_per_node, "rank", 6), std::nullopt);
+
+  // Under elasticPolicy (and without a Master) torchrun's rendezvous hands out the ranks.
+  Job elastic = Load(kElastic);
+  EXPECT_EQ(kind.ReplicaOfTask(elastic, "rank", 1), std::nullopt);
+  EXPECT_EQ(kind.ReplicaOfTask(elastic, "worker", 1), Key(kPyTorchWorker, 1));
+}
+
+// The example's kill scenario (examples/pytorch): worker 1 (rank 2) is SIGKILLed; the master and
+// worker 0 fail at once, leaving the cohort backend's report "peer rank:2 died (...)"; the three
+// restarts are one group restart, counted once: backoffLimit 1 is enough, and a second crash
+// fails the job naming the crashed worker.
+TEST(PyTorchJobPeerTest, AKilledWorkerRestartsTheGroupOnceAgainstTheBackoffLimit) {
+  Job job =
+      Load(Replace(kMasterAndWorkers, "spec:\n", "spec:\n  runPolicy:\n    backoffLimit: 1\n"));
+  ASSERT_EQ(job.run_policy.backoff_limit, 1);
+  const std::string report =
+      "peer rank:2 died (closed the connection without saying goodbye: the process exited or was "
+      "killed)";
+  auto all_running = [&](int restarts, int group_restarts) {
+    std::vector<ObservedReplica> observed = {Replica(kPyTorchMaster, 0, ReplicaPhase::kRunning),
+                                             Replica(kPyTorchWorker, 0, ReplicaPhase::kRunning),
+                                             Replica(kPyTorchWorker, 1, ReplicaPhase::kRunning)};
+    for (ObservedReplica& replica : observed) {
+      replica.restart_count = restarts;
+      replica.group_restarts =
+          replica.type == kPyTorchWorker && replica.index == 1 ? 0 : group_restarts;
+    }
+    return observed;
+  };
+  auto after_kill = [&](int restarts, int group_restarts) {
+    std::vector<ObservedReplica> observed = all_running(restarts, group_restarts);
+    for (ObservedReplica& replica : observed) {
+      replica.phase = ReplicaPhase::kFailed;
+      replica.finished_at = kStart + std::chrono::seconds(20);
+      const bool killed = replica.type == kPyTorchWorker && replica.index == 1;
+      replica.exit_code = killed ? 137 : 1;
+      if (!killed) replica.termination_message = report;
+    }
+    return observed;
+  };
+  ReconcileResult running = Reconcile(job, JobStatus{}, all_running(0, 0), kStart);
+  ReconcileResult first =
+      Reconcile(job, running.status, after_kill(0, 0), kStart + std::chrono::seconds(20));
+  std::vector<std::string> restarts;
+  for (const Action& action : first.actions) {
+    ASSERT_EQ(action.kind, Action::Kind::kRestart);
+    restarts.push_back(action.type + " " + std::to_string(action.index) +
+                       (action.group_restart ? " (group)" : ""));
+  }
+  EXPECT_THAT(restarts, ElementsAre("Master 0 (group)", "Worker 0 (group)", "Worker 1"));
+  EXPECT_EQ(LastCondition(first.status).type, "Restarting");
+  EXPECT_EQ(LastCondition(first.status).message,
+            "job mnist is restarting because worker-1 died (closed the connection without "
+            "saying goodbye: the process exited or was killed), as master-0 reported.");
+
+  // The group runs again, each replica restarted once, two of them as group restarts.
+  ReconcileResult again =
+      Reconcile(job, first.status, all_running(1, 1), kStart + std::chrono::seconds(30));
+  EXPECT_EQ(LastCondition(again.status).type, "Running");
+  // A second crash would be the second counted restart: past backoffLimit 1.
+  ReconcileResult second =
+      Reconcile(job, again.status, after_kill(1, 1), kStart + std::chrono::seconds(60));
+  EXPECT_EQ(LastCondition(second.status).type, "Failed");
+  EXPECT_THAT(LastCondition(second.status).message, HasSubstr("worker-1 exited with code 137"));
 }
 
 }  // namespace

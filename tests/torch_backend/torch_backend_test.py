@@ -28,10 +28,12 @@ missing dependency fails instead, as tests/testing/host.h's COHORT_SKIP_OR_FAIL_
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 SKIP = 77
@@ -79,9 +81,13 @@ def free_port():
 def launch(case, ranks, extra_env=None):
     port = free_port()
     processes = []
+    # Each rank's termination-message file, as job control gives one (cluster/peer_report.h).
+    messages = tempfile.mkdtemp(prefix="torch-backend-test-")
     for rank in range(ranks):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1", **(extra_env or {}))
+                   WORLD_SIZE=str(ranks), OMP_NUM_THREADS="1",
+                   COHORT_TERMINATION_MESSAGE_PATH=os.path.join(messages, f"rank-{rank}"),
+                   **(extra_env or {}))
         processes.append(subprocess.Popen([sys.executable, __file__, case], env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           text=True))
@@ -99,6 +105,7 @@ def launch(case, ranks, extra_env=None):
         # In the killed and hung cases the victim ends by a signal; the launcher checks the others.
         if code != 0 and not (code < 0 and case in ("killed", "hung") and rank == ranks - 1):
             failed = True
+    shutil.rmtree(messages, ignore_errors=True)
     print(("FAILED: " if failed else "PASSED: ") + case, flush=True)
     return 1 if failed else 0
 
@@ -418,6 +425,12 @@ def case_failure(rank, size, stop_signal, bound_s):
         check(f"rank:{victim}" in text, f"the error names rank {victim}: {text}")
         why = "hung" if stop_signal == signal.SIGSTOP else "killed"
         check(why in text, f"the error says the rank was {why}: {text}")
+    # The backend left job control the peer report that names the rank (a group restart).
+    with open(os.environ["COHORT_TERMINATION_MESSAGE_PATH"]) as file:
+        report = file.read()
+    what = "hung" if stop_signal == signal.SIGSTOP else "died"
+    check(report.startswith(f"peer rank:{victim} {what} ("),
+          f"the termination message is a peer report naming rank {victim}: {report!r}")
     # Later operations fail at once, with the same cause.
     try:
         dist.all_reduce(torch.ones(4))
