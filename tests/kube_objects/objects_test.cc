@@ -1,7 +1,8 @@
 // The pods, services and PodGroups of kube/objects, field by field against what Kubeflow's
 // training operator creates: names, labels, the controller reference, the template copied with
-// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's one addition
-// (COHORT_TERMINATION_MESSAGE_PATH just before it), headless services, and gang scheduling.
+// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's additions
+// (COHORT_TERMINATION_MESSAGE_PATH, then COHORT_JOB_SECRET from the job's Secret, just before it;
+// the Secret itself), headless services, and gang scheduling.
 // Expected values are written out here, not produced by the code under test.
 #include "kube/objects/objects.h"
 
@@ -79,6 +80,13 @@ bool HasEnv(const json& container, const std::string& name) {
   return false;
 }
 
+// COHORT_JOB_SECRET as every replica of the TFJob `job` reads it: from the job's Secret.
+json JobSecretVariable(const std::string& job) {
+  return {{"name", "COHORT_JOB_SECRET"},
+          {"valueFrom",
+           {{"secretKeyRef", {{"name", job + "-tfjob-secret"}, {"key", "COHORT_JOB_SECRET"}}}}}};
+}
+
 const json kOwnerReference = {{"apiVersion", "kubeflow.org/v1"},
                               {"kind", "TFJob"},
                               {"name", "dist-mnist-for-e2e-test"},
@@ -120,9 +128,10 @@ TEST_F(DistMnistTest, WorkerPodIsTheOperatorsPod) {
   ASSERT_EQ(container["ports"].size(), 1u);
   EXPECT_EQ(container["ports"][0]["name"], "tfjob-port");
   EXPECT_EQ(container["ports"][0]["containerPort"], 2222);
-  ASSERT_EQ(container["env"].size(), 2u);
+  ASSERT_EQ(container["env"].size(), 3u);
   EXPECT_EQ(container["env"][0],
             json({{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/dev/termination-log"}}));
+  EXPECT_EQ(container["env"][1], JobSecretVariable("dist-mnist-for-e2e-test"));
   EXPECT_EQ(LastTfConfig(pod),
             R"({"cluster":{"ps":)" + ps_hosts_ + R"(,"worker":)" + worker_hosts_ +
                 R"(},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -161,8 +170,69 @@ TEST_F(DistMnistTest, ServiceIsHeadlessWithTheReplicaLabelsAsSelector) {
   EXPECT_EQ(Service(job_, "Worker", 0), expected) << "no job-role, targetPort or protocol";
 }
 
-TEST_F(DistMnistTest, AllObjectsArePodsThenServicesWithoutAPodGroup) {
-  StatusOr<std::vector<json>> objects = BuildJobObjects(job_, OwnerOf(job_), {});
+TEST_F(DistMnistTest, TheJobSecretIsAnImmutableSecretOwnedByTheJob) {
+  StatusOr<json> secret = BuildJobSecret(job_, OwnerOf(job_), "c0ffee");
+  ASSERT_TRUE(secret.ok()) << secret.status().message();
+  const json expected = {{"apiVersion", "v1"},
+                         {"kind", "Secret"},
+                         {"metadata",
+                          {{"name", "dist-mnist-for-e2e-test-tfjob-secret"},
+                           {"labels",
+                            {{"training.kubeflow.org/operator-name", "tfjob-controller"},
+                             {"training.kubeflow.org/job-name", "dist-mnist-for-e2e-test"}}},
+                           {"ownerReferences", json::array({kOwnerReference})}}},
+                         {"type", "Opaque"},
+                         {"immutable", true},
+                         {"data", {{"COHORT_JOB_SECRET", "YzBmZmVl"}}}};  // base64 of "c0ffee"
+  EXPECT_EQ(*secret, expected);
+  EXPECT_EQ(JobSecretName(job_), "dist-mnist-for-e2e-test-tfjob-secret");
+  StatusOr<json> unowned = BuildJobSecret(job_, OwnerOf(job_, ""), "c0ffee");
+  ASSERT_TRUE(unowned.ok());
+  EXPECT_FALSE((*unowned)["metadata"].contains("ownerReferences"));
+  StatusOr<json> empty = BuildJobSecret(job_, OwnerOf(job_), "");
+  ASSERT_FALSE(empty.ok()) << "an empty secret would leave the job in open mode";
+  EXPECT_NE(empty.status().message().find("dist-mnist-for-e2e-test"), std::string::npos);
+}
+
+TEST_F(DistMnistTest, EveryReplicasTensorflowContainerReadsTheJobSecret) {
+  for (const auto& [type, count] :
+       std::vector<std::pair<std::string, int>>{{"PS", 2}, {"Worker", 4}}) {
+    for (int index = 0; index < count; ++index) {
+      const json pod = Pod(job_, type, index);
+      const json& env = TensorflowContainer(pod)["env"];
+      EXPECT_EQ(env[env.size() - 2], JobSecretVariable("dist-mnist-for-e2e-test"))
+          << type << " " << index << ": " << env.dump();
+    }
+  }
+}
+
+TEST(JobSecretTest, AContainerThatSetsItsOwnJobSecretKeepsIt) {
+  job::Job job = LoadText(R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: own}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: trainer
+              env:
+                - name: COHORT_JOB_SECRET
+                  valueFrom: {secretKeyRef: {name: mine, key: s}}
+)");
+  const json pod = Pod(job, "Worker", 1);
+  const json& env = TensorflowContainer(pod)["env"];
+  int secrets = 0;
+  for (const json& variable : env) secrets += variable["name"] == "COHORT_JOB_SECRET";
+  EXPECT_EQ(secrets, 1) << env.dump();
+  EXPECT_EQ(env[0]["valueFrom"]["secretKeyRef"]["name"], "mine");
+}
+
+TEST_F(DistMnistTest, AllObjectsAreTheSecretPodsThenServicesWithoutAPodGroup) {
+  StatusOr<std::vector<json>> objects = BuildJobObjects(job_, OwnerOf(job_), {}, "c0ffee");
   ASSERT_TRUE(objects.ok()) << objects.status().message();
   std::vector<std::string> names;
   for (const json& object : *objects) {
@@ -170,7 +240,7 @@ TEST_F(DistMnistTest, AllObjectsArePodsThenServicesWithoutAPodGroup) {
                     object["metadata"]["name"].get<std::string>());
   }
   const std::string prefix = "dist-mnist-for-e2e-test-";
-  std::vector<std::string> expected;
+  std::vector<std::string> expected = {"Secret dist-mnist-for-e2e-test-tfjob-secret"};
   for (const char* kind : {"Pod ", "Service "}) {
     for (const char* replica : {"ps-0", "ps-1", "worker-0", "worker-1", "worker-2", "worker-3"}) {
       expected.push_back(kind + prefix + replica);
@@ -221,9 +291,10 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
   json worker = Pod(job, "Worker", 1);
   EXPECT_EQ(worker["spec"]["restartPolicy"], "OnFailure");
   const json& env = TensorflowContainer(worker)["env"];
-  ASSERT_EQ(env.size(), 3u);
+  ASSERT_EQ(env.size(), 4u);
   EXPECT_EQ(env[0], json({{"name", "GREETING"}, {"value", "hello from a TFJob"}}));
   EXPECT_EQ(env[1]["name"], "COHORT_TERMINATION_MESSAGE_PATH");
+  EXPECT_EQ(env[2], JobSecretVariable("hello"));
   EXPECT_EQ(
       LastTfConfig(worker),
       R"({"cluster":{"ps":["hello-ps-0.default.svc:2222"],"worker":["hello-worker-0.default.svc:2222","hello-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -379,11 +450,12 @@ spec:
               terminationMessagePath: /tmp/last-words
 )");
   json pod = Pod(job, "Worker", 0);
-  // Only the termination-message variable, naming the container's own path.
+  // The termination-message variable, naming the container's own path, and the job secret.
   EXPECT_EQ(
       TensorflowContainer(pod)["env"],
       json::array({{{"name", "A"}, {"value", "b"}},
-                   {{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/tmp/last-words"}}}));
+                   {{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/tmp/last-words"}},
+                   JobSecretVariable(job.metadata.name)}));
   EXPECT_EQ(pod["metadata"]["labels"]["training.kubeflow.org/job-role"], "master");
 }
 
