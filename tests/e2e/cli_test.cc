@@ -497,7 +497,7 @@ TEST_F(CohortCliTest, EnvPrintsAReplicasEnvironmentInTheOperatorsOrderForEitherK
   ASSERT_EQ(cluster.exit_code, 0) << cluster.output;
   EXPECT_EQ(VariableOrder(cluster.output),
             (std::vector<std::string>{"PID_DIR", "COHORT_TERMINATION_MESSAGE_PATH",
-                                      "PYTHONUNBUFFERED", "MASTER_PORT", "PET_MASTER_PORT",
+                                      "COHORT_JOB_SECRET", "PYTHONUNBUFFERED", "MASTER_PORT", "PET_MASTER_PORT",
                                       "MASTER_ADDR", "PET_MASTER_ADDR", "WORLD_SIZE", "RANK",
                                       "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES"}))
       << cluster.output;

@@ -9,10 +9,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "job/spec_parser.h"
+#include "job/yaml_document.h"
 
 namespace cohort::kube {
 namespace {
@@ -300,6 +303,53 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
       R"({"cluster":{"ps":["hello-ps-0.default.svc:2222"],"worker":["hello-worker-0.default.svc:2222","hello-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
   EXPECT_EQ(Pod(job, "Worker", 0)["metadata"]["labels"]["training.kubeflow.org/job-role"],
             "master");
+}
+
+// examples/mnist/tfjob-s3.yaml: the flagship with every path in a bucket, its credentials from the
+// user's Secret (examples/mnist/s3-credentials.yaml) by secretKeyRef, which reach every worker's
+// pod as written, beside the job secret from the job's own Secret.
+TEST(ExamplesTest, MnistOnS3ReadsItsCredentialsFromTheUsersSecret) {
+  StatusOr<std::string> secret_text =
+      job::ReadYamlFile(kSourceDir + "/examples/mnist/s3-credentials.yaml");
+  ASSERT_TRUE(secret_text.ok()) << secret_text.status().ToString();
+  StatusOr<std::vector<job::YamlDocument>> documents =
+      job::ReadYamlDocuments(*secret_text, "s3-credentials.yaml");
+  ASSERT_TRUE(documents.ok()) << documents.status().ToString();
+  ASSERT_EQ(documents->size(), 1u);
+  const json& secret = documents->front().root;
+  EXPECT_EQ(secret["apiVersion"], "v1");
+  EXPECT_EQ(secret["kind"], "Secret");
+  const std::string secret_name = secret["metadata"]["name"];
+  std::set<std::string> keys;
+  for (const auto& [key, value] : secret["stringData"].items()) keys.insert(key);
+  EXPECT_EQ(keys, (std::set<std::string>{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}));
+
+  job::Job job = LoadFile(kSourceDir + "/examples/mnist/tfjob-s3.yaml");
+  ASSERT_EQ(job.replica_specs.at("Worker").replicas, 3);
+  for (int index = 0; index < 3; ++index) {
+    const json pod = Pod(job, "Worker", index);
+    const json& container = TensorflowContainer(pod);
+    std::map<std::string, json> env;
+    for (const json& variable : container["env"]) env[variable["name"]] = variable;
+    for (const std::string key : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
+      ASSERT_TRUE(env.count(key)) << index << " " << key;
+      EXPECT_EQ(env[key]["valueFrom"]["secretKeyRef"], json({{"name", secret_name}, {"key", key}}))
+          << "the key the Secret holds, by the Secret's name";
+    }
+    EXPECT_EQ(env["COHORT_JOB_SECRET"], JobSecretVariable("mnist-s3"));
+    EXPECT_TRUE(env["AWS_REGION"].contains("value"));
+    EXPECT_TRUE(env["AWS_ENDPOINT_URL_S3"].contains("value"));
+    int bucket_paths = 0;
+    for (const json& arg : container["args"]) {
+      const std::string text = arg;
+      for (const char* flag : {"--saved_model_path=", "--checkpoint_path=", "--tensorboard_dir="}) {
+        if (text.rfind(flag, 0) != 0) continue;
+        EXPECT_EQ(text.find("s3://my-bucket/"), std::string(flag).size()) << text;
+        ++bucket_paths;
+      }
+    }
+    EXPECT_EQ(bucket_paths, 3) << container["args"].dump();
+  }
 }
 
 TEST(ExamplesTest, MnistWorkersShareOneClusterOfThree) {
