@@ -10,11 +10,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <random>
 #include <thread>
 
 #include "base/file.h"
-#include "base/hex.h"
 #include "exec/free_ports.h"
 #include "exec/job_outputs.h"
 #include "exec/job_processes.h"
@@ -22,6 +20,7 @@
 #include "exec/log_follower.h"
 #include "exec/replica_environment.h"
 #include "exec/supervisor_loss.h"
+#include "job/job_secret.h"
 #include "job/reconciler.h"
 #include "job/yaml_document.h"
 
@@ -33,13 +32,6 @@ std::atomic<JobController*> stopped_by_signals{nullptr};
 
 void OnStopSignal(int signal_number) {
   if (JobController* controller = stopped_by_signals.load()) controller->RequestStop(signal_number);
-}
-
-std::string NewSecret() {
-  std::random_device random;  // getrandom(2) on Linux
-  std::string bytes(32, '\0');
-  for (char& byte : bytes) byte = static_cast<char>(random() & 0xff);
-  return HexEncode(bytes);
 }
 
 }  // namespace
@@ -110,7 +102,10 @@ StatusOr<CreatedJob> LocalJobs::Create(const job::Job& job, const ImageMap& imag
   CreatedJob created{{job.metadata.namespace_name, job.metadata.name}, SupervisorLock()};
   COHORT_RETURN_IF_ERROR(store_.CreateJob(job, &created.lock));
   Status written = store_.WriteEndpoints(created.key, *ports);
-  if (written.ok()) written = store_.WriteSecret(created.key, NewSecret());
+  if (written.ok()) {
+    StatusOr<std::string> secret = job::NewJobSecret();
+    written = secret.ok() ? store_.WriteSecret(created.key, *secret) : secret.status();
+  }
   // A job that cannot start is not left behind to be reported as one whose supervisor died.
   if (!written.ok()) {
     if (Status deleted = store_.DeleteJob(created.key); !deleted.ok()) {

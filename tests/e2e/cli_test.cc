@@ -544,11 +544,12 @@ TEST_F(CohortCliTest, EnvPrintsAReplicasEnvironmentInTheOperatorsOrderForEitherK
           .string();
   CommandResult cluster = sandbox_.Cohort({"env", torch, "--replica", "worker-1", "--kubernetes"});
   ASSERT_EQ(cluster.exit_code, 0) << cluster.output;
-  EXPECT_EQ(VariableOrder(cluster.output),
-            (std::vector<std::string>{
-                "PID_DIR", "COHORT_TERMINATION_MESSAGE_PATH", "COHORT_JOB_NAME", "PYTHONUNBUFFERED",
-                "MASTER_PORT", "PET_MASTER_PORT", "MASTER_ADDR", "PET_MASTER_ADDR", "WORLD_SIZE",
-                "RANK", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES"}))
+  EXPECT_EQ(
+      VariableOrder(cluster.output),
+      (std::vector<std::string>{"PID_DIR", "COHORT_TERMINATION_MESSAGE_PATH", "COHORT_JOB_NAME",
+                                "COHORT_JOB_SECRET", "PYTHONUNBUFFERED", "MASTER_PORT",
+                                "PET_MASTER_PORT", "MASTER_ADDR", "PET_MASTER_ADDR", "WORLD_SIZE",
+                                "RANK", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES"}))
       << cluster.output;
   EXPECT_THAT(cluster.output,
               AllOf(HasSubstr("\nMASTER_ADDR=torch-master-0\n"), HasSubstr("\nMASTER_PORT=23456\n"),

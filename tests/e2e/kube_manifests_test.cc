@@ -1,4 +1,5 @@
-// `cohort manifests` and `cohort crd` through the real binary: the YAML stream's order and
+// `cohort manifests` and `cohort crd` through the real binary: the YAML stream's order (the job's
+// Secret, with a fresh secret at each print, first) and
 // namespace, the gang scheduler's PodGroup, input errors, `cohort crd` with and without a kind,
 // and deploy/kubernetes/crd.yaml being exactly what `cohort crd` prints (every kind's CRD).
 #include <gmock/gmock.h>
@@ -32,21 +33,33 @@ std::vector<std::string> Documents(const std::string& stream) {
   return documents;
 }
 
-TEST(KubeManifestsTest, PrintsPodsThenServicesInTheGivenNamespace) {
+// The job's Secret first (the pods read COHORT_JOB_SECRET from it), then pods, then services.
+TEST(KubeManifestsTest, PrintsTheSecretPodsThenServicesInTheGivenNamespace) {
   CohortSandbox sandbox;
   CommandResult result =
       sandbox.Cohort({"manifests", kSourceDir + "/examples/hello/tfjob.yaml", "-n", "team-a"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::vector<std::string> documents = Documents(result.output);
-  ASSERT_EQ(documents.size(), 6u) << result.output;
+  ASSERT_EQ(documents.size(), 7u) << result.output;
+  EXPECT_THAT(documents[0], HasSubstr("\nkind: Secret\n"));
+  EXPECT_THAT(documents[0], HasSubstr("  name: hello-tfjob-secret\n"));
+  EXPECT_THAT(documents[0], HasSubstr("  namespace: team-a\n"));
+  EXPECT_THAT(documents[0], HasSubstr("  COHORT_JOB_SECRET: "));
   const std::vector<std::string> names = {"hello-ps-0", "hello-worker-0", "hello-worker-1"};
-  for (size_t i = 0; i < documents.size(); ++i) {
-    EXPECT_THAT(documents[i], HasSubstr(i < 3 ? "\nkind: Pod\n" : "\nkind: Service\n"));
-    EXPECT_THAT(documents[i], HasSubstr("  name: " + names[i % 3] + "\n"));
+  for (size_t i = 1; i < documents.size(); ++i) {
+    EXPECT_THAT(documents[i], HasSubstr(i < 4 ? "\nkind: Pod\n" : "\nkind: Service\n"));
+    EXPECT_THAT(documents[i], HasSubstr("  name: " + names[(i - 1) % 3] + "\n"));
     EXPECT_THAT(documents[i], HasSubstr("  namespace: team-a\n"));
   }
-  EXPECT_THAT(documents[1], HasSubstr("hello-ps-0.team-a.svc:2222"));
-  EXPECT_THAT(documents[3], HasSubstr("clusterIP: None"));
+  EXPECT_THAT(documents[2], HasSubstr("hello-ps-0.team-a.svc:2222"));
+  EXPECT_THAT(documents[2], HasSubstr("name: hello-tfjob-secret"));
+  EXPECT_THAT(documents[4], HasSubstr("clusterIP: None"));
+  // A fresh secret at each print.
+  CommandResult again =
+      sandbox.Cohort({"manifests", kSourceDir + "/examples/hello/tfjob.yaml", "-n", "team-a"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(Documents(again.output)[0], documents[0]);
+  EXPECT_EQ(Documents(again.output)[1], documents[1]);
 }
 
 TEST(KubeManifestsTest, GangSchedulingAddsThePodGroupLast) {
@@ -56,11 +69,11 @@ TEST(KubeManifestsTest, GangSchedulingAddsThePodGroupLast) {
                       "volcano", "--cluster-domain", "cluster.local"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::vector<std::string> documents = Documents(result.output);
-  ASSERT_EQ(documents.size(), 7u) << result.output;
+  ASSERT_EQ(documents.size(), 8u) << result.output;
   EXPECT_THAT(documents.back(), HasSubstr("apiVersion: scheduling.volcano.sh/v1beta1\n"));
   EXPECT_THAT(documents.back(), HasSubstr("minMember: 3"));
-  EXPECT_THAT(documents[0], HasSubstr("schedulerName: volcano"));
-  EXPECT_THAT(documents[0], HasSubstr("mnist-worker-2.default.svc.cluster.local:2222"));
+  EXPECT_THAT(documents[1], HasSubstr("schedulerName: volcano"));
+  EXPECT_THAT(documents[1], HasSubstr("mnist-worker-2.default.svc.cluster.local:2222"));
 }
 
 TEST(KubeManifestsTest, BadInputIsAnInputError) {

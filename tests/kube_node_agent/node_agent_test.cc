@@ -81,6 +81,15 @@ class NodeAgentTest : public KubeClusterTest {
            << "; last seen: " << pod.dump(1);
   }
 
+  // The job's Secret (kube/objects), holding `secret`, which its pods read as COHORT_JOB_SECRET.
+  void CreateJobSecret(const std::string& namespace_name, const job::Job& job,
+                       const std::string& secret) {
+    StatusOr<json> built = kube::BuildJobSecret(job, kube::Owner{}, secret);
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    StatusOr<json> created = api_->Create(kube::SecretResource(), namespace_name, *built);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+
   json CreatePod(const std::string& namespace_name, const json& pod) {
     StatusOr<json> created = api_->Create(kube::PodResource(), namespace_name, pod);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
@@ -118,6 +127,7 @@ TEST_F(NodeAgentTest, HelloJobRunsAndTheServerStopsOnDeletion) {
   job->metadata.namespace_name = ns;
   kube::Owner owner;
   owner.name = job->metadata.name;
+  CreateJobSecret(ns, *job, "hello-secret");
   for (const auto& [type, count] :
        std::vector<std::pair<std::string, int>>{{"PS", 1}, {"Worker", 2}}) {
     for (int index = 0; index < count; ++index) {
@@ -150,6 +160,38 @@ TEST_F(NodeAgentTest, HelloJobRunsAndTheServerStopsOnDeletion) {
   std::string log = ReadText(agent_->LogPath(ns, "hello-ps-0", "tensorflow", 0));
   EXPECT_NE(log.find("stopping: got SIGTERM"), std::string::npos) << log;
   EXPECT_EQ(agent_->PodIp(ns, "hello-ps-0"), "");
+}
+
+// An env variable from a Secret's key (the job secret's way into a replica) gets the key's value;
+// a pod whose Secret is missing fails, naming the Secret.
+TEST_F(NodeAgentTest, EnvFromASecretKeyIsTheSecretsValue) {
+  const std::string ns = "agent-secret";
+  StartAgent(ns);
+  ASSERT_TRUE(agent_);
+  const json secret = {{"apiVersion", "v1"},
+                       {"kind", "Secret"},
+                       {"metadata", {{"name", "job-secret"}}},
+                       {"stringData", {{"COHORT_JOB_SECRET", "s3cret-value"}}}};
+  ASSERT_TRUE(api_->Create(kube::SecretResource(), ns, secret).ok());
+  const json from_secret = {
+      {"name", "COHORT_JOB_SECRET"},
+      {"valueFrom", {{"secretKeyRef", {{"name", "job-secret"}, {"key", "COHORT_JOB_SECRET"}}}}}};
+  json reader = ShellPod("reader", "echo \"secret=$COHORT_JOB_SECRET\"", "Never");
+  reader["spec"]["containers"][0]["env"] = json::array({from_secret});
+  CreatePod(ns, reader);
+  ASSERT_TRUE(WaitForPhase(ns, "reader", "Succeeded"));
+  const std::string log = ReadText(agent_->LogPath(ns, "reader", "main", 0));
+  EXPECT_NE(log.find("secret=s3cret-value\n"), std::string::npos) << log;
+
+  json missing = ShellPod("missing", "true", "Never");
+  json elsewhere = from_secret;
+  elsewhere["valueFrom"]["secretKeyRef"]["name"] = "no-such-secret";
+  missing["spec"]["containers"][0]["env"] = json::array({elsewhere});
+  CreatePod(ns, missing);
+  ASSERT_TRUE(WaitForPhase(ns, "missing", "Failed"));
+  EXPECT_NE(Pod(ns, "missing")["status"].value("message", "").find("no-such-secret"),
+            std::string::npos)
+      << Pod(ns, "missing")["status"].dump();
 }
 
 // Two pods both use port 2222, each on its own IP; the client reaches the server by its service's
@@ -307,6 +349,7 @@ TEST_F(NodeAgentTest, MnistWorkersTrainAndSaveAModel) {
                                               "--tensorboard_dir=" + (out / "logs").string()};
   kube::Owner owner;
   owner.name = job->metadata.name;
+  CreateJobSecret(ns, *job, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
   for (int index = 0; index < 2; ++index) {
     StatusOr<json> service = kube::BuildService(*job, owner, "Worker", index, {});
     ASSERT_TRUE(service.ok()) << service.status().ToString();
@@ -341,9 +384,17 @@ TEST_F(NodeAgentTest, MnistWorkersTrainAndSaveAModel) {
   for (const std::string worker : {"mnist-worker-0", "mnist-worker-1"}) {
     std::string resumed = ReadText(agent_->LogPath(ns, worker, "tensorflow", 1));
     EXPECT_NE(resumed.find("resuming from epoch 1"), std::string::npos) << resumed;
+    // The workers authenticated each other with the job secret from the job's Secret.
+    for (int run = 0; run < 2; ++run) {
+      const std::string log = ReadText(agent_->LogPath(ns, worker, "tensorflow", run));
+      EXPECT_EQ(log.find("runs in open mode"), std::string::npos) << worker << ": " << log;
+    }
   }
   EXPECT_TRUE(std::filesystem::exists(out / "model" / "manifest.json"));
-  EXPECT_FALSE(std::filesystem::exists(out / "backup"));
+  // The backup is gone; with a job secret the run has an identity, so its completion marker
+  // stays (train/backup_and_restore.h), as in a local run.
+  EXPECT_FALSE(std::filesystem::exists(out / "backup" / "chief"));
+  EXPECT_TRUE(std::filesystem::exists(out / "backup" / "training_complete"));
 }
 #endif  // COHORT_NODE_AGENT_TRAINS
 

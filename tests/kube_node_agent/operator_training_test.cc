@@ -17,6 +17,7 @@
 #include "kube/client/kubeconfig.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/operator.h"
+#include "kube/operator/replica_objects.h"
 #include "testing/files.h"
 #include "testing/host.h"
 #include "testing/kube_test_cluster.h"
@@ -159,6 +160,16 @@ TEST_F(OperatorTrainingTest, MnistJobSucceedsThroughAWorkerRecreatedByTheOperato
   // The recreated worker resumed from the backup.
   std::string resumed = log("mnist-worker-1");
   EXPECT_NE(resumed.find("resuming from epoch 1"), std::string::npos) << resumed;
+  // Every run, the recreated worker's too, authenticated its peers with the job secret from the
+  // job's Secret, which the operator made: none ran in open mode.
+  StatusOr<json> secret = api.Get(kube::SecretResource(), ns, "mnist-tfjob-secret");
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  StatusOr<json> tfjob = api.Get(kube::JobResource(job::TFJobKind()), ns, "mnist");
+  ASSERT_TRUE(tfjob.ok()) << tfjob.status().ToString();
+  EXPECT_EQ(kube::ControllerUid(*secret, "TFJob"), (*tfjob)["metadata"].value("uid", ""));
+  for (const std::string pod : {"mnist-worker-0", "mnist-worker-1"}) {
+    EXPECT_EQ(log(pod).find("runs in open mode"), std::string::npos) << pod << ": " << log(pod);
+  }
 }
 
 // As a new user would: the flagship's manifest exactly as written (3 workers, 3 epochs, files in

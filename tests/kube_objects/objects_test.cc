@@ -1,18 +1,21 @@
 // The pods, services and PodGroups of kube/objects, field by field against what Kubeflow's
 // training operator creates: names, labels, the controller reference, the template copied with
-// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's two additions
-// (COHORT_TERMINATION_MESSAGE_PATH and COHORT_JOB_NAME just before it), headless services, and
-// gang scheduling.
+// its restart policy mapped, TF_CONFIG last in the tensorflow container, Cohort's additions
+// (COHORT_TERMINATION_MESSAGE_PATH, COHORT_JOB_NAME, then COHORT_JOB_SECRET from the job's Secret,
+// just before it; the Secret itself), headless services, and gang scheduling.
 // Expected values are written out here, not produced by the code under test.
 #include "kube/objects/objects.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "job/spec_parser.h"
+#include "job/yaml_document.h"
 
 namespace cohort::kube {
 namespace {
@@ -80,6 +83,13 @@ bool HasEnv(const json& container, const std::string& name) {
   return false;
 }
 
+// COHORT_JOB_SECRET as every replica of the TFJob `job` reads it: from the job's Secret.
+json JobSecretVariable(const std::string& job) {
+  return {{"name", "COHORT_JOB_SECRET"},
+          {"valueFrom",
+           {{"secretKeyRef", {{"name", job + "-tfjob-secret"}, {"key", "COHORT_JOB_SECRET"}}}}}};
+}
+
 const json kOwnerReference = {{"apiVersion", "kubeflow.org/v1"},
                               {"kind", "TFJob"},
                               {"name", "dist-mnist-for-e2e-test"},
@@ -127,6 +137,7 @@ TEST_F(DistMnistTest, WorkerPodIsTheOperatorsPod) {
   // For $(COHORT_JOB_NAME) in args, as a local replica has it.
   EXPECT_EQ(container["env"][1],
             json({{"name", "COHORT_JOB_NAME"}, {"value", "dist-mnist-for-e2e-test"}}));
+  EXPECT_EQ(container["env"][2], JobSecretVariable("dist-mnist-for-e2e-test"));
   EXPECT_EQ(LastTfConfig(pod),
             R"({"cluster":{"ps":)" + ps_hosts_ + R"(,"worker":)" + worker_hosts_ +
                 R"(},"task":{"type":"worker","index":1},"environment":"cloud"})");
@@ -165,8 +176,69 @@ TEST_F(DistMnistTest, ServiceIsHeadlessWithTheReplicaLabelsAsSelector) {
   EXPECT_EQ(Service(job_, "Worker", 0), expected) << "no job-role, targetPort or protocol";
 }
 
-TEST_F(DistMnistTest, AllObjectsArePodsThenServicesWithoutAPodGroup) {
-  StatusOr<std::vector<json>> objects = BuildJobObjects(job_, OwnerOf(job_), {});
+TEST_F(DistMnistTest, TheJobSecretIsAnImmutableSecretOwnedByTheJob) {
+  StatusOr<json> secret = BuildJobSecret(job_, OwnerOf(job_), "c0ffee");
+  ASSERT_TRUE(secret.ok()) << secret.status().message();
+  const json expected = {{"apiVersion", "v1"},
+                         {"kind", "Secret"},
+                         {"metadata",
+                          {{"name", "dist-mnist-for-e2e-test-tfjob-secret"},
+                           {"labels",
+                            {{"training.kubeflow.org/operator-name", "tfjob-controller"},
+                             {"training.kubeflow.org/job-name", "dist-mnist-for-e2e-test"}}},
+                           {"ownerReferences", json::array({kOwnerReference})}}},
+                         {"type", "Opaque"},
+                         {"immutable", true},
+                         {"data", {{"COHORT_JOB_SECRET", "YzBmZmVl"}}}};  // base64 of "c0ffee"
+  EXPECT_EQ(*secret, expected);
+  EXPECT_EQ(JobSecretName(job_), "dist-mnist-for-e2e-test-tfjob-secret");
+  StatusOr<json> unowned = BuildJobSecret(job_, OwnerOf(job_, ""), "c0ffee");
+  ASSERT_TRUE(unowned.ok());
+  EXPECT_FALSE((*unowned)["metadata"].contains("ownerReferences"));
+  StatusOr<json> empty = BuildJobSecret(job_, OwnerOf(job_), "");
+  ASSERT_FALSE(empty.ok()) << "an empty secret would leave the job in open mode";
+  EXPECT_NE(empty.status().message().find("dist-mnist-for-e2e-test"), std::string::npos);
+}
+
+TEST_F(DistMnistTest, EveryReplicasTensorflowContainerReadsTheJobSecret) {
+  for (const auto& [type, count] :
+       std::vector<std::pair<std::string, int>>{{"PS", 2}, {"Worker", 4}}) {
+    for (int index = 0; index < count; ++index) {
+      const json pod = Pod(job_, type, index);
+      const json& env = TensorflowContainer(pod)["env"];
+      EXPECT_EQ(env[env.size() - 2], JobSecretVariable("dist-mnist-for-e2e-test"))
+          << type << " " << index << ": " << env.dump();
+    }
+  }
+}
+
+TEST(JobSecretTest, AContainerThatSetsItsOwnJobSecretKeepsIt) {
+  job::Job job = LoadText(R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: own}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: trainer
+              env:
+                - name: COHORT_JOB_SECRET
+                  valueFrom: {secretKeyRef: {name: mine, key: s}}
+)");
+  const json pod = Pod(job, "Worker", 1);
+  const json& env = TensorflowContainer(pod)["env"];
+  int secrets = 0;
+  for (const json& variable : env) secrets += variable["name"] == "COHORT_JOB_SECRET";
+  EXPECT_EQ(secrets, 1) << env.dump();
+  EXPECT_EQ(env[0]["valueFrom"]["secretKeyRef"]["name"], "mine");
+}
+
+TEST_F(DistMnistTest, AllObjectsAreTheSecretPodsThenServicesWithoutAPodGroup) {
+  StatusOr<std::vector<json>> objects = BuildJobObjects(job_, OwnerOf(job_), {}, "c0ffee");
   ASSERT_TRUE(objects.ok()) << objects.status().message();
   std::vector<std::string> names;
   for (const json& object : *objects) {
@@ -174,7 +246,7 @@ TEST_F(DistMnistTest, AllObjectsArePodsThenServicesWithoutAPodGroup) {
                     object["metadata"]["name"].get<std::string>());
   }
   const std::string prefix = "dist-mnist-for-e2e-test-";
-  std::vector<std::string> expected;
+  std::vector<std::string> expected = {"Secret dist-mnist-for-e2e-test-tfjob-secret"};
   for (const char* kind : {"Pod ", "Service "}) {
     for (const char* replica : {"ps-0", "ps-1", "worker-0", "worker-1", "worker-2", "worker-3"}) {
       expected.push_back(kind + prefix + replica);
@@ -229,11 +301,59 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
   EXPECT_EQ(env[0], json({{"name", "GREETING"}, {"value", "hello from a TFJob"}}));
   EXPECT_EQ(env[1]["name"], "COHORT_TERMINATION_MESSAGE_PATH");
   EXPECT_EQ(env[2], json({{"name", "COHORT_JOB_NAME"}, {"value", "hello"}}));
+  EXPECT_EQ(env[3], JobSecretVariable("hello"));
   EXPECT_EQ(
       LastTfConfig(worker),
       R"({"cluster":{"ps":["hello-ps-0.default.svc:2222"],"worker":["hello-worker-0.default.svc:2222","hello-worker-1.default.svc:2222"]},"task":{"type":"worker","index":1},"environment":"cloud"})");
   EXPECT_EQ(Pod(job, "Worker", 0)["metadata"]["labels"]["training.kubeflow.org/job-role"],
             "master");
+}
+
+// examples/mnist/tfjob-s3.yaml: the flagship with every path in a bucket, its credentials from the
+// user's Secret (examples/mnist/s3-credentials.yaml) by secretKeyRef, which reach every worker's
+// pod as written, beside the job secret from the job's own Secret.
+TEST(ExamplesTest, MnistOnS3ReadsItsCredentialsFromTheUsersSecret) {
+  StatusOr<std::string> secret_text =
+      job::ReadYamlFile(kSourceDir + "/examples/mnist/s3-credentials.yaml");
+  ASSERT_TRUE(secret_text.ok()) << secret_text.status().ToString();
+  StatusOr<std::vector<job::YamlDocument>> documents =
+      job::ReadYamlDocuments(*secret_text, "s3-credentials.yaml");
+  ASSERT_TRUE(documents.ok()) << documents.status().ToString();
+  ASSERT_EQ(documents->size(), 1u);
+  const json& secret = documents->front().root;
+  EXPECT_EQ(secret["apiVersion"], "v1");
+  EXPECT_EQ(secret["kind"], "Secret");
+  const std::string secret_name = secret["metadata"]["name"];
+  std::set<std::string> keys;
+  for (const auto& [key, value] : secret["stringData"].items()) keys.insert(key);
+  EXPECT_EQ(keys, (std::set<std::string>{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}));
+
+  job::Job job = LoadFile(kSourceDir + "/examples/mnist/tfjob-s3.yaml");
+  ASSERT_EQ(job.replica_specs.at("Worker").replicas, 3);
+  for (int index = 0; index < 3; ++index) {
+    const json pod = Pod(job, "Worker", index);
+    const json& container = TensorflowContainer(pod);
+    std::map<std::string, json> env;
+    for (const json& variable : container["env"]) env[variable["name"]] = variable;
+    for (const std::string key : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
+      ASSERT_TRUE(env.count(key)) << index << " " << key;
+      EXPECT_EQ(env[key]["valueFrom"]["secretKeyRef"], json({{"name", secret_name}, {"key", key}}))
+          << "the key the Secret holds, by the Secret's name";
+    }
+    EXPECT_EQ(env["COHORT_JOB_SECRET"], JobSecretVariable("mnist-s3"));
+    EXPECT_TRUE(env["AWS_REGION"].contains("value"));
+    EXPECT_TRUE(env["AWS_ENDPOINT_URL_S3"].contains("value"));
+    int bucket_paths = 0;
+    for (const json& arg : container["args"]) {
+      const std::string text = arg;
+      for (const char* flag : {"--saved_model_path=", "--checkpoint_path=", "--tensorboard_dir="}) {
+        if (text.rfind(flag, 0) != 0) continue;
+        EXPECT_EQ(text.find("s3://my-bucket/"), std::string(flag).size()) << text;
+        ++bucket_paths;
+      }
+    }
+    EXPECT_EQ(bucket_paths, 3) << container["args"].dump();
+  }
 }
 
 TEST(ExamplesTest, MnistWorkersShareOneClusterOfThree) {
@@ -384,12 +504,14 @@ spec:
               terminationMessagePath: /tmp/last-words
 )");
   json pod = Pod(job, "Worker", 0);
-  // Only the termination-message variable, naming the container's own path, and the job's name.
+  // The termination-message variable, naming the container's own path, the job's name and the
+  // job secret.
   EXPECT_EQ(
       TensorflowContainer(pod)["env"],
       json::array({{{"name", "A"}, {"value", "b"}},
                    {{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/tmp/last-words"}},
-                   {{"name", "COHORT_JOB_NAME"}, {"value", "single"}}}));
+                   {{"name", "COHORT_JOB_NAME"}, {"value", "single"}},
+                   JobSecretVariable(job.metadata.name)}));
   EXPECT_EQ(pod["metadata"]["labels"]["training.kubeflow.org/job-role"], "master");
 }
 

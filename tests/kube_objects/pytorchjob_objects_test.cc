@@ -73,6 +73,12 @@ json Variables(std::vector<std::pair<std::string, std::string>> pairs) {
   return env;
 }
 
+// COHORT_JOB_SECRET from the job's Secret, before the kind's environment in every container.
+const json kJobSecret = json::array(
+    {{{"name", "COHORT_JOB_SECRET"},
+      {"valueFrom",
+       {{"secretKeyRef", {{"name", "mnist-pytorchjob-secret"}, {"key", "COHORT_JOB_SECRET"}}}}}}});
+
 const json kMasterEnvironment = Variables({{"PYTHONUNBUFFERED", "1"},
                                            {"MASTER_PORT", "23456"},
                                            {"PET_MASTER_PORT", "23456"},
@@ -110,7 +116,7 @@ TEST(PyTorchJobPodTest, TheMasterPodHasTheOperatorsLabelsAndEnvironment) {
             Concatenated(Variables({{"LOGLEVEL", "DEBUG"},
                                     {"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
                                     {"COHORT_JOB_NAME", "mnist"}}),
-                         kMasterEnvironment));
+                         Concatenated(kJobSecret, kMasterEnvironment)));
 }
 
 TEST(PyTorchJobPodTest, EveryContainerOfAWorkerGetsTheEnvironmentAndInitContainersDoNot) {
@@ -130,13 +136,14 @@ TEST(PyTorchJobPodTest, EveryContainerOfAWorkerGetsTheEnvironmentAndInitContaine
   const json& containers = pod["spec"]["containers"];
   ASSERT_EQ(containers.size(), 2u);
   EXPECT_EQ(containers[0]["name"], "log-shipper");
-  EXPECT_EQ(containers[0]["env"], worker_environment) << "a sidecar gets it too";
+  EXPECT_EQ(containers[0]["env"], Concatenated(kJobSecret, worker_environment))
+      << "a sidecar gets it too";
   EXPECT_FALSE(containers[0].contains("ports"));
   EXPECT_EQ(containers[1]["name"], "pytorch");
   EXPECT_EQ(containers[1]["env"],
             Concatenated(Variables({{"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
                                     {"COHORT_JOB_NAME", "mnist"}}),
-                         worker_environment));
+                         Concatenated(kJobSecret, worker_environment)));
 
   const json& init = pod["spec"]["initContainers"];
   ASSERT_EQ(init.size(), 2u);
@@ -160,11 +167,11 @@ TEST(PyTorchJobPodTest, WithoutAMasterWorkerZeroHasTheRoleAndNoWorkerWaits) {
   ASSERT_EQ(worker["spec"]["initContainers"].size(), 1u);
   EXPECT_EQ(worker["spec"]["initContainers"][0]["name"], "fetch-data");
   EXPECT_EQ(worker["spec"]["containers"][1]["env"],
-            Variables({{"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
-                       {"COHORT_JOB_NAME", "mnist"},
-                       {"PYTHONUNBUFFERED", "1"},
-                       {"PET_NPROC_PER_NODE", "auto"},
-                       {"PET_NNODES", "2"}}));
+            Concatenated(Variables({{"COHORT_TERMINATION_MESSAGE_PATH", "/dev/termination-log"},
+                                    {"COHORT_JOB_NAME", "mnist"}}),
+                         Concatenated(kJobSecret, Variables({{"PYTHONUNBUFFERED", "1"},
+                                                             {"PET_NPROC_PER_NODE", "auto"},
+                                                             {"PET_NNODES", "2"}}))));
 }
 
 TEST(PyTorchJobPodTest, ServicesExposeThePytorchjobPort) {

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
+#include <tuple>
 
 #include "fake_api.h"
 #include "job/pytorchjob.h"
 #include "job/tfjob.h"
+#include "kube/client/base64.h"
 #include "kube/objects/objects.h"
 #include "kube/operator/operator.h"
 #include "operator_fixture.h"
@@ -60,6 +63,18 @@ std::vector<std::string> VariableNames(const json& container) {
 std::string Variable(const json& container, const std::string& name) {
   for (const json& variable : container.value("env", json::array())) {
     if (variable.value("name", "") == name) return variable.value("value", "");
+  }
+  return "";
+}
+
+// The Secret a container's COHORT_JOB_SECRET is read from, "" when it reads none.
+std::string SecretOf(const json& container) {
+  for (const json& variable : container.value("env", json::array())) {
+    if (variable.value("name", "") != "COHORT_JOB_SECRET") continue;
+    const json reference =
+        variable.value("valueFrom", json::object()).value("secretKeyRef", json::object());
+    EXPECT_EQ(reference.value("key", ""), "COHORT_JOB_SECRET") << variable.dump();
+    return reference.value("name", "");
   }
   return "";
 }
@@ -157,8 +172,10 @@ TEST_F(KindsOperatorTest, RunsAPyTorchJobToSuccessWithKubeflowsObjects) {
   const std::vector<std::string> names = {
       "PYTHONUNBUFFERED", "MASTER_PORT", "PET_MASTER_PORT", "MASTER_ADDR",        "PET_MASTER_ADDR",
       "WORLD_SIZE",       "RANK",        "PET_NODE_RANK",   "PET_NPROC_PER_NODE", "PET_NNODES"};
+  std::vector<std::string> sidecar_names = {"COHORT_JOB_SECRET"};
+  sidecar_names.insert(sidecar_names.end(), names.begin(), names.end());
   std::vector<std::string> main_names = {"COHORT_TERMINATION_MESSAGE_PATH", "COHORT_JOB_NAME"};
-  main_names.insert(main_names.end(), names.begin(), names.end());
+  main_names.insert(main_names.end(), sidecar_names.begin(), sidecar_names.end());
   const std::vector<std::pair<std::string, std::string>> ranks = {
       {"torch-master-0", "0"}, {"torch-worker-0", "1"}, {"torch-worker-1", "2"}};
   for (const auto& [name, rank] : ranks) {
@@ -172,7 +189,10 @@ TEST_F(KindsOperatorTest, RunsAPyTorchJobToSuccessWithKubeflowsObjects) {
     ASSERT_EQ(containers.size(), 2u) << name;
     EXPECT_EQ(containers[0]["name"], "pytorch");
     EXPECT_EQ(VariableNames(containers[0]), main_names) << name;
-    EXPECT_EQ(VariableNames(containers[1]), names) << name << ": the sidecar gets it too";
+    EXPECT_EQ(VariableNames(containers[1]), sidecar_names) << name << ": the sidecar gets it too";
+    for (const json& container : containers) {
+      EXPECT_EQ(SecretOf(container), "torch-pytorchjob-secret") << name;
+    }
     for (const json& container : containers) {
       EXPECT_EQ(Variable(container, "MASTER_ADDR"), "torch-master-0") << name;
       EXPECT_EQ(Variable(container, "MASTER_PORT"), "23456") << name;
@@ -213,6 +233,7 @@ TEST_F(KindsOperatorTest, RunsAPyTorchJobToSuccessWithKubeflowsObjects) {
       [&] { return Events("PyTorchJob", uid, "SuccessfulCreatePod").size() == 3; }, kWait));
   const std::vector<json> events = Events("PyTorchJob", uid);
   EXPECT_EQ(events.size(), api_.Objects("events").size()) << "every Event is about the job";
+  EXPECT_EQ(Events("PyTorchJob", uid, "SuccessfulCreateSecret").size(), 1u);
   for (const json& event : events) {
     EXPECT_EQ(event["source"].value("component", ""), "pytorchjob-controller");
     EXPECT_EQ(event["involvedObject"].value("apiVersion", ""), "kubeflow.org/v1");
@@ -283,6 +304,77 @@ TEST_F(KindsOperatorTest, AKindWithoutItsCrdIsReportedOnceAndTheOthersRun) {
             1);
   EXPECT_EQ(LogLines("TFJobs run meanwhile"), 1);
   EXPECT_EQ(LogLines("list failed"), 0);
+}
+
+// Every job gets a Secret of its own before its first pod: owned by the job (the garbage collector
+// deletes it with the job), holding a fresh 256-bit secret that each pod's containers read; two
+// jobs never share one, and a TFJob and a PyTorchJob of one name have one each. Made once: a
+// re-created pod reads the same Secret, and the operator does not make another.
+TEST_F(KindsOperatorTest, EveryJobGetsItsOwnSecretBeforeItsPods) {
+  auto op = StartOperator(Options());
+  const json first = Create(job::TFJobKind(), TFJobObject("first", {{"Worker", 2}}));
+  const json second = Create(job::TFJobKind(), TFJobObject("second", {{"Worker", 1}}));
+  const json torch = Create(job::PyTorchJobKind(), PyTorchJobObject("first", 0));
+  ASSERT_TRUE(WaitUntil([&] { return PodCount() == 4; }, kWait)) << PodCount();
+  std::set<std::string> values;
+  for (const auto& [name, kind, owner] : std::vector<std::tuple<std::string, std::string, json>>{
+           {"first-tfjob-secret", "TFJob", first},
+           {"second-tfjob-secret", "TFJob", second},
+           {"first-pytorchjob-secret", "PyTorchJob", torch}}) {
+    const std::optional<json> secret = api_.Object("secrets", "default", name);
+    ASSERT_TRUE(secret.has_value()) << name;
+    EXPECT_EQ(ControllerUid(*secret, kind), owner["metadata"]["uid"]) << name;
+    EXPECT_EQ((*secret)["type"], "Opaque");
+    EXPECT_EQ((*secret)["immutable"], true);
+    StatusOr<std::string> value =
+        DecodeBase64((*secret)["data"].value("COHORT_JOB_SECRET", ""), name);
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    EXPECT_EQ(value->size(), 64u) << "256 bits in hex";
+    values.insert(*value);
+  }
+  EXPECT_EQ(values.size(), 3u) << "two jobs share a secret";
+  for (const char* pod : {"first-worker-0", "first-worker-1"}) {
+    EXPECT_EQ(SecretOf(Pod(pod)["spec"]["containers"][0]), "first-tfjob-secret") << pod;
+  }
+  EXPECT_EQ(SecretOf(Pod("second-worker-0")["spec"]["containers"][0]), "second-tfjob-secret");
+  EXPECT_EQ(SecretOf(Pod("first-master-0")["spec"]["containers"][0]), "first-pytorchjob-secret");
+
+  // A replica re-created after a failure reads the Secret made at the start; none is made again.
+  const std::string before = Pod("first-worker-1")["metadata"]["uid"];
+  ASSERT_TRUE(kubelet_.Run("first-worker-1").ok());
+  ASSERT_TRUE(api_.Delete(PodResource(), "default", "first-worker-1", {}).ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const json pod = Pod("first-worker-1");
+        return pod.contains("metadata") && pod["metadata"].value("uid", "") != before;
+      },
+      kWait));
+  EXPECT_EQ(api_.Calls("create", "secrets"), 3);
+  EXPECT_EQ(Events("TFJob", first["metadata"]["uid"], "SuccessfulCreateSecret").size(), 1u);
+}
+
+// A Secret of the job's Secret's name that the job does not control may hold a value others know:
+// the operator does not use it, creates no pod, and says why in a Warning event.
+TEST_F(KindsOperatorTest, ASecretOfThatNameTheJobDoesNotControlIsNotUsed) {
+  ASSERT_TRUE(api_.Create(SecretResource(), "default",
+                          {{"apiVersion", "v1"},
+                           {"kind", "Secret"},
+                           {"metadata", {{"name", "taken-tfjob-secret"}}},
+                           {"data", {{"COHORT_JOB_SECRET", EncodeBase64("known")}}}})
+                  .ok());
+  auto op = StartOperator(Options());
+  const json job = Create(job::TFJobKind(), TFJobObject("taken", {{"Worker", 1}}));
+  const std::string uid = job["metadata"]["uid"];
+  ASSERT_TRUE(
+      WaitUntil([&] { return !Events("TFJob", uid, "FailedCreateSecret").empty(); }, kWait));
+  const json event = Events("TFJob", uid, "FailedCreateSecret").front();
+  EXPECT_EQ(event.value("type", ""), "Warning");
+  EXPECT_NE(event.value("message", "")
+                .find("default/taken-tfjob-secret exists but is not "
+                      "controlled by TFJob default/taken"),
+            std::string::npos)
+      << event.dump();
+  EXPECT_EQ(PodCount(), 0u);
 }
 
 }  // namespace

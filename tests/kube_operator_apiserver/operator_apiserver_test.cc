@@ -8,8 +8,9 @@
 // TTL, successPolicy, a hung worker terminated on its peer's report, an operator restart in the
 // middle of a job, two operators and one Lease, a 409 Conflict on a status write and an expired
 // (410) watch, both forced by the test, gang scheduling against the PodGroup APIs of Volcano and
-// scheduler-plugins (their CRDs' shapes, tests/data/kube), and an operator holding only the rights
-// deploy/kubernetes grants. Each test works in a namespace of its own.
+// scheduler-plugins (their CRDs' shapes, tests/data/kube), each job's Secret (its owner, its pods'
+// references, two jobs' secrets apart, deleted with its job), and an operator holding only the
+// rights deploy/kubernetes grants. Each test works in a namespace of its own.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -27,6 +29,7 @@
 #include "base/file.h"
 #include "job/pytorchjob.h"
 #include "job/tfjob.h"
+#include "kube/client/base64.h"
 #include "kube/client/http_api.h"
 #include "kube/client/kubeconfig.h"
 #include "kube/objects/objects.h"
@@ -967,6 +970,70 @@ TEST_F(OperatorClusterTest, GangSchedulesWithASchedulerPluginsPodGroupTheServerA
   ASSERT_TRUE(
       WaitUntil([&] { return !Get(kSchedulerPluginsPodGroups, "coscheduled").has_value(); }, kWait))
       << "the PodGroup outlived the job";
+}
+
+// Every job gets a Secret of its own, read back with kubectl: owned by the job (controller
+// reference), immutable, holding 256 random bits; every container of the job reads
+// COHORT_JOB_SECRET from it; two jobs' secrets differ; the garbage collector deletes it with its
+// job, and the other job's stays.
+TEST_F(OperatorClusterTest, EveryJobGetsASecretOfItsOwnThatGoesWithIt) {
+  StartOperator();
+  ApplyJob("alpha", {{"PS", 1}, {"Worker", 2}}, "Never");
+  ApplyJob("beta", {{"Worker", 1}}, "Never");
+  ASSERT_TRUE(PodsBecome({"alpha-ps-0", "alpha-worker-0", "alpha-worker-1", "beta-worker-0"}))
+      << ::testing::PrintToString(Pods());
+  auto json_of = [&](const std::string& what) {
+    KubectlResult got = Kubectl("get " + what + " -o json");
+    EXPECT_TRUE(got.ok()) << got.Describe();
+    return got.ok() ? nlohmann::json::parse(got.out) : nlohmann::json::object();
+  };
+  std::map<std::string, std::string> values;
+  for (const std::string job : {"alpha", "beta"}) {
+    const nlohmann::json secret = json_of("secret " + job + "-tfjob-secret");
+    ASSERT_TRUE(secret.contains("metadata")) << job;
+    const nlohmann::json owners = secret["metadata"].value("ownerReferences", nlohmann::json());
+    ASSERT_TRUE(owners.is_array() && owners.size() == 1u) << secret.dump();
+    EXPECT_EQ(owners[0]["uid"], json_of("tfjob " + job)["metadata"]["uid"]) << job;
+    EXPECT_EQ(owners[0]["kind"], "TFJob");
+    EXPECT_EQ(owners[0].value("controller", false), true);
+    EXPECT_EQ(secret.value("type", ""), "Opaque");
+    EXPECT_EQ(secret.value("immutable", false), true) << secret.dump();
+    StatusOr<std::string> value = DecodeBase64(
+        secret.value("data", nlohmann::json::object()).value("COHORT_JOB_SECRET", ""), job);
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    EXPECT_EQ(value->size(), 64u) << "256 bits in hex";
+    values[job] = *value;
+  }
+  EXPECT_NE(values["alpha"], values["beta"]) << "two jobs share a secret";
+  for (const std::string pod :
+       {"alpha-ps-0", "alpha-worker-0", "alpha-worker-1", "beta-worker-0"}) {
+    const nlohmann::json env = json_of("pod " + pod)["spec"]["containers"][0]["env"];
+    const std::string job = pod.substr(0, pod.find('-'));
+    bool found = false;
+    for (const nlohmann::json& variable : env) {
+      if (variable.value("name", "") != "COHORT_JOB_SECRET") continue;
+      found = true;
+      EXPECT_EQ(variable["valueFrom"]["secretKeyRef"],
+                nlohmann::json({{"name", job + "-tfjob-secret"}, {"key", "COHORT_JOB_SECRET"}}))
+          << pod;
+    }
+    EXPECT_TRUE(found) << pod << " does not read COHORT_JOB_SECRET: " << env.dump();
+  }
+  // Immutable: a replica re-created later reads what its peers read.
+  KubectlResult changed = Kubectl(
+      R"(patch secret beta-tfjob-secret --type=merge -p '{"data":{"COHORT_JOB_SECRET":"eA=="}}')");
+  EXPECT_FALSE(changed.ok()) << "the job secret could be changed under the running job";
+
+  KubectlResult deleted = Kubectl("delete tfjob alpha --wait=false");
+  ASSERT_TRUE(deleted.ok()) << deleted.Describe();
+  // The controller-manager's garbage collector deletes the job's dependents once it has
+  // discovered the TFJob resource (its discovery runs every 30 s, so this may take that long).
+  ASSERT_TRUE(
+      WaitUntil([&] { return !Get(SecretResource(), "alpha-tfjob-secret").has_value(); }, 90s))
+      << "the Secret outlived its job";
+  EXPECT_TRUE(PodsBecome({"beta-worker-0"})) << ::testing::PrintToString(Pods());
+  EXPECT_TRUE(Get(SecretResource(), "beta-tfjob-secret").has_value()) << "the other job's went too";
+  EXPECT_EQ(Events("SuccessfulCreateSecret"), 2) << "one Secret made per job";
 }
 
 // The rights deploy/kubernetes grants are enough, and are what the operator uses: an operator

@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 validate() { node "$here/validate.mjs" "$@"; }
 
 "$cohort" crd >"$work/crd.yaml"
-jobs=("$source_dir"/examples/*/tfjob.yaml)
+jobs=("$source_dir"/examples/*/tfjob.yaml "$source_dir"/examples/mnist/tfjob-s3.yaml)
 for file in "$source_dir"/tests/data/specs/kubeflow/*.yaml; do
   # spec.onExit is no TFJob field: the API server prunes it (checked below).
   case "$file" in *exithandler*) continue ;; esac
@@ -48,6 +48,7 @@ deploy=()
 for file in "$source_dir"/deploy/kubernetes/*.yaml; do
   [ "$(basename "$file")" = kustomization.yaml ] || deploy+=("$file")
 done
+deploy+=("$source_dir/examples/mnist/s3-credentials.yaml")  # the user's Secret of tfjob-s3.yaml
 
 echo "== the CRD, the jobs against it, their objects, deploy/kubernetes"
 validate "$work/crd.yaml" "${jobs[@]}" "${manifests[@]}" "${deploy[@]}" >"$work/report.txt" || {

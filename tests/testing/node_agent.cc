@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "job/variable_references.h"
+#include "kube/client/base64.h"
 #include "testing/processes.h"
 
 namespace cohort::testing {
@@ -326,6 +327,41 @@ void NodeAgent::OnPod(const json& pod, bool deleted) {
   }
 }
 
+namespace {
+
+// The value of an env variable's valueFrom.secretKeyRef, read from the Secret on the server as
+// the kubelet reads it (data, base64); nullopt for another valueFrom (not played) or a missing
+// optional one. A missing Secret or key that is not optional is an error naming them (the kubelet
+// would keep the container waiting in CreateContainerConfigError).
+StatusOr<std::optional<std::string>> SecretKeyValue(kube::Api& api,
+                                                    const std::string& namespace_name,
+                                                    const json& variable) {
+  const json& value_from = variable["valueFrom"];
+  if (!value_from.is_object() || !value_from.contains("secretKeyRef")) {
+    return std::optional<std::string>();
+  }
+  const json& reference = value_from["secretKeyRef"];
+  const std::string name = String(reference, "name"), key = String(reference, "key");
+  const bool optional = reference.value("optional", false);
+  const std::string what = "env " + String(variable, "name") + " from secret " + namespace_name +
+                           "/" + name + " key " + key;
+  StatusOr<json> secret = api.Get(kube::SecretResource(), namespace_name, name);
+  if (!secret.ok() && secret.status().code() == Status::Code::kNotFound && optional) {
+    return std::optional<std::string>();
+  }
+  if (!secret.ok()) return secret.status().WithContext(what);
+  const json data = secret->value("data", json::object());
+  if (!data.is_object() || !data.contains(key) || !data[key].is_string()) {
+    if (optional) return std::optional<std::string>();
+    return Status::NotFound(what + ": the secret has no such key");
+  }
+  StatusOr<std::string> decoded = kube::DecodeBase64(data[key].get<std::string>(), what);
+  if (!decoded.ok()) return decoded.status();
+  return std::optional<std::string>(std::move(*decoded));
+}
+
+}  // namespace
+
 Status NodeAgent::StartPod(const json& pod) {
   const json& metadata = pod.value("metadata", json::object());
   const json& spec = pod.value("spec", json::object());
@@ -372,7 +408,13 @@ Status NodeAgent::StartPod(const json& pod) {
     container_run.environment = inherited;
     container_run.environment.push_back("HOSTNAME=" + run->hostname);
     for (const json& variable : item.value("env", json::array())) {
-      if (!variable.contains("value")) continue;  // valueFrom: not played
+      if (variable.contains("valueFrom")) {
+        StatusOr<std::optional<std::string>> value =
+            SecretKeyValue(api_, run->namespace_name, variable);
+        if (!value.ok()) return value.status().WithContext("pod " + pod_name);
+        if (*value) container_run.environment.push_back(String(variable, "name") + "=" + **value);
+        continue;
+      }
       container_run.environment.push_back(String(variable, "name") + "=" +
                                           String(variable, "value"));
     }

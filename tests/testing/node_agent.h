@@ -10,9 +10,11 @@
 //     the watch's version expires):
 //       * each container runs as a local process: the image names a command through the same
 //         ImageMap as `cohort run --image IMG=COMMAND` (exec/image_map.h; a container's own
-//         command wins), with its args, its env (plain values only) and its workingDir (default: a
-//         folder of the pod's own under the work dir); stdout and stderr go to one log file per
-//         container run (LogPath);
+//         command wins), with its args, its env (plain values, and valueFrom.secretKeyRef read
+//         from the Secret on the server, as the job secret reaches a replica; a missing Secret or
+//         key fails the pod, NodeAgentError, where the kubelet would keep it waiting) and its
+//         workingDir (default: a folder of the pod's own under the work dir); stdout and stderr go
+//         to one log file per container run (LogPath);
 //       * each pod gets its own network namespace with an IP of a private /24, joined by a veth
 //         pair to a bridge that lives in a network namespace of the agent's own, so that every
 //         pod can listen on the same port (2222) and reach the others, and nothing of the host's
@@ -34,8 +36,9 @@
 //         (gracePeriodSeconds 0); a pod deleted outright is killed at once.
 // What it does not: no images (no filesystem of the image's own: processes see the host's files),
 // no volumes, no probes, no resources or OOM kills, no init or sidecar containers, no valueFrom
-// env, no terminationMessagePath files, no Node object and no node heartbeats, no pod logs served
-// through the API (the files are there for a test to read), no ports other than the pod's IP.
+// env but secretKeyRef, no terminationMessagePath files, no Node object and no node heartbeats, no
+// pod logs served through the API (the files are there for a test to read), no ports other than the
+// pod's IP.
 //
 // Network and mount namespaces need root and iproute2: CheckNodeAgentSupported says why not
 // (tests skip outside CI, fail in CI). The network namespaces are named

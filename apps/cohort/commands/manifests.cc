@@ -1,11 +1,15 @@
-// `cohort manifests FILE [--cluster-domain D] [--gang-scheduler S]`: the pods, services (and
-// PodGroup) Kubeflow's operator would create for the job (kube/objects/objects.h), as a YAML
-// stream. The operator names the namespace in the request path only; here each object carries
-// it, so that `kubectl apply -f -` puts it where TF_CONFIG's hosts point.
+// `cohort manifests FILE [--cluster-domain D] [--gang-scheduler S]`: the objects Cohort's operator
+// creates for the job (kube/objects/objects.h), as a YAML stream: the job's Secret, with a job
+// secret made fresh at each print (job::NewJobSecret), then the pods, services (and PodGroup)
+// Kubeflow's operator would create, whose containers read COHORT_JOB_SECRET from that Secret.
+// The operator names the namespace in the request path only; here each object carries it, so
+// that `kubectl apply -f -` puts it where TF_CONFIG's hosts point. Without a job on a server the
+// objects have no owner: `kubectl delete` them together (the job-name label selects them all).
 #include <iostream>
 
 #include "apps/cohort/commands/command.h"
 #include "apps/cohort/commands/commands.h"
+#include "job/job_secret.h"
 #include "job/spec_writer.h"
 #include "kube/objects/objects.h"
 
@@ -27,8 +31,10 @@ int Manifests(const ManifestsFlags& flags) {
   owner.api_version = job.api_version;
   owner.kind = job.kind;
   owner.name = job.metadata.name;
+  StatusOr<std::string> secret = job::NewJobSecret();
+  if (!secret.ok()) return Fail(kExitError, secret.status().message());
   StatusOr<std::vector<nlohmann::json>> objects =
-      kube::BuildJobObjects(job, owner, flags.object_options);
+      kube::BuildJobObjects(job, owner, flags.object_options, *secret);
   if (!objects.ok()) return Fail(kExitInvalidInput, objects.status().message());
   for (nlohmann::json& object : *objects) {
     object["metadata"]["namespace"] = job.metadata.namespace_name;
@@ -42,7 +48,8 @@ int Manifests(const ManifestsFlags& flags) {
 void AddManifestsCommand(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<ManifestsFlags>();
   CLI::App* manifests = app.add_subcommand(
-      "manifests", "Print the pods, services (and PodGroup) the Kubeflow operator would create");
+      "manifests",
+      "Print the job's Secret, pods, services (and PodGroup) the operator would create");
   AddJobFile(manifests, flags->job_file, "the job");
   AddNamespace(manifests, flags->namespace_flag);
   manifests->add_option(

@@ -4,6 +4,7 @@ namespace cohort::kube {
 
 Resource PodResource() { return {"", "v1", "pods", "Pod", true}; }
 Resource ServiceResource() { return {"", "v1", "services", "Service", true}; }
+Resource SecretResource() { return {"", "v1", "secrets", "Secret", true}; }
 Resource EventResource() { return {"", "v1", "events", "Event", true}; }
 Resource LeaseResource() { return {"coordination.k8s.io", "v1", "leases", "Lease", true}; }
 Resource NamespaceResource() { return {"", "v1", "namespaces", "Namespace", false}; }

@@ -44,8 +44,9 @@ struct Resource {
 // The resource types Cohort uses, in both Kubernetes 1.20 and current releases.
 Resource PodResource();
 Resource ServiceResource();
-Resource EventResource();  // core/v1 Events
-Resource LeaseResource();  // coordination.k8s.io/v1
+Resource SecretResource();  // core/v1: the job secret (kube/objects/objects.h)
+Resource EventResource();   // core/v1 Events
+Resource LeaseResource();   // coordination.k8s.io/v1
 Resource NamespaceResource();
 
 // Which objects a List or Watch returns.

@@ -4,9 +4,11 @@
 
 #include "cluster/peer_report.h"
 #include "job/job_kind.h"
+#include "job/job_secret.h"
 #include "job/replica_endpoints.h"
 #include "job/spec_writer.h"
 #include "job/variable_references.h"
+#include "kube/client/base64.h"
 #include "kube/objects/quantity.h"
 
 namespace cohort::kube {
@@ -58,6 +60,15 @@ StatusOr<const job::ReplicaSpec*> FindReplica(const job::Job& job, const std::st
                                    std::to_string(found->second.replicas - 1));
   }
   return &found->second;
+}
+
+// Whether the container's template env already names `variable`.
+bool SetsVariable(const json& env, const std::string& variable) {
+  if (!env.is_array()) return false;
+  for (const json& item : env) {
+    if (item.is_object() && item.value("name", json()) == variable) return true;
+  }
+  return false;
 }
 
 // The chief-like replica ("master role"): the chief-like types when the job has one, else
@@ -195,9 +206,9 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
 
   json pod_spec = pod_template.value("spec", json::object());
   pod_spec["restartPolicy"] = PodRestartPolicy(spec.restart_policy);
-  // Cohort's termination-message variable and COHORT_JOB_NAME, then the kind's environment
-  // (TF_CONFIG) go last into the first container of the kind's name; a kind whose environment goes
-  // into every container (PyTorchJob) appends it to the others' too.
+  // Cohort's termination-message variable, COHORT_JOB_NAME and the job secret, then the kind's
+  // environment (TF_CONFIG) go last into the first container of the kind's name; a kind whose
+  // environment goes into every container (PyTorchJob) appends it to the others' too.
   const job::KindFacts& facts = job.job_kind->facts();
   std::vector<job::EnvVar> environment = job.job_kind->ReplicaEnvironment(
       job, replica_type, index, job::KubernetesEndpoints(job, options.cluster_domain));
@@ -220,6 +231,12 @@ StatusOr<json> BuildPod(const job::Job& job, const Owner& owner, const std::stri
         // The job's name, for $(COHORT_JOB_NAME) in args (a directory of the job's own), as a
         // local replica has it (job/variable_references.h).
         env.push_back({{"name", job::kJobNameVariable}, {"value", job.metadata.name}});
+      }
+      if (!SetsVariable(env, job::kJobSecretVariable)) {
+        env.push_back(
+            {{"name", job::kJobSecretVariable},
+             {"valueFrom",
+              {{"secretKeyRef", {{"name", JobSecretName(job)}, {"key", kJobSecretKey}}}}}});
       }
       for (const job::EnvVar& variable : environment) {
         env.push_back({{"name", variable.name}, {"value", variable.value}});
@@ -271,6 +288,29 @@ StatusOr<json> BuildService(const job::Job& job, const Owner& owner,
               {"kind", "Service"},
               {"metadata", std::move(metadata)},
               {"spec", std::move(spec)}};
+}
+
+std::string JobSecretName(const job::Job& job) {
+  const std::string kind = job.job_kind != nullptr ? job.job_kind->name() : job.kind;
+  return job.metadata.name + "-" + job::LowerCase(kind) + "-secret";
+}
+
+StatusOr<json> BuildJobSecret(const job::Job& job, const Owner& owner, const std::string& secret) {
+  if (job.job_kind == nullptr) {
+    return Status::InvalidArgument("job " + job.metadata.name + " has no kind");
+  }
+  if (secret.empty()) {
+    return Status::InvalidArgument("job " + job.metadata.name + ": the job secret is empty");
+  }
+  const std::string prefix = kLabelPrefix;
+  json metadata = {{"name", JobSecretName(job)},
+                   {"labels",
+                    {{prefix + "operator-name", job.job_kind->facts().controller_name},
+                     {prefix + "job-name", JobNameLabel(job.metadata.name)}}}};
+  SetOwnerReference(job, owner, metadata);
+  return json{
+      {"apiVersion", "v1"}, {"kind", "Secret"},  {"metadata", std::move(metadata)},
+      {"type", "Opaque"},   {"immutable", true}, {"data", {{kJobSecretKey, EncodeBase64(secret)}}}};
 }
 
 StatusOr<std::optional<json>> BuildPodGroup(const job::Job& job, const Owner& owner,
@@ -336,7 +376,10 @@ StatusOr<std::optional<json>> BuildPodGroup(const job::Job& job, const Owner& ow
 }
 
 StatusOr<std::vector<json>> BuildJobObjects(const job::Job& job, const Owner& owner,
-                                            const ObjectOptions& options) {
+                                            const ObjectOptions& options,
+                                            const std::string& job_secret) {
+  StatusOr<json> secret = BuildJobSecret(job, owner, job_secret);
+  if (!secret.ok()) return secret.status();
   std::vector<json> pods, services;
   for (const auto& [type, spec] : job.replica_specs) {
     for (int index = 0; index < spec.replicas; ++index) {
@@ -350,7 +393,8 @@ StatusOr<std::vector<json>> BuildJobObjects(const job::Job& job, const Owner& ow
   }
   StatusOr<std::optional<json>> pod_group = BuildPodGroup(job, owner, options);
   if (!pod_group.ok()) return pod_group.status();
-  std::vector<json> objects = std::move(pods);
+  std::vector<json> objects = {std::move(*secret)};
+  for (json& pod : pods) objects.push_back(std::move(pod));
   for (json& service : services) objects.push_back(std::move(service));
   if (*pod_group) objects.push_back(std::move(**pod_group));
   return objects;

@@ -9,11 +9,19 @@
 // init-pytorch); and, with gang scheduling, a PodGroup. The operator (kube/operator) creates
 // them; `cohort manifests FILE` prints them.
 //
-// Cohort's one addition to Kubeflow's pod: COHORT_TERMINATION_MESSAGE_PATH, just before the
-// kind's environment in the main container only, naming the container's terminationMessagePath
-// (/dev/termination-log, the default, unless the template sets one), so that a task that gives up
-// on a hung or dead peer leaves its report where the kubelet reads it (cluster/peer_report.h) and
-// the operator finds it in the pod's status.
+// Cohort's additions to Kubeflow's objects:
+//   - COHORT_TERMINATION_MESSAGE_PATH, just before the kind's environment in the main container
+//     only, naming the container's terminationMessagePath (/dev/termination-log, the default,
+//     unless the template sets one), so that a task that gives up on a hung or dead peer leaves
+//     its report where the kubelet reads it (cluster/peer_report.h) and the operator finds it in
+//     the pod's status;
+//   - the job secret (job/job_secret.h): one Secret per job, <job>-<kind>-secret ("mnist-tfjob-
+//     secret"), owned by the job like its pods (so the garbage collector deletes it with the job),
+//     holding a fresh random value under the key COHORT_JOB_SECRET; every container that gets the
+//     kind's environment (the main one, or each for a kind whose environment goes into every
+//     container) gets COHORT_JOB_SECRET from it through env valueFrom.secretKeyRef, just before
+//     the kind's environment, so that its tasks authenticate each other (net/auth.h) and refuse
+//     any other job's. A container whose template already sets COHORT_JOB_SECRET keeps its own.
 //
 // What the operator leaves out, these leave out too: a pod's or service's metadata.namespace (the
 // namespace is in the request path; the PodGroup alone carries it), hostname, subdomain,
@@ -22,7 +30,8 @@
 // reach a pod's metadata. Events the operator emits on the way (a template restartPolicy or
 // schedulerName overridden) are the caller's: these functions only build.
 //
-//   StatusOr<std::vector<nlohmann::json>> objects = BuildJobObjects(job, owner, {});
+//   StatusOr<std::string> secret = job::NewJobSecret();
+//   StatusOr<std::vector<nlohmann::json>> objects = BuildJobObjects(job, owner, {}, *secret);
 #pragma once
 
 #include <map>
@@ -63,6 +72,9 @@ struct ObjectOptions {
   std::string gang_scheduler;
 };
 
+// The key of the job secret in its Secret, also the variable it becomes in the replicas.
+inline constexpr char kJobSecretKey[] = "COHORT_JOB_SECRET";
+
 // Where the jobs of `kind` live on the server: its group, version and plural ("kubeflow.org",
 // "v1", "tfjobs"), as its CustomResourceDefinition (crd.h) declares them.
 Resource JobResource(const job::JobKind& kind);
@@ -74,14 +86,25 @@ StatusOr<nlohmann::json> BuildPod(const job::Job& job, const Owner& owner,
 StatusOr<nlohmann::json> BuildService(const job::Job& job, const Owner& owner,
                                       const std::string& replica_type, int index,
                                       const ObjectOptions& options);
+// The name of the job's Secret: <job>-<lowercase kind>-secret ("mnist-tfjob-secret"), so that a
+// TFJob and a PyTorchJob of one name in one namespace each have their own.
+std::string JobSecretName(const job::Job& job);
+// The job's Secret (type Opaque, immutable: a replica that starts later must read what the
+// others read), with the job's operator-name and job-name labels and its controller
+// ownerReference, holding `secret` (job::NewJobSecret's) base64-encoded under kJobSecretKey.
+StatusOr<nlohmann::json> BuildJobSecret(const job::Job& job, const Owner& owner,
+                                        const std::string& secret);
 // nullopt without gang scheduling.
 StatusOr<std::optional<nlohmann::json>> BuildPodGroup(const job::Job& job, const Owner& owner,
                                                       const ObjectOptions& options);
 
-// Every object of the job in the order `cohort manifests` prints them: the pods (replica types in
-// the job's key order, indices ascending), then their services, then the PodGroup if any.
+// Every object of the job in the order `cohort manifests` prints them: the job's Secret holding
+// `job_secret` (first, so that it exists when the pods that read it are applied), the pods
+// (replica types in the job's key order, indices ascending), then their services, then the
+// PodGroup if any.
 StatusOr<std::vector<nlohmann::json>> BuildJobObjects(const job::Job& job, const Owner& owner,
-                                                      const ObjectOptions& options);
+                                                      const ObjectOptions& options,
+                                                      const std::string& job_secret);
 
 // The labels the operator puts on every pod and service of a replica (and the services'
 // selector): operator-name, job-name, replica-type, replica-index under training.kubeflow.org/.

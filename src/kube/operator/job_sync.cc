@@ -5,6 +5,7 @@
 
 #include "job/defaults.h"
 #include "job/job_kind.h"
+#include "job/job_secret.h"
 #include "job/reconciler.h"
 #include "job/restart_state_machine.h"
 #include "job/spec_parser.h"
@@ -98,6 +99,11 @@ ObjectBuilders KubeObjectBuilders() {
   builders.pod = BuildPod;
   builders.service = BuildService;
   builders.pod_group = BuildPodGroup;
+  builders.job_secret = [](const job::Job& job, const Owner& owner) -> StatusOr<nlohmann::json> {
+    StatusOr<std::string> secret = job::NewJobSecret();
+    if (!secret.ok()) return secret.status();
+    return BuildJobSecret(job, owner, *secret);
+  };
   return builders;
 }
 
@@ -145,6 +151,7 @@ class JobSync::Pass {
   Status RecordOnService(const ReplicaRef& replica, const nlohmann::json& annotations);
   Status DeleteJob();
   Status EnsurePodGroup(bool& admitted);
+  Status EnsureJobSecret();
   void DeletePodGroup();
   Status DeletePod(const nlohmann::json& pod);
   Status DeleteService(const nlohmann::json& service);
@@ -182,6 +189,7 @@ class JobSync::Pass {
   std::vector<job::Event> events_;
   std::optional<Time> requeue_at_;
   std::optional<bool> pod_group_admitted_;  // once this pass has looked at the PodGroup
+  bool job_secret_ready_ = false;           // once this pass has found or made the Secret
   SyncResult result_;
 };
 
@@ -432,6 +440,7 @@ Status JobSync::Pass::StartReplica(const ReplicaRef& replica, const job::Restart
   bool admitted = true;
   COHORT_RETURN_IF_ERROR(EnsurePodGroup(admitted));
   if (!admitted) return Status::OK();  // no pod yet: the caller sees none was created
+  COHORT_RETURN_IF_ERROR(EnsureJobSecret());
   const std::string name = PodName(replica);
   if (services_.count(replica) == 0) {
     StatusOr<nlohmann::json> service =
@@ -674,6 +683,46 @@ Status JobSync::Pass::EnsurePodGroup(bool& admitted) {
     }
   }
   pod_group_admitted_ = admitted;
+  return Status::OK();
+}
+
+// The job's Secret exists before any of its pods, which read COHORT_JOB_SECRET from it. It is
+// made once, with a fresh secret, and never changed (it is immutable): a replica re-created later
+// reads what its peers read. A Secret of that name that this job does not control (another
+// object's, or nobody's) is not the job's: its value may be known to others, so no pod is made.
+Status JobSync::Pass::EnsureJobSecret() {
+  if (job_secret_ready_ || !sync_.builders_.job_secret) return Status::OK();
+  const std::string name = JobSecretName(job_);
+  const Resource resource = SecretResource();
+  auto check_owner = [&](const nlohmann::json& secret) -> Status {
+    if (ControllerUid(secret, kind_.name()) == uid_) return Status::OK();
+    Status refused = Status::FailedPrecondition(
+        "secret " + namespace_ + "/" + name + " exists but is not controlled by " + Describe() +
+        ": its job secret may be known to others, so no pod of the job is created; delete it "
+        "and the operator makes the job's own");
+    AddEvent("Warning", "FailedCreateSecret", "Error creating: " + refused.message());
+    return refused;
+  };
+  StatusOr<nlohmann::json> stored = sync_.api_.Get(resource, namespace_, name);
+  if (!stored.ok() && stored.status().code() == Status::Code::kNotFound) {
+    StatusOr<nlohmann::json> secret = sync_.builders_.job_secret(job_, OwnerOf());
+    if (!secret.ok()) {
+      AddEvent("Warning", "FailedCreateSecret", "Error creating: " + secret.status().message());
+      return secret.status();
+    }
+    COHORT_RETURN_IF_ERROR(MayAct());
+    stored = sync_.api_.Create(resource, namespace_, *secret);
+    if (stored.ok()) {
+      AddEvent("Normal", "SuccessfulCreateSecret", "Created secret: " + name);
+    } else if (stored.status().code() == Status::Code::kAlreadyExists) {
+      stored = sync_.api_.Get(resource, namespace_, name);  // made meanwhile: whose is it?
+    } else {
+      AddEvent("Warning", "FailedCreateSecret", "Error creating: " + stored.status().message());
+    }
+  }
+  if (!stored.ok()) return stored.status().WithContext("the job secret of " + Describe());
+  COHORT_RETURN_IF_ERROR(check_owner(*stored));
+  job_secret_ready_ = true;
   return Status::OK();
 }
 

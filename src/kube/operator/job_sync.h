@@ -11,12 +11,14 @@
 //      adopted) as a job::ObservedReplica (replica_objects.h), each replica waiting for its
 //      restart back-off as Pending with its new restart count, each terminated replica as Failed
 //   -> job::Reconcile(job, status read from the job object, observed, now)
-//   -> actions: kStart creates the replica's service and pod (and the PodGroup first, with gang
-//      scheduling); kRestart hands the restart to the replica's job::RestartStateMachine
-//      (job/restart_state_machine.h, the one the local controller uses), records the machine's
-//      record on the replica's service, deletes the exited pod, and creates the new one once the
-//      machine's back-off has passed (the job is requeued for it);
-//      kTerminate records the termination on the replica's service and deletes its pod (the
+//   -> actions: kStart creates the replica's service and pod (and first, once per pass, the
+//      job's Secret when it does not exist yet, with a fresh job secret, and the PodGroup with
+//      gang scheduling; a Secret of that name that the job does not control is not used: its
+//      pods wait, with a Warning event, FailedCreateSecret); kRestart hands the restart to the
+//      replica's job::RestartStateMachine (job/restart_state_machine.h, the one the local
+//      controller uses), records the machine's record on the replica's service, deletes the exited
+//      pod, and creates the new one once the machine's back-off has passed (the job is requeued for
+//      it); kTerminate records the termination on the replica's service and deletes its pod (the
 //      pod's grace period applies), the replica then observed as Failed from that record until
 //      kRestart replaces it; kStop deletes the pod (its own terminationGracePeriodSeconds
 //      applies) and its service;
@@ -63,9 +65,13 @@ struct ObjectBuilders {
   std::function<StatusOr<std::optional<nlohmann::json>>(const job::Job&, const Owner&,
                                                         const ObjectOptions&)>
       pod_group;
+  // The job's Secret with a fresh job secret, made once per job before its first pod. Unset
+  // (tests whose pods read no Secret): the operator makes none.
+  std::function<StatusOr<nlohmann::json>(const job::Job&, const Owner&)> job_secret;
 };
 
-// kube/objects' BuildPod, BuildService and BuildPodGroup.
+// kube/objects' BuildPod, BuildService, BuildPodGroup, and BuildJobSecret with a new secret from
+// job::NewJobSecret.
 ObjectBuilders KubeObjectBuilders();
 
 // One job kind the operator runs: the kind, the cache of its jobs (an informer of the kind's
