@@ -194,25 +194,55 @@ StatusOr<ProcessGroupCohortOptions> OptionsFromEnvironment(std::chrono::millisec
 }
 
 CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type),
-      outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+    : c10d::Work(rank, type), outputs_(std::move(outputs)) {}
+
+c10::intrusive_ptr<c10::ivalue::Future> CohortWork::getFuture() {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  bool complete_now = false;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    if (future_) return future_;
+    future_ =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    future = future_;
+    complete_now = completed_;
+  }
+  // Made after the operation ended: nobody holds it yet, so it has no callbacks to run.
+  if (complete_now) Complete(*future, outputs_, status_);
+  return future;
 }
 
-void CohortWork::CompleteWork(const Status& status) {
+bool CohortWork::CompleteWork(const Status& status) {
+  bool future_asked_for = false;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    completed_ = true;
+    status_ = status;
+    future_asked_for = static_cast<bool>(future_);
+  }
   if (status.ok()) {
     finish();
   } else {
     finish(std::make_exception_ptr(std::runtime_error(status.message())));
   }
+  return future_asked_for;
 }
 
-void CohortWork::CompleteFuture(const Status& status) {
+void CohortWork::CompleteFuture() {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    future = future_;
+  }
+  Complete(*future, outputs_, status_);
+}
+
+void CohortWork::Complete(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs,
+                          const Status& status) {
   if (status.ok()) {
-    future_->markCompleted(c10::IValue(outputs_));
+    future.markCompleted(c10::IValue(outputs));
   } else {
-    future_->setError(std::make_exception_ptr(std::runtime_error(status.message())));
+    future.setError(std::make_exception_ptr(std::runtime_error(status.message())));
   }
 }
 
@@ -338,8 +368,9 @@ void ProcessGroupCohort::WorkerLoop() {
     if (!status.ok() && status.message().rfind("cohort backend", 0) != 0) {
       status = status.WithContext("cohort backend");
     }
-    next.work->CompleteWork(status);
-    completions_->Run([work = next.work, status] { work->CompleteFuture(status); });
+    if (next.work->CompleteWork(status)) {
+      completions_->Run([work = next.work] { work->CompleteFuture(); });
+    }
   }
 }
 

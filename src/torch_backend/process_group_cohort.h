@@ -67,24 +67,40 @@ StatusOr<ProcessGroupCohortOptions> OptionsFromEnvironment(std::chrono::millisec
 
 // One operation's completion, as torch waits on it: Work::wait() and the Future (whose value is
 // the operation's output tensors) both end with the operation's result.
+//
+// The Future is made only when someone asks for it (DDP and comm hooks do; a plain
+// torch.distributed.all_reduce does not), because completing one means handing it to a
+// CompletionPool thread: its callbacks may block. An operation nobody asked the Future of
+// completes with one wake-up (the waiting caller's) instead of two, which on a loaded machine is
+// most of a small operation's time.
 class CohortWork : public c10d::Work {
  public:
   CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
 
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // The operation's Future: made now when it is the first request, and then already completed
+  // (on this thread: it has no callbacks yet) when the operation has ended.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
 
   // Completes the Work with `status` (an error becomes a std::runtime_error, which Python sees
-  // as RuntimeError with the same message). Called once, by the worker.
-  void CompleteWork(const Status& status);
-  // Completes the Future the same way, running its callbacks on the calling thread. Called once,
-  // by a CompletionPool thread: a callback may start another operation and wait for it (PowerSGD
-  // does), which the worker must be free to run.
-  void CompleteFuture(const Status& status);
+  // as RuntimeError with the same message). Called once, by the worker. Returns whether the
+  // Future had been asked for: then the caller must CompleteFuture, on a thread free to block.
+  bool CompleteWork(const Status& status);
+  // Completes the Future with the status CompleteWork got, running its callbacks on the calling
+  // thread. Called once, by a CompletionPool thread, only when CompleteWork returned true: a
+  // callback may start another operation and wait for it (PowerSGD does), which the worker must
+  // be free to run.
+  void CompleteFuture();
 
  private:
+  static void Complete(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs,
+                       const Status& status);
+
   const std::vector<at::Tensor> outputs_;
-  const c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex future_mutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until asked for
+  bool completed_ = false;                          // CompleteWork ran
+  Status status_;                                   // its status
 };
 
 // Threads that complete Futures, so that their callbacks never run on (and block) the worker. A

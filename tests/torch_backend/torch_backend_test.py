@@ -151,8 +151,34 @@ def cohort_defines(op, dtype):
     return True
 
 
+def thread_count():
+    return len(os.listdir("/proc/self/task"))
+
+
+def check_plain_ops_wake_no_extra_thread(rank, size):
+    """A plain all_reduce completes with one wake-up (the caller's): no completion thread is
+    started for a Future nobody asked for. A Future asked for after the operation ended comes
+    completed, with the result, and runs its callbacks."""
+    before = thread_count()
+    tensor = torch.ones(32768)
+    for _ in range(50):
+        dist.all_reduce(tensor.fill_(1.0))
+        check(bool((tensor == float(size)).all()), "a plain all_reduce")
+    after = thread_count()
+    check(after == before, f"plain all_reduces started {after - before} thread(s) "
+                           f"({before} before, {after} after): a Future completed nobody asked for")
+    work = dist.all_reduce(torch.ones(8), async_op=True)
+    work.wait()
+    future = work.get_future()
+    check(future.done(), "the Future of an ended all_reduce is done")
+    check(bool((future.wait()[0] == float(size)).all()), "the late Future carries the result")
+    chained = future.then(lambda done: done.value()[0] * 2)
+    check(bool((chained.wait() == 2.0 * size).all()), "a callback on a late Future runs")
+
+
 def case_collectives(rank, size):
     gloo = dist.new_group(backend="gloo")
+    check_plain_ops_wake_no_extra_thread(rank, size)
     table = []
     for dtype in DTYPES:
         for op in OPS:
