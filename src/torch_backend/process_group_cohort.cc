@@ -461,6 +461,23 @@ Status ProcessGroupCohort::AllReduceTensor(at::Tensor& tensor, RedOp op) {
   return Status::OK();
 }
 
+Status ProcessGroupCohort::ReduceScatterTensor(const at::Tensor& input, at::Tensor& output,
+                                               RedOp op) {
+  if (output.numel() == 0) return Status::OK();
+  const auto type = CohortType(output.scalar_type());
+  const auto cohort_op = CohortOp(op);
+  if (type && cohort_op) {
+    return communicator_->ReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(), *type,
+                                        *cohort_op);
+  }
+  // Operators and dtypes Cohort's kernels lack: the all-reduce of a copy (itself an all-gather
+  // and a reduction in rank order), of which this rank keeps its block.
+  at::Tensor reduced = input.reshape({-1}).clone();
+  COHORT_RETURN_IF_ERROR(AllReduceTensor(reduced, op));
+  output.view({-1}).copy_(reduced.narrow(0, rank_ * output.numel(), output.numel()));
+  return Status::OK();
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
   ThrowIfError(CheckOne(tensors, "broadcast"));
@@ -658,13 +675,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::reduce_scatter(
                 output.scalar_type());
     flats.push_back(input.reshape({-1}));
   }
-  at::Tensor all = at::cat(flats);  // a copy: the inputs stay as they are
+  at::Tensor all = at::cat(flats);  // one buffer of size_ blocks; the inputs stay as they are
   return Enqueue(c10d::OpType::REDUCE_SCATTER, outputs, [this, output, all, op] {
-    at::Tensor reduced = all;
-    COHORT_RETURN_IF_ERROR(AllReduceTensor(reduced, op));
-    at::Tensor target = output;
-    target.copy_(reduced.narrow(0, rank_ * output.numel(), output.numel()).view(output.sizes()));
-    return Status::OK();
+    return InPlaceContiguous(
+        output, [&](at::Tensor& dense) { return ReduceScatterTensor(all, dense, op); });
   });
 }
 
@@ -678,14 +692,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_reduce_scatter_base(
       input.numel() == output.numel() * size_ && input.scalar_type() == output.scalar_type(),
       "cohort backend: _reduce_scatter_base: an input of ", input.numel(), " ", input.scalar_type(),
       " for ", size_, " outputs of ", output.numel(), " ", output.scalar_type());
-  at::Tensor all = input.reshape({-1}).clone();
+  const at::Tensor dense_input = input.contiguous();
   at::Tensor target = output;
-  return Enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, [this, target, all, op] {
-    at::Tensor reduced = all;
-    COHORT_RETURN_IF_ERROR(AllReduceTensor(reduced, op));
-    at::Tensor out = target;
-    out.copy_(reduced.narrow(0, rank_ * target.numel(), target.numel()).view(target.sizes()));
-    return Status::OK();
+  return Enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, [this, target, dense_input, op] {
+    return InPlaceContiguous(
+        target, [&](at::Tensor& dense) { return ReduceScatterTensor(dense_input, dense, op); });
   });
 }
 

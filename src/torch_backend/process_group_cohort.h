@@ -26,8 +26,10 @@
 //     bool dtypes) and the other dtypes (int8, uint8, int16, bool): an all-gather, then each rank
 //     reduces the gathered tensors in rank order with torch's own kernels (same result everywhere);
 //   - broadcast, all_gather (and _allgather_base), barrier: the Communicator's;
-//   - reduce_scatter (and _reduce_scatter_base), reduce, gather, scatter, allreduce_coalesced:
-//     composed from those (an all-reduce then each rank keeps its part; broadcasts per block);
+//   - reduce_scatter (and _reduce_scatter_base): Cohort's reduce-scatter for the operators and
+//     dtypes of its all-reduce (half an all-reduce's traffic), the all-reduce of a copy otherwise;
+//   - reduce, gather, scatter, allreduce_coalesced: composed from those (an all-reduce then the
+//     root keeps it; an all-gather; a broadcast of every block);
 //   - send/recv, all_to_all, monitored_barrier, PREMUL_SUM: refused with an error naming them.
 #pragma once
 
@@ -190,6 +192,11 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   // The all-reduce of one contiguous CPU tensor, in place: Cohort's all-reduce where it has the
   // operator and dtype, otherwise all-gather and a local reduction in rank order.
   Status AllReduceTensor(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
+  // Reduces `input` (size() contiguous blocks of output's numel) over the ranks into `output`
+  // (contiguous), this rank's block: Cohort's reduce-scatter where it has the operator and dtype,
+  // otherwise AllReduceTensor of a copy, of which this rank keeps its block.
+  Status ReduceScatterTensor(const at::Tensor& input, at::Tensor& output,
+                             c10d::ReduceOp::RedOpType op);
   // Broadcast and all-gather of raw bytes (any dtype), padding odd sizes.
   Status BroadcastBytes(void* data, size_t bytes, int root);
   Status AllGatherBytes(const void* input, void* output, size_t bytes);

@@ -250,21 +250,57 @@ def case_collectives(rank, size):
                                                for r in range(size)])),
                   f"all_gather_into_tensor {dtype} x {count}")
 
-    # reduce_scatter, list and tensor forms.
-    for op in ("SUM", "MAX", "PRODUCT"):
-        count = 1000
-        blocks = [rank_input(rank, torch.int32, count, salt=20 + b) for b in range(size)]
-        output = torch.empty(count, dtype=torch.int32)
-        dist.reduce_scatter(output, blocks, op=getattr(dist.ReduceOp, op))
-        want = expected_reduction(op, [rank_input(r, torch.int32, count, salt=20 + rank)
-                                       for r in range(size)])
-        check(torch.equal(output, want), f"reduce_scatter {op}")
-        whole = torch.cat(blocks)
-        output2 = torch.empty(count, dtype=torch.int32)
-        scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
-        scatter_tensor(output2, whole, op=getattr(dist.ReduceOp, op))
-        check(torch.equal(output2, want), f"reduce_scatter_tensor {op}")
-        check(torch.equal(whole, torch.cat(blocks)), "reduce_scatter left its input alone")
+    # reduce_scatter, list and tensor forms, for every operator and dtype the backend defines and
+    # sizes that take each path (staged all-reduce of a copy, peers' memory read on one host):
+    # against the exact value and against gloo's all_reduce of the same blocks, of which each rank
+    # keeps its block (gloo in torch 1.13 has no reduce_scatter).
+    checked = 0
+    for dtype in DTYPES:
+        for op in OPS:
+            if not cohort_defines(op, dtype):
+                continue
+            reduce_op = getattr(dist.ReduceOp, op)
+            for count in (7, 1000, 70000):
+                salt = 20 + count
+                blocks = [rank_input(rank, dtype, count, salt=salt + b) for b in range(size)]
+                output = torch.empty(count, dtype=dtype)
+                dist.reduce_scatter(output, blocks, op=reduce_op)
+                want = expected_reduction(op, [rank_input(r, dtype, count, salt=salt + rank)
+                                               for r in range(size)])
+                what = f"reduce_scatter {op} {dtype} x {count}"
+                if op == "AVG" and dtype in (torch.float16, torch.bfloat16):
+                    close = torch.allclose(output.float(), want.float(), rtol=1e-2, atol=1e-2)
+                else:
+                    close = torch.equal(output, want)
+                check(close, f"{what}: {output[:8]} != {want[:8]}")
+                whole = torch.cat(blocks)
+                output2 = torch.empty(count, dtype=dtype)
+                scatter_tensor = (getattr(dist, "reduce_scatter_tensor", None)
+                                  or dist._reduce_scatter_base)
+                scatter_tensor(output2, whole, op=reduce_op)
+                check(torch.equal(output2, output), f"{what}: the tensor form differs")
+                check(torch.equal(whole, torch.cat(blocks)), f"{what} left its input alone")
+                theirs = whole.clone()
+                try:
+                    dist.all_reduce(theirs, op=reduce_op, group=gloo)
+                except RuntimeError:
+                    continue  # gloo has no such reduction for this dtype
+                gloo_block = theirs.narrow(0, rank * count, count)
+                if op == "AVG":
+                    close = torch.allclose(output.double(), gloo_block.double(), rtol=1e-2,
+                                           atol=1e-2)
+                else:
+                    close = torch.equal(output, gloo_block)
+                check(close, f"{what}: cohort {output[:8]} != gloo {gloo_block[:8]}")
+                checked += 1
+    check(checked > 0, "reduce_scatter was compared with gloo")
+    if rank == 0:
+        print(f"reduce_scatter: {checked} operator/dtype/size cases equal to gloo's")
+    # A non-contiguous output is written in place.
+    matrix = torch.zeros(4, 3, dtype=torch.float32)
+    dist.reduce_scatter(matrix[:, 1], [torch.full((4,), float(rank + b)) for b in range(size)])
+    check(torch.equal(matrix[:, 1], torch.full((4,), float(sum(r + rank for r in range(size))))),
+          "reduce_scatter into a non-contiguous output")
 
     # reduce, gather, scatter to and from the last rank.
     root = size - 1
