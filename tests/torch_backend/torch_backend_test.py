@@ -11,7 +11,9 @@ calls init_process_group("cohort") and runs CASE:
   collectives  all_reduce for every ReduceOp and every CPU dtype against the exact expected value
                and against gloo (a gloo group in the same processes), broadcast, all_gather (list
                and tensor forms), reduce_scatter (both forms), reduce, gather, scatter, barrier,
-               the object collectives, async ops completing in order and their futures.
+               the object collectives (all that torch 1.13's distributed checkpoint calls:
+               its torch.distributed._shard.checkpoint does not import under Debian's Python
+               3.11 whatever the backend), async ops completing in order and their futures.
   ddp          a small model under DistributedDataParallel on cohort and on gloo from the same
                start and data: parameters match after some steps (plain, small buckets,
                fp16_compress_hook, PowerSGD).
@@ -327,6 +329,19 @@ def case_collectives(rank, size):
     box = [{"from": rank}]
     dist.broadcast_object_list(box, src=1)
     check(box == [{"from": 1}], "broadcast_object_list")
+    # The rest of what torch.distributed.checkpoint's _DistWrapper calls (torch 1.13: the plans
+    # gathered on the coordinator, each rank's plan scattered back): gather_object and
+    # scatter_object_list, with the coordinator not rank 0.
+    coordinator = size - 1
+    plans = [None] * size if rank == coordinator else None
+    dist.gather_object({"plan of": rank, "items": list(range(rank + 2))}, plans, dst=coordinator)
+    if rank == coordinator:
+        check(plans == [{"plan of": r, "items": list(range(r + 2))} for r in range(size)],
+              f"gather_object: {plans}")
+    mine = [None]
+    dist.scatter_object_list(mine, [f"plan for {r}" for r in range(size)]
+                             if rank == coordinator else None, src=coordinator)
+    check(mine == [f"plan for {rank}"], f"scatter_object_list: {mine}")
 
     # Asynchronous operations complete in call order; futures carry the results.
     tensors = [torch.full((4096,), float(rank + i)) for i in range(6)]
