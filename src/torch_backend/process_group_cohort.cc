@@ -461,6 +461,12 @@ Status ProcessGroupCohort::AllReduceTensor(at::Tensor& tensor, RedOp op) {
   return Status::OK();
 }
 
+at::Tensor ProcessGroupCohort::GatherScratch(const at::Tensor& input) {
+  const size_t bytes = Bytes(input) * size_;
+  if (gather_scratch_.size() < bytes) gather_scratch_.resize(bytes);
+  return at::from_blob(gather_scratch_.data(), {size_, input.numel()}, input.options());
+}
+
 Status ProcessGroupCohort::ReduceScatterTensor(const at::Tensor& input, at::Tensor& output,
                                                RedOp op) {
   if (output.numel() == 0) return Status::OK();
@@ -567,7 +573,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allgather(
   }
   std::vector<at::Tensor> targets = outputs[0];
   return Enqueue(c10d::OpType::ALLGATHER, targets, [this, input, targets] {
-    at::Tensor gathered = at::empty({size_, input.numel()}, input.options());
+    at::Tensor gathered = GatherScratch(input);
     COHORT_RETURN_IF_ERROR(AllGatherBytes(input.data_ptr(), gathered.data_ptr(), Bytes(input)));
     for (int rank = 0; rank < size_; ++rank) {
       at::Tensor target = targets[rank];
@@ -616,7 +622,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::gather(
     TORCH_CHECK(outputs.empty(), "cohort backend: gather: output tensors on a rank not the root");
   }
   return Enqueue(c10d::OpType::GATHER, targets, [this, input, targets] {
-    at::Tensor gathered = at::empty({size_, input.numel()}, input.options());
+    at::Tensor gathered = GatherScratch(input);
     COHORT_RETURN_IF_ERROR(AllGatherBytes(input.data_ptr(), gathered.data_ptr(), Bytes(input)));
     for (size_t rank = 0; rank < targets.size(); ++rank) {
       at::Tensor target = targets[rank];
