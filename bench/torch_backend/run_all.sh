@@ -26,7 +26,7 @@ if [ "${QUICK:-0}" = "1" ]; then
 else
   one_host=(--min-bytes=4096 --max-bytes=67108864 --factor=4 --rounds="$rounds" --warmup=2)
   across=(--min-bytes=4096 --max-bytes=16777216 --factor=4 --rounds="$rounds" --warmup=2)
-  ddp=(--steps=20 --warmup=3 --rounds=3)
+  ddp=(--steps=10 --warmup=3 --rounds=5)
 fi
 
 failed=0
