@@ -99,8 +99,9 @@ def render(run, results_path):
     out.append(f"Run: commit `{run['commit']}`, {run['cpu']} x {run['cores']} cores, "
                f"{run['started']} to {run['ended']}; load average {run['load_start']} at the "
                f"start, {run['load_end']} at the end (a machine shared with other engineers' "
-               f"builds: every figure is a median over rounds in which cohort and gloo took turns, "
-               f"but loads this high move single figures by 2x and more).")
+               f"builds; on {run['cores']} cores a load above {run['cores']} means other work "
+               f"competed with the run: every figure is a median over rounds in which cohort and "
+               f"gloo took turns, yet single figures move by tens of percent between runs).")
     out.append("")
     out.append("Goals (issue 27):")
     ratio = run["ratios"].get(("all_reduce", "one-host-2procs"))
