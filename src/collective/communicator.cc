@@ -19,6 +19,7 @@ enum OperationKind : uint8_t {
   kBroadcastKind = 2,
   kAllGatherKind = 3,
   kBarrierKind = 4,
+  kReduceScatterKind = 5,
 };
 
 // How long Wait() gives an operation beyond its own deadline before reporting it as lost.
@@ -336,6 +337,67 @@ Status Communicator::AllGatherBody(const OperationContext& context, const void* 
     return SameHostAllGather(context, output, block_bytes).Run();
   }
   return RingAllGather(context, output, block_bytes, options_.ring.segment_bytes).Run();
+}
+
+Status Communicator::ReduceScatterBody(const OperationContext& context, const void* input,
+                                       void* output, size_t count, DataType type, ReduceOp op) {
+  if (count == 0) return Status::OK();
+  const int size = this->size();
+  if (input == nullptr || output == nullptr || BytesOverflow(count, type) ||
+      count * SizeOf(type) > std::numeric_limits<size_t>::max() / static_cast<size_t>(size)) {
+    return Status::InvalidArgument(context.description + ": no buffer, or a size that overflows");
+  }
+  const size_t block_bytes = count * SizeOf(type);
+  const size_t total_bytes = block_bytes * size;
+  const uint8_t* in = static_cast<const uint8_t*>(input);
+  uint8_t* out = static_cast<uint8_t*>(output);
+  if (size == 1) {
+    std::memcpy(out, in, block_bytes);
+    return Status::OK();
+  }
+  Announce(context, total_bytes);
+  if (same_host_ && total_bytes >= options_.same_host_min_bytes) {
+    return SameHostReduceScatter(context, input, output, count, type, op,
+                                 options_.ring.segment_bytes, &scratch_)
+        .Run();
+  }
+  reduce_scatter_copy_.resize(total_bytes);
+  uint8_t* copy = reduce_scatter_copy_.data();
+  if (staging_ != nullptr) {
+    // A small buffer on this host: the staged all-reduce's few microseconds beat the round trips
+    // of any exchange; this rank keeps its block.
+    std::memcpy(copy, in, total_bytes);
+    COHORT_RETURN_IF_ERROR(
+        StagedAllReduce(context, *staging_, &next_staging_chunk_, copy, count * size, type, op)
+            .Run());
+    std::memcpy(out, copy + rank() * block_bytes, block_bytes);
+    return Status::OK();
+  }
+  // The ring's reduce-scatter phase alone, over the ring's order: ring position p ends with block
+  // (p + 1) % n of the ring's buffer reduced, so rank ring[p]'s block goes there.
+  RingPlan plan = ring_plan_;
+  plan.all_gather = false;
+  if (plan.members.empty()) {
+    for (int rank = 0; rank < size; ++rank) plan.members.push_back(rank);
+  }
+  int position = 0;
+  for (int p = 0; p < size; ++p) {
+    const int owner = OwnedBlockAfterReduceScatter(p, size);
+    std::memcpy(copy + owner * block_bytes, in + plan.members[p] * block_bytes, block_bytes);
+    if (plan.members[p] == rank()) position = p;
+  }
+  COHORT_RETURN_IF_ERROR(
+      RingAllReduce(context, copy, count * size, type, op, options_.ring, &scratch_, plan).Run());
+  std::memcpy(out, copy + OwnedBlockAfterReduceScatter(position, size) * block_bytes, block_bytes);
+  return Status::OK();
+}
+
+Status Communicator::ReduceScatter(const void* input, void* output, size_t count, DataType type,
+                                   ReduceOp op) {
+  return RunNow("reduce-scatter", kReduceScatterKind, Details(count, type) + ", " + Name(op),
+                [=, this](const OperationContext& context) {
+                  return ReduceScatterBody(context, input, output, count, type, op);
+                });
 }
 
 Status Communicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) {

@@ -29,12 +29,14 @@
 // operation hold unspecified values, on every rank.
 //
 // Algorithms, chosen per call: ring reduce-scatter + all-gather for all-reduce, a pipelined chain
-// for broadcast, a ring for all-gather and a dissemination barrier, all over the set's messages;
+// for broadcast, a ring for all-gather, the ring's reduce-scatter phase alone for reduce-scatter
+// and a dissemination barrier, all over the set's messages;
 // and, when every rank runs on this host and the set's same-host capability
 // (net::SameHostMemory) lets each read the others' memory, all-reduce through shared memory
 // (staged_all_reduce.h) and, for buffers of at least same_host_min_bytes, the other same-host
-// algorithms of same_host_algorithms.h. The Communicator knows which
-// ranks share a host (topology.h, from ConnectionSet::HostIdentity): over several hosts
+// algorithms of same_host_algorithms.h (smaller reduce-scatters then take the staged all-reduce
+// of a copy, whose fixed cost is lower than any exchange of buffer addresses). The Communicator
+// knows which ranks share a host (topology.h, from ConnectionSet::HostIdentity): over several hosts
 // with the same number of ranks each, at least two, all-reduce is hierarchical
 // (hierarchical_all_reduce.h); otherwise the all-reduce ring visits the ranks host by host, so
 // that it crosses the network once per host.
@@ -146,6 +148,11 @@ class Communicator {
   // output[r * count, (r+1) * count) receives input[0, count) of rank r, on every rank. `input`
   // may be output + rank() * count (in place); otherwise the two must not overlap.
   Status AllGather(const void* input, void* output, size_t count, DataType type);
+  // output[0, count) receives op over every rank of input[rank() * count, (rank() + 1) * count):
+  // `input` holds size() blocks of `count` elements, and each rank gets its block of their
+  // reduction (kAverage divides by size()). Each rank sends and receives (n-1)/n of `input`, half
+  // of an all-reduce's traffic. `input` is left as it is; the two must not overlap.
+  Status ReduceScatter(const void* input, void* output, size_t count, DataType type, ReduceOp op);
   // Returns once every rank has called Barrier.
   Status Barrier();
 
@@ -183,6 +190,8 @@ class Communicator {
                        int root);
   Status AllGatherBody(const OperationContext& context, const void* input, void* output,
                        size_t count, DataType type);
+  Status ReduceScatterBody(const OperationContext& context, const void* input, void* output,
+                           size_t count, DataType type, ReduceOp op);
   Status CheckRoot(int root) const;
   // Maps a staging area shared by every rank, when all agree they could (after same_host_ is
   // known); leaves staging_ empty otherwise.
@@ -211,6 +220,8 @@ class Communicator {
   std::mutex run_mutex_;
   std::vector<uint8_t> scratch_;       // used under run_mutex_
   std::vector<uint8_t> peer_scratch_;  // used under run_mutex_
+  // ReduceScatter's copy of its input, which the ring and the staged all-reduce reduce in place.
+  std::vector<uint8_t> reduce_scatter_copy_;  // used under run_mutex_
 };
 
 }  // namespace cohort::collective

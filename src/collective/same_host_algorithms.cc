@@ -328,4 +328,60 @@ Status SameHostAllGather::Run() {
   return ConfirmNoPeerGaveUp(exchange);
 }
 
+SameHostReduceScatter::SameHostReduceScatter(const OperationContext& context, const void* input,
+                                             void* output, size_t count, DataType type, ReduceOp op,
+                                             size_t segment_bytes, std::vector<uint8_t>* scratch)
+    : context_(context),
+      input_(static_cast<const uint8_t*>(input)),
+      output_(static_cast<uint8_t*>(output)),
+      count_(count),
+      type_(type),
+      op_(op),
+      segment_bytes_(segment_bytes),
+      scratch_(scratch) {}
+
+Status SameHostReduceScatter::Run() {
+  net::ConnectionSet& connections = *context_.connections;
+  const int size = connections.size();
+  const int rank = connections.rank();
+  if (count_ == 0 || size == 1) return Status::OK();
+  const size_t element_size = SizeOf(type_);
+  const size_t block_bytes = count_ * element_size;
+  const std::vector<int> peers = AllPeers(connections);
+  std::unique_ptr<net::PeerExchange> opened =
+      connections.OpenExchange(peers, context_.tag, context_.description, context_.deadline);
+  net::PeerExchange& exchange = *opened;
+  COHORT_RETURN_IF_ERROR(exchange.status());
+  // From every peer: its announcement, then "I am done reading your input".
+  std::vector<AnnouncementWire> wires(size);
+  for (int peer : peers) {
+    exchange.Receive(peer, wires[peer].bytes, kAnnouncementSize);
+    exchange.Receive(peer, nullptr, 0);
+  }
+  std::vector<BufferAnnouncement> announced(size);
+  COHORT_RETURN_IF_ERROR(ExchangeAnnouncements(exchange, context_, peers, input_,
+                                               block_bytes * size, wires, &announced));
+  // This rank's block, a cache-sized piece at a time: its own values, then every peer's added.
+  const size_t piece_elements = SegmentElements(segment_bytes_, element_size);
+  if (scratch_->size() < piece_elements * element_size) {
+    scratch_->resize(piece_elements * element_size);
+  }
+  std::memcpy(output_, input_ + rank * block_bytes, block_bytes);
+  for (size_t done = 0; done < count_; done += piece_elements) {
+    const size_t elements = std::min(piece_elements, count_ - done);
+    const size_t offset_bytes = rank * block_bytes + done * element_size;
+    uint8_t* own = output_ + done * element_size;
+    for (int peer : peers) {
+      COHORT_RETURN_IF_ERROR(exchange.ReadPeerMemory(peer, announced[peer].address + offset_bytes,
+                                                     scratch_->data(), elements * element_size));
+      ReduceInto(type_, op_, own, scratch_->data(), elements);
+    }
+    if (op_ == ReduceOp::kAverage) DivideInPlace(type_, own, elements, size);
+    COHORT_RETURN_IF_ERROR(exchange.Service());  // heartbeats keep flowing
+  }
+  for (int peer : peers) exchange.Send(peer, nullptr, 0);  // done reading your input
+  COHORT_RETURN_IF_ERROR(exchange.Finish());
+  return ConfirmNoPeerGaveUp(exchange);
+}
+
 }  // namespace cohort::collective

@@ -15,7 +15,8 @@
 // segment as final. In between, it copies the segments its peers announced, straight from their
 // buffers, while they are still in the shared cache: reduce-scatter and all-gather overlap.
 // SameHostBroadcast: every rank copies the root's buffer. SameHostAllGather: every rank copies
-// every peer's contribution.
+// every peer's contribution. SameHostReduceScatter: every rank reads its block from every peer's
+// input and reduces it into its output.
 //
 // For the hierarchical all-reduce (hierarchical_all_reduce.h), among the ranks of this host:
 // ExchangeBufferAddresses, ReduceFromPeers and CopyFromPeer, the steps it builds its own
@@ -81,6 +82,27 @@ class SameHostBroadcast {
   uint8_t* const data_;
   const size_t bytes_;
   const int root_;
+};
+
+class SameHostReduceScatter {
+ public:
+  // `input` holds size() blocks of `count` elements; `output` (count elements) receives this
+  // rank's block reduced over every rank's input, in rank order of the peers after this rank's
+  // own values.
+  SameHostReduceScatter(const OperationContext& context, const void* input, void* output,
+                        size_t count, DataType type, ReduceOp op, size_t segment_bytes,
+                        std::vector<uint8_t>* scratch);
+  Status Run();
+
+ private:
+  const OperationContext& context_;
+  const uint8_t* const input_;
+  uint8_t* const output_;
+  const size_t count_;
+  const DataType type_;
+  const ReduceOp op_;
+  const size_t segment_bytes_;
+  std::vector<uint8_t>* const scratch_;
 };
 
 class SameHostAllGather {

@@ -200,25 +200,55 @@ StatusOr<ProcessGroupCohortOptions> OptionsFromEnvironment(std::chrono::millisec
 }
 
 CohortWork::CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type),
-      outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+    : c10d::Work(rank, type), outputs_(std::move(outputs)) {}
+
+c10::intrusive_ptr<c10::ivalue::Future> CohortWork::getFuture() {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  bool complete_now = false;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    if (future_) return future_;
+    future_ =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    future = future_;
+    complete_now = completed_;
+  }
+  // Made after the operation ended: nobody holds it yet, so it has no callbacks to run.
+  if (complete_now) Complete(*future, outputs_, status_);
+  return future;
 }
 
-void CohortWork::CompleteWork(const Status& status) {
+bool CohortWork::CompleteWork(const Status& status) {
+  bool future_asked_for = false;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    completed_ = true;
+    status_ = status;
+    future_asked_for = static_cast<bool>(future_);
+  }
   if (status.ok()) {
     finish();
   } else {
     finish(std::make_exception_ptr(std::runtime_error(status.message())));
   }
+  return future_asked_for;
 }
 
-void CohortWork::CompleteFuture(const Status& status) {
+void CohortWork::CompleteFuture() {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    future = future_;
+  }
+  Complete(*future, outputs_, status_);
+}
+
+void CohortWork::Complete(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs,
+                          const Status& status) {
   if (status.ok()) {
-    future_->markCompleted(c10::IValue(outputs_));
+    future.markCompleted(c10::IValue(outputs));
   } else {
-    future_->setError(std::make_exception_ptr(std::runtime_error(status.message())));
+    future.setError(std::make_exception_ptr(std::runtime_error(status.message())));
   }
 }
 
@@ -357,8 +387,9 @@ void ProcessGroupCohort::WorkerLoop() {
     if (!status.ok() && status.message().rfind("cohort backend", 0) != 0) {
       status = status.WithContext("cohort backend");
     }
-    next.work->CompleteWork(status);
-    completions_->Run([work = next.work, status] { work->CompleteFuture(status); });
+    if (next.work->CompleteWork(status)) {
+      completions_->Run([work = next.work] { work->CompleteFuture(); });
+    }
   }
 }
 
@@ -446,6 +477,29 @@ Status ProcessGroupCohort::AllReduceTensor(at::Tensor& tensor, RedOp op) {
     }
   }
   flat.copy_(result.to(tensor.scalar_type()));
+  return Status::OK();
+}
+
+at::Tensor ProcessGroupCohort::GatherScratch(const at::Tensor& input) {
+  const size_t bytes = Bytes(input) * size_;
+  if (gather_scratch_.size() < bytes) gather_scratch_.resize(bytes);
+  return at::from_blob(gather_scratch_.data(), {size_, input.numel()}, input.options());
+}
+
+Status ProcessGroupCohort::ReduceScatterTensor(const at::Tensor& input, at::Tensor& output,
+                                               RedOp op) {
+  if (output.numel() == 0) return Status::OK();
+  const auto type = CohortType(output.scalar_type());
+  const auto cohort_op = CohortOp(op);
+  if (type && cohort_op) {
+    return communicator_->ReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(), *type,
+                                        *cohort_op);
+  }
+  // Operators and dtypes Cohort's kernels lack: the all-reduce of a copy (itself an all-gather
+  // and a reduction in rank order), of which this rank keeps its block.
+  at::Tensor reduced = input.reshape({-1}).clone();
+  COHORT_RETURN_IF_ERROR(AllReduceTensor(reduced, op));
+  output.view({-1}).copy_(reduced.narrow(0, rank_ * output.numel(), output.numel()));
   return Status::OK();
 }
 
@@ -538,7 +592,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::allgather(
   }
   std::vector<at::Tensor> targets = outputs[0];
   return Enqueue(c10d::OpType::ALLGATHER, targets, [this, input, targets] {
-    at::Tensor gathered = at::empty({size_, input.numel()}, input.options());
+    at::Tensor gathered = GatherScratch(input);
     COHORT_RETURN_IF_ERROR(AllGatherBytes(input.data_ptr(), gathered.data_ptr(), Bytes(input)));
     for (int rank = 0; rank < size_; ++rank) {
       at::Tensor target = targets[rank];
@@ -587,7 +641,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::gather(
     TORCH_CHECK(outputs.empty(), "cohort backend: gather: output tensors on a rank not the root");
   }
   return Enqueue(c10d::OpType::GATHER, targets, [this, input, targets] {
-    at::Tensor gathered = at::empty({size_, input.numel()}, input.options());
+    at::Tensor gathered = GatherScratch(input);
     COHORT_RETURN_IF_ERROR(AllGatherBytes(input.data_ptr(), gathered.data_ptr(), Bytes(input)));
     for (size_t rank = 0; rank < targets.size(); ++rank) {
       at::Tensor target = targets[rank];
@@ -646,13 +700,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::reduce_scatter(
                 output.scalar_type());
     flats.push_back(input.reshape({-1}));
   }
-  at::Tensor all = at::cat(flats);  // a copy: the inputs stay as they are
+  at::Tensor all = at::cat(flats);  // one buffer of size_ blocks; the inputs stay as they are
   return Enqueue(c10d::OpType::REDUCE_SCATTER, outputs, [this, output, all, op] {
-    at::Tensor reduced = all;
-    COHORT_RETURN_IF_ERROR(AllReduceTensor(reduced, op));
-    at::Tensor target = output;
-    target.copy_(reduced.narrow(0, rank_ * output.numel(), output.numel()).view(output.sizes()));
-    return Status::OK();
+    return InPlaceContiguous(
+        output, [&](at::Tensor& dense) { return ReduceScatterTensor(all, dense, op); });
   });
 }
 
@@ -666,14 +717,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCohort::_reduce_scatter_base(
       input.numel() == output.numel() * size_ && input.scalar_type() == output.scalar_type(),
       "cohort backend: _reduce_scatter_base: an input of ", input.numel(), " ", input.scalar_type(),
       " for ", size_, " outputs of ", output.numel(), " ", output.scalar_type());
-  at::Tensor all = input.reshape({-1}).clone();
+  const at::Tensor dense_input = input.contiguous();
   at::Tensor target = output;
-  return Enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, [this, target, all, op] {
-    at::Tensor reduced = all;
-    COHORT_RETURN_IF_ERROR(AllReduceTensor(reduced, op));
-    at::Tensor out = target;
-    out.copy_(reduced.narrow(0, rank_ * target.numel(), target.numel()).view(target.sizes()));
-    return Status::OK();
+  return Enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, [this, target, dense_input, op] {
+    return InPlaceContiguous(
+        target, [&](at::Tensor& dense) { return ReduceScatterTensor(dense_input, dense, op); });
   });
 }
 

@@ -26,8 +26,10 @@
 //     bool dtypes) and the other dtypes (int8, uint8, int16, bool): an all-gather, then each rank
 //     reduces the gathered tensors in rank order with torch's own kernels (same result everywhere);
 //   - broadcast, all_gather (and _allgather_base), barrier: the Communicator's;
-//   - reduce_scatter (and _reduce_scatter_base), reduce, gather, scatter, allreduce_coalesced:
-//     composed from those (an all-reduce then each rank keeps its part; broadcasts per block);
+//   - reduce_scatter (and _reduce_scatter_base): Cohort's reduce-scatter for the operators and
+//     dtypes of its all-reduce (half an all-reduce's traffic), the all-reduce of a copy otherwise;
+//   - reduce, gather, scatter, allreduce_coalesced: composed from those (an all-reduce then the
+//     root keeps it; an all-gather; a broadcast of every block);
 //   - send/recv, all_to_all, monitored_barrier, PREMUL_SUM: refused with an error naming them.
 #pragma once
 
@@ -74,24 +76,40 @@ StatusOr<ProcessGroupCohortOptions> OptionsFromEnvironment(std::chrono::millisec
 
 // One operation's completion, as torch waits on it: Work::wait() and the Future (whose value is
 // the operation's output tensors) both end with the operation's result.
+//
+// The Future is made only when someone asks for it (DDP and comm hooks do; a plain
+// torch.distributed.all_reduce does not), because completing one means handing it to a
+// CompletionPool thread: its callbacks may block. An operation nobody asked the Future of
+// completes with one wake-up (the waiting caller's) instead of two, which on a loaded machine is
+// most of a small operation's time.
 class CohortWork : public c10d::Work {
  public:
   CohortWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
 
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // The operation's Future: made now when it is the first request, and then already completed
+  // (on this thread: it has no callbacks yet) when the operation has ended.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
 
   // Completes the Work with `status` (an error becomes a std::runtime_error, which Python sees
-  // as RuntimeError with the same message). Called once, by the worker.
-  void CompleteWork(const Status& status);
-  // Completes the Future the same way, running its callbacks on the calling thread. Called once,
-  // by a CompletionPool thread: a callback may start another operation and wait for it (PowerSGD
-  // does), which the worker must be free to run.
-  void CompleteFuture(const Status& status);
+  // as RuntimeError with the same message). Called once, by the worker. Returns whether the
+  // Future had been asked for: then the caller must CompleteFuture, on a thread free to block.
+  bool CompleteWork(const Status& status);
+  // Completes the Future with the status CompleteWork got, running its callbacks on the calling
+  // thread. Called once, by a CompletionPool thread, only when CompleteWork returned true: a
+  // callback may start another operation and wait for it (PowerSGD does), which the worker must
+  // be free to run.
+  void CompleteFuture();
 
  private:
+  static void Complete(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs,
+                       const Status& status);
+
   const std::vector<at::Tensor> outputs_;
-  const c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex future_mutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until asked for
+  bool completed_ = false;                          // CompleteWork ran
+  Status status_;                                   // its status
 };
 
 // Threads that complete Futures, so that their callbacks never run on (and block) the worker. A
@@ -181,12 +199,24 @@ class ProcessGroupCohort : public c10d::ProcessGroup {
   // The all-reduce of one contiguous CPU tensor, in place: Cohort's all-reduce where it has the
   // operator and dtype, otherwise all-gather and a local reduction in rank order.
   Status AllReduceTensor(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
+  // Reduces `input` (size() contiguous blocks of output's numel) over the ranks into `output`
+  // (contiguous), this rank's block: Cohort's reduce-scatter where it has the operator and dtype,
+  // otherwise AllReduceTensor of a copy, of which this rank keeps its block.
+  Status ReduceScatterTensor(const at::Tensor& input, at::Tensor& output,
+                             c10d::ReduceOp::RedOpType op);
+  // A [size, numel] tensor like `input` over gather_scratch_, for the all-gathers whose outputs
+  // are separate tensors: a buffer reused from one operation to the next costs no page faults
+  // (a fresh one of 64 MiB costs 16,384, more than the copies themselves). Worker thread only;
+  // valid until the next call.
+  at::Tensor GatherScratch(const at::Tensor& input);
   // Broadcast and all-gather of raw bytes (any dtype), padding odd sizes.
   Status BroadcastBytes(void* data, size_t bytes, int root);
   Status AllGatherBytes(const void* input, void* output, size_t bytes);
 
   std::shared_ptr<net::ConnectionSet> connections_;
   std::unique_ptr<collective::Communicator> communicator_;
+  // GatherScratch's buffer: as large as the largest all-gather with separate outputs so far.
+  std::vector<uint8_t> gather_scratch_;
 
   std::mutex mutex_;
   std::condition_variable queue_changed_;

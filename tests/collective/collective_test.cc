@@ -767,6 +767,96 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, OtherCollectivesTest,
                                   (std::get<1>(info.param) == Path::kTcp ? "Tcp" : "SameHost");
                          });
 
+// Reduce-scatter on every path: the TCP ring's reduce-scatter phase (also over a ring that visits
+// emulated hosts out of rank order), the staged all-reduce of a copy (small buffers on one host)
+// and peers' memory read on one host. Each rank's output is its block of the reduction of every
+// rank's input (in double: float sums depend on the order of additions), and the input is left
+// as it was.
+struct ReduceScatterCase {
+  int ranks;
+  Path path;
+  bool emulated_hosts;  // host labels 0, 1, 0, 1...: the ring goes host by host
+  bool staged_copy;     // same host, below same_host_min_bytes: the staged all-reduce of a copy
+};
+
+class ReduceScatterTest : public ::testing::TestWithParam<ReduceScatterCase> {};
+
+TEST_P(ReduceScatterTest, EachRankGetsItsBlockOfTheReduction) {
+  const ReduceScatterCase param = GetParam();
+  GroupSetup setup;
+  setup.ranks = param.ranks;
+  setup.path = param.path;
+  setup.ring.segment_bytes = 8192;
+  if (param.emulated_hosts) {
+    setup.host_labels = [](int) { return std::vector<int>{0, 1, 0, 1}; };
+  }
+  if (param.staged_copy) setup.same_host_min_bytes = size_t{1} << 30;
+  auto outcomes = RunGroup(setup, [](Communicator& communicator, int rank) -> Status {
+    const int size = communicator.size();
+    uint64_t seed = 500;
+    for (DataType type : {DataType::kInt32, DataType::kFloat32}) {
+      for (ReduceOp op : kOps) {
+        for (size_t count : {0, 1, 7, 1000, 30001}) {
+          ++seed;
+          const std::vector<uint8_t> input = Input(type, count * size, seed, rank);
+          const std::vector<uint8_t> before = input;
+          std::vector<uint8_t> output(count * SizeOf(type), 0xEE);
+          COHORT_RETURN_IF_ERROR(
+              communicator.ReduceScatter(input.data(), output.data(), count, type, op));
+          if (input != before) return Status::Internal("reduce-scatter changed its input");
+          for (size_t i = 0; i < count; ++i) {
+            const size_t element = rank * count + i;
+            double want = InputValue(type, seed, 0, element);
+            for (int peer = 1; peer < size; ++peer) {
+              const double value = InputValue(type, seed, peer, element);
+              want = op == ReduceOp::kMin   ? std::min(want, value)
+                     : op == ReduceOp::kMax ? std::max(want, value)
+                                            : want + value;
+            }
+            double got = 0;
+            if (type == DataType::kInt32) {
+              int32_t value;
+              std::memcpy(&value, output.data() + i * 4, 4);
+              got = value;
+              if (op == ReduceOp::kAverage) want = std::trunc(want / size);
+            } else {
+              float value;
+              std::memcpy(&value, output.data() + i * 4, 4);
+              got = value;
+              if (op == ReduceOp::kAverage) want /= size;
+            }
+            const double tolerance = type == DataType::kInt32 ? 0 : 1e-5 * size;
+            if (std::abs(got - want) > tolerance) {
+              return Status::Internal("reduce-scatter " + std::string(Name(type)) + " " + Name(op) +
+                                      " x " + std::to_string(count) + ": element " +
+                                      std::to_string(i) + " is " + std::to_string(got) + ", want " +
+                                      std::to_string(want));
+            }
+          }
+        }
+      }
+    }
+    return Status::OK();
+  });
+  ExpectAllSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ReduceScatterTest,
+                         ::testing::Values(ReduceScatterCase{1, Path::kTcp, false, false},
+                                           ReduceScatterCase{2, Path::kTcp, false, false},
+                                           ReduceScatterCase{3, Path::kTcp, false, false},
+                                           ReduceScatterCase{4, Path::kTcp, true, false},
+                                           ReduceScatterCase{2, Path::kSameHost, false, true},
+                                           ReduceScatterCase{3, Path::kSameHost, false, false},
+                                           ReduceScatterCase{3, Path::kSameHostReads, false,
+                                                             false}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.ranks) + "Ranks" +
+                                  PathName(info.param.path) +
+                                  (info.param.emulated_hosts ? "TwoHosts" : "") +
+                                  (info.param.staged_copy ? "StagedCopy" : "");
+                         });
+
 TEST(AsyncTest, StartNowWaitLaterInOrder) {
   GroupSetup setup;
   setup.ranks = 3;

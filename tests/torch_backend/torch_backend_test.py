@@ -11,7 +11,9 @@ calls init_process_group("cohort") and runs CASE:
   collectives  all_reduce for every ReduceOp and every CPU dtype against the exact expected value
                and against gloo (a gloo group in the same processes), broadcast, all_gather (list
                and tensor forms), reduce_scatter (both forms), reduce, gather, scatter, barrier,
-               the object collectives, async ops completing in order and their futures.
+               the object collectives (all that torch 1.13's distributed checkpoint calls:
+               its torch.distributed._shard.checkpoint does not import under Debian's Python
+               3.11 whatever the backend), async ops completing in order and their futures.
   ddp          a small model under DistributedDataParallel on cohort and on gloo from the same
                start and data: parameters match after some steps (plain, small buckets,
                fp16_compress_hook, PowerSGD).
@@ -158,8 +160,34 @@ def cohort_defines(op, dtype):
     return True
 
 
+def thread_count():
+    return len(os.listdir("/proc/self/task"))
+
+
+def check_plain_ops_wake_no_extra_thread(rank, size):
+    """A plain all_reduce completes with one wake-up (the caller's): no completion thread is
+    started for a Future nobody asked for. A Future asked for after the operation ended comes
+    completed, with the result, and runs its callbacks."""
+    before = thread_count()
+    tensor = torch.ones(32768)
+    for _ in range(50):
+        dist.all_reduce(tensor.fill_(1.0))
+        check(bool((tensor == float(size)).all()), "a plain all_reduce")
+    after = thread_count()
+    check(after == before, f"plain all_reduces started {after - before} thread(s) "
+                           f"({before} before, {after} after): a Future completed nobody asked for")
+    work = dist.all_reduce(torch.ones(8), async_op=True)
+    work.wait()
+    future = work.get_future()
+    check(future.done(), "the Future of an ended all_reduce is done")
+    check(bool((future.wait()[0] == float(size)).all()), "the late Future carries the result")
+    chained = future.then(lambda done: done.value()[0] * 2)
+    check(bool((chained.wait() == 2.0 * size).all()), "a callback on a late Future runs")
+
+
 def case_collectives(rank, size):
     gloo = dist.new_group(backend="gloo")
+    check_plain_ops_wake_no_extra_thread(rank, size)
     table = []
     for dtype in DTYPES:
         for op in OPS:
@@ -231,21 +259,57 @@ def case_collectives(rank, size):
                                                for r in range(size)])),
                   f"all_gather_into_tensor {dtype} x {count}")
 
-    # reduce_scatter, list and tensor forms.
-    for op in ("SUM", "MAX", "PRODUCT"):
-        count = 1000
-        blocks = [rank_input(rank, torch.int32, count, salt=20 + b) for b in range(size)]
-        output = torch.empty(count, dtype=torch.int32)
-        dist.reduce_scatter(output, blocks, op=getattr(dist.ReduceOp, op))
-        want = expected_reduction(op, [rank_input(r, torch.int32, count, salt=20 + rank)
-                                       for r in range(size)])
-        check(torch.equal(output, want), f"reduce_scatter {op}")
-        whole = torch.cat(blocks)
-        output2 = torch.empty(count, dtype=torch.int32)
-        scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
-        scatter_tensor(output2, whole, op=getattr(dist.ReduceOp, op))
-        check(torch.equal(output2, want), f"reduce_scatter_tensor {op}")
-        check(torch.equal(whole, torch.cat(blocks)), "reduce_scatter left its input alone")
+    # reduce_scatter, list and tensor forms, for every operator and dtype the backend defines and
+    # sizes that take each path (staged all-reduce of a copy, peers' memory read on one host):
+    # against the exact value and against gloo's all_reduce of the same blocks, of which each rank
+    # keeps its block (gloo in torch 1.13 has no reduce_scatter).
+    checked = 0
+    for dtype in DTYPES:
+        for op in OPS:
+            if not cohort_defines(op, dtype):
+                continue
+            reduce_op = getattr(dist.ReduceOp, op)
+            for count in (7, 1000, 70000):
+                salt = 20 + count
+                blocks = [rank_input(rank, dtype, count, salt=salt + b) for b in range(size)]
+                output = torch.empty(count, dtype=dtype)
+                dist.reduce_scatter(output, blocks, op=reduce_op)
+                want = expected_reduction(op, [rank_input(r, dtype, count, salt=salt + rank)
+                                               for r in range(size)])
+                what = f"reduce_scatter {op} {dtype} x {count}"
+                if op == "AVG" and dtype in (torch.float16, torch.bfloat16):
+                    close = torch.allclose(output.float(), want.float(), rtol=1e-2, atol=1e-2)
+                else:
+                    close = torch.equal(output, want)
+                check(close, f"{what}: {output[:8]} != {want[:8]}")
+                whole = torch.cat(blocks)
+                output2 = torch.empty(count, dtype=dtype)
+                scatter_tensor = (getattr(dist, "reduce_scatter_tensor", None)
+                                  or dist._reduce_scatter_base)
+                scatter_tensor(output2, whole, op=reduce_op)
+                check(torch.equal(output2, output), f"{what}: the tensor form differs")
+                check(torch.equal(whole, torch.cat(blocks)), f"{what} left its input alone")
+                theirs = whole.clone()
+                try:
+                    dist.all_reduce(theirs, op=reduce_op, group=gloo)
+                except RuntimeError:
+                    continue  # gloo has no such reduction for this dtype
+                gloo_block = theirs.narrow(0, rank * count, count)
+                if op == "AVG":
+                    close = torch.allclose(output.double(), gloo_block.double(), rtol=1e-2,
+                                           atol=1e-2)
+                else:
+                    close = torch.equal(output, gloo_block)
+                check(close, f"{what}: cohort {output[:8]} != gloo {gloo_block[:8]}")
+                checked += 1
+    check(checked > 0, "reduce_scatter was compared with gloo")
+    if rank == 0:
+        print(f"reduce_scatter: {checked} operator/dtype/size cases equal to gloo's")
+    # A non-contiguous output is written in place.
+    matrix = torch.zeros(4, 3, dtype=torch.float32)
+    dist.reduce_scatter(matrix[:, 1], [torch.full((4,), float(rank + b)) for b in range(size)])
+    check(torch.equal(matrix[:, 1], torch.full((4,), float(sum(r + rank for r in range(size))))),
+          "reduce_scatter into a non-contiguous output")
 
     # reduce, gather, scatter to and from the last rank.
     root = size - 1
@@ -272,6 +336,19 @@ def case_collectives(rank, size):
     box = [{"from": rank}]
     dist.broadcast_object_list(box, src=1)
     check(box == [{"from": 1}], "broadcast_object_list")
+    # The rest of what torch.distributed.checkpoint's _DistWrapper calls (torch 1.13: the plans
+    # gathered on the coordinator, each rank's plan scattered back): gather_object and
+    # scatter_object_list, with the coordinator not rank 0.
+    coordinator = size - 1
+    plans = [None] * size if rank == coordinator else None
+    dist.gather_object({"plan of": rank, "items": list(range(rank + 2))}, plans, dst=coordinator)
+    if rank == coordinator:
+        check(plans == [{"plan of": r, "items": list(range(r + 2))} for r in range(size)],
+              f"gather_object: {plans}")
+    mine = [None]
+    dist.scatter_object_list(mine, [f"plan for {r}" for r in range(size)]
+                             if rank == coordinator else None, src=coordinator)
+    check(mine == [f"plan for {rank}"], f"scatter_object_list: {mine}")
 
     # Asynchronous operations complete in call order; futures carry the results.
     tensors = [torch.full((4096,), float(rank + i)) for i in range(6)]
