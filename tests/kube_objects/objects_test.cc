@@ -297,7 +297,7 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
   json worker = Pod(job, "Worker", 1);
   EXPECT_EQ(worker["spec"]["restartPolicy"], "OnFailure");
   const json& env = TensorflowContainer(worker)["env"];
-  ASSERT_EQ(env.size(), 4u);
+  ASSERT_EQ(env.size(), 5u);
   EXPECT_EQ(env[0], json({{"name", "GREETING"}, {"value", "hello from a TFJob"}}));
   EXPECT_EQ(env[1]["name"], "COHORT_TERMINATION_MESSAGE_PATH");
   EXPECT_EQ(env[2], json({{"name", "COHORT_JOB_NAME"}, {"value", "hello"}}));
