@@ -11,8 +11,9 @@
 // - Faults: a connection failure, a timeout, a 5xx, 429 or SlowDown is retried with exponential
 //   back-off and jitter, at most `max_attempts` times and `max_total` in all, then reported as
 //   Unavailable with the last error. Any other 4xx fails at once: NotFound for 404, otherwise
-//   IOError (the training programs exit 3 on it: a restart would get the same answer). Every message names the operation, the URL, the endpoint and the source
-//   of the credentials, never the secret.
+//   IOError (the training programs exit 3 on it: a restart would get the same answer). Every
+//   message names the operation, the URL, the endpoint and the source of the credentials, never the
+//   secret.
 // - Every answer is bounded: a body larger than the caller's bound (1 MiB for XML answers) or
 //   headers over 64 KiB stop the transfer with an error.
 //

@@ -182,9 +182,8 @@ TEST_F(EndOfTrainingTest, AFullDiskIsOneLineNamingTheFileAndExitThree) {
 }
 
 TEST_F(EndOfTrainingTest, StorageUrlsAreRefusedNamingTheFlag) {
-  for (const std::string& flag :
-       std::vector<std::string>{"--saved_model_path", "--tensorboard_dir",
-                                "--model_checkpoint_path", "--data_dir"}) {
+  for (const std::string& flag : std::vector<std::string>{
+           "--saved_model_path", "--tensorboard_dir", "--model_checkpoint_path", "--data_dir"}) {
     std::string output;
     EXPECT_EQ(Run({flag + "=gs://bucket/dir"}, &output), 2) << output;
     EXPECT_NE(output.find(flag + ": \"gs://bucket/dir\" is a URL (gs://)"), std::string::npos)
