@@ -131,7 +131,7 @@ TEST_F(DistMnistTest, WorkerPodIsTheOperatorsPod) {
   ASSERT_EQ(container["ports"].size(), 1u);
   EXPECT_EQ(container["ports"][0]["name"], "tfjob-port");
   EXPECT_EQ(container["ports"][0]["containerPort"], 2222);
-  ASSERT_EQ(container["env"].size(), 3u);
+  ASSERT_EQ(container["env"].size(), 4u);
   EXPECT_EQ(container["env"][0],
             json({{"name", "COHORT_TERMINATION_MESSAGE_PATH"}, {"value", "/dev/termination-log"}}));
   // For $(COHORT_JOB_NAME) in args, as a local replica has it.
