@@ -19,6 +19,7 @@
 #include "testing/files.h"
 #include "testing/host.h"
 #include "testing/processes.h"
+#include "testing/s3_server.h"
 #include "testing/scratch_directory.h"
 #include "testing/wait.h"
 
@@ -31,28 +32,10 @@ using namespace std::chrono_literals;
 const fs::path kCohortTrain = fs::path(COHORT_BINARY_DIR) / "apps/cohort-train/cohort-train";
 constexpr char kBucket[] = "cohort-test";
 
-std::optional<std::map<std::string, std::string>> ServerEnvironment() {
-  const char* directory = std::getenv("COHORT_S3_SERVER_DIR");
-  if (directory == nullptr) return std::nullopt;
-  StatusOr<std::string> text = ReadWholeFile(std::string(directory) + "/s3.env", 1 << 16);
-  if (!text.ok()) return std::nullopt;
-  std::map<std::string, std::string> variables;
-  size_t at = 0;
-  while (at < text->size()) {
-    size_t end = text->find('\n', at);
-    if (end == std::string::npos) end = text->size();
-    const std::string line = text->substr(at, end - at);
-    const size_t equals = line.find('=');
-    if (equals != std::string::npos) variables[line.substr(0, equals)] = line.substr(equals + 1);
-    at = end + 1;
-  }
-  return variables;
-}
-
 class S3BackupTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::optional<std::map<std::string, std::string>> server = ServerEnvironment();
+    std::optional<std::map<std::string, std::string>> server = testing::S3ServerEnvironment();
     if (!server) {
       COHORT_SKIP_OR_FAIL_IN_CI(
           "COHORT_S3_SERVER_DIR names no running S3 server: run this test through ctest, whose "
