@@ -66,22 +66,8 @@ class S3StorageTest : public ::testing::Test {
     return std::string("s3://") + kBucket + "/" + prefix_ + name;
   }
 
-  // Runs a boto3 snippet with `s3` bound to a client of the server; its standard output.
-  std::string Boto3(const std::string& snippet) {
-    const std::string program =
-        "import sys, hashlib, boto3\n"
-        "s3 = boto3.client('s3', endpoint_url='" +
-        server_["AWS_ENDPOINT_URL"] + "', aws_access_key_id='" + server_["AWS_ACCESS_KEY_ID"] +
-        "', aws_secret_access_key='" + server_["AWS_SECRET_ACCESS_KEY"] +
-        "', region_name='us-east-1')\n" + snippet;
-    testing::ScratchDirectory scratch("s3-boto3");
-    const std::string script = (scratch.path() / "snippet.py").string();
-    EXPECT_TRUE(WriteFileAtomically(script, program).ok());
-    const testing::CommandResult result =
-        testing::RunCommand("timeout 60 /usr/bin/python3 " + testing::ShellQuote(script));
-    EXPECT_EQ(result.exit_code, 0) << result.output;
-    return result.output;
-  }
+  // boto3, the independent client, on the fixture's server; its standard output.
+  std::string Boto3(const std::string& snippet) { return testing::RunBoto3(server_, snippet); }
 
   std::map<std::string, std::string> server_;
   S3Settings settings_;
