@@ -22,13 +22,12 @@ after the load at the end.
 """
 
 import argparse
-import datetime
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
+
+from bench_common import header, launch_ranks, load
 
 SKIP = 77
 
@@ -52,25 +51,6 @@ def parse():
             and 1 <= args.threads <= 64):
         parser.error("an argument out of range")
     return args
-
-
-def load():
-    with open("/proc/loadavg") as loadavg:
-        return " ".join(loadavg.read().split()[:3])
-
-
-def header():
-    root = os.path.dirname(os.path.abspath(__file__))
-    describe = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
-                              capture_output=True, text=True).stdout.strip() or "unknown"
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    print(f"commit {describe}; cpu {cpu} x {os.cpu_count()}; {now}; load {load()}", flush=True)
 
 
 def classic_cnn():
@@ -155,18 +135,8 @@ def rank_main(args):
 
 
 def launch(args):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     header()
-    processes = []
-    for rank in range(args.ranks):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   WORLD_SIZE=str(args.ranks), OMP_NUM_THREADS=str(args.threads),
-                   GLOO_SOCKET_IFNAME="lo")
-        processes.append(subprocess.Popen([sys.executable, __file__] + sys.argv[1:], env=env))
-    codes = [process.wait() for process in processes]
-    return 0 if all(code == 0 for code in codes) else 1
+    return launch_ranks(__file__, args.ranks, OMP_NUM_THREADS=str(args.threads))
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ CPU, time and load first and the load last.
 """
 
 import argparse
-import datetime
 import os
-import socket
-import subprocess
 import sys
 import time
+
+from bench_common import describe, launch_ranks, load, now
 
 
 def parse():
@@ -32,11 +31,6 @@ def parse():
             and all(4 <= size <= 1 << 30 for size in args.sizes)):
         parser.error("want 1 <= --ranks <= 16, 1 <= --rounds <= 100000, sizes 4 B..1 GiB")
     return args
-
-
-def load():
-    with open("/proc/loadavg") as loadavg:
-        return " ".join(loadavg.read().split()[:3])
 
 
 def rank_main(args):
@@ -68,23 +62,11 @@ def rank_main(args):
 
 
 def launch(args):
-    root = os.path.dirname(os.path.abspath(__file__))
-    describe = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
-                              capture_output=True, text=True).stdout.strip() or "unknown"
     import cohort_torch
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    print(f"commit {describe}; module {cohort_torch.__file__}; {now}; load {load()}", flush=True)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    processes = []
-    for rank in range(args.ranks):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   WORLD_SIZE=str(args.ranks), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
-        processes.append(subprocess.Popen([sys.executable, __file__] + sys.argv[1:], env=env))
-    codes = [process.wait() for process in processes]
+    print(f"commit {describe()}; module {cohort_torch.__file__}; {now()}; load {load()}", flush=True)
+    code = launch_ranks(__file__, args.ranks, OMP_NUM_THREADS="1")
     print(f"# load at the end: {load()}", flush=True)
-    return 0 if all(code == 0 for code in codes) else 1
+    return code
 
 
 if __name__ == "__main__":
