@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/across_hosts.sh: issue 18's figures in one run, each beside its strongest peer, ending with
 # every goal as a PASS or FAIL line:
-#   1. all-reduce between emulated hosts: Cohort and best Gloo as fractions of the ring (link)
-#      ceiling (bench/allreduce/run_cross_host.sh; 2 and 4 hosts, 1 and 2 ranks per host);
+#   1. all-reduce between emulated hosts: Cohort and best Gloo as fractions of the link's bound
+#      (each algorithm's least traffic at the link rate; bench/allreduce/run_cross_host.sh; 2 and 4
+#      hosts, 1 and 2 ranks per host);
 #   2. all-reduce on one host: Cohort's same-host path beside Open MPI's shared memory
 #      (allreduce_bench --mode=same-host; 2 and 4 ranks);
 #   3. a parameter server and a worker on two hosts: dense push and pull against the ceiling

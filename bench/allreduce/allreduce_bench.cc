@@ -1,4 +1,4 @@
-// allreduce_bench: Cohort's all-reduce beside its like-for-like peers, with the ring's ceiling.
+// allreduce_bench: Cohort's all-reduce beside its like-for-like peers, against the link's bound.
 //
 // Two comparisons, never mixed:
 //
@@ -6,11 +6,16 @@
 //   against every all-reduce of Gloo's TCP transport (Debian's libgloo-dev): gloo::allreduce,
 //   the API PyTorch's Gloo backend calls, with its ring and its bcube algorithm, and the classic
 //   AllreduceRing, AllreduceRingChunked and AllreduceHalvingDoubling. Per size the best of the
-//   five is "best gloo", named. Beside them, in the same processes and in turn with them, the
-//   ring ceiling (bench/common/ring_ceiling.h): each rank sends to its next rank and receives from
-//   its previous one at once, as many bytes as a ring all-reduce moves, on the same links, with
-//   nothing else to do. Its bus bandwidth is what the links allow a ring; Cohort's busbw over it
-//   is Cohort's fraction of that limit.
+//   five is "best gloo", named. The limit is the link (--link-bits-per-second, the shaping rate of
+//   each host's link each way, between hosts): each algorithm's bound is the time its least
+//   traffic through one host's link takes at that rate, 2(n-1)/n of the buffer for a flat
+//   all-reduce (Cohort's ring, every Gloo algorithm: a ring over ranks placed host by host sends
+//   that much out of each host), 2(h-1)/h for Cohort's hierarchical all-reduce over h hosts; "of
+//   bound" is that time over the measured one. Beside them, in the same processes and in turn
+//   with them, the single-connection TCP loop (bench/common/ring_ceiling.h): each rank sends to
+//   its next rank and receives from its previous one at once, as many bytes as a ring all-reduce
+//   moves, over one connection, at most 256 KiB per system call. It is a reference point for
+//   what one plain TCP stream of this kernel does here, not a limit: an all-reduce may beat it.
 //
 //   --mode=same-host: Cohort with its same-host path (the default a job on one host gets)
 //   against Open MPI's shared-memory MPI_Allreduce (mpirun --mca pml ob1 --mca btl self,vader,
@@ -24,7 +29,7 @@
 // --min-time, agreed by all), the slowest rank's time counts, and --rounds blocks (10 by default)
 // give min / median / max. The libraries take turns within each round, in rotating order, on the
 // same float32 buffer (sum, in place); each result is checked first. Bandwidths as NCCL-tests
-// define them: algbw = size / time, busbw = algbw * 2(n-1)/n; the ring ceiling's busbw is the
+// define them: algbw = size / time, busbw = algbw * 2(n-1)/n; the TCP loop's busbw is the
 // bytes each rank sent / time. Ratios and fractions ("of it", "ratio") are medians over rounds of
 // the ratio within each round (the libraries of one round run one right after the other).
 //
@@ -37,11 +42,16 @@
 //                   [--link-bits-per-second=N] [--skip=NAME,...]
 //                   [--mpirun=PATH --mpi-bench=PATH]
 //
-// With --rank, rank R listens on its endpoint's port (Cohort) and the next port (the ring
-// ceiling); Gloo's rendezvous is a file store in DIR, which every rank must see.
+// With --rank, rank R listens on its endpoint's port (Cohort) and the next port (the TCP loop);
+// Gloo's rendezvous is a file store in DIR, which every rank must see. The hosts are the distinct
+// host names of --endpoints.
 //
-// Output: a table per rank count, then per configuration the goal figures as lines
-// "allreduce-goal NAME LABEL VALUE SIZE" (for run_cross_host.sh), and last the summary:
+// Output: a table per rank count; with a link rate, one line per size for the documentation's
+// generator (bench/allreduce/render_cross_host.py):
+//   allreduce-row LABEL RANKS BYTES COHORT_US COHORT_BUSBW COHORT_OF_BOUND BEST_GLOO
+//                 GLOO_BUSBW GLOO_OF_BOUND COHORT/GLOO LOOP_BUSBW
+// then per configuration the goal figures as lines "allreduce-goal NAME LABEL VALUE SIZE" (for
+// run_cross_host.sh), and last the summary:
 //   allreduce: min busbw ratio vs best gloo (>= 1 MiB) = X.XX             (--mode=tcp)
 //   allreduce same-host: min busbw ratio vs open mpi (>= 1 MiB) = X.XX    (--mode=same-host)
 #include <poll.h>
@@ -99,7 +109,7 @@ enum Library {
   kGlooRing,
   kGlooRingChunked,
   kGlooHalvingDoubling,
-  kRingCeiling,
+  kTcpLoop,
   kOpenMpi,
   kLibraries
 };
@@ -109,7 +119,7 @@ const char* const kLibraryNames[] = {"cohort",
                                      "AllreduceRing",
                                      "AllreduceRingChunked",
                                      "AllreduceHalvingDoubling",
-                                     "ring-ceiling",
+                                     "tcp-loop",
                                      "open-mpi"};
 constexpr Library kGlooLibraries[] = {kGlooAllreduceRing, kGlooAllreduceBcube, kGlooRing,
                                       kGlooRingChunked, kGlooHalvingDoubling};
@@ -297,10 +307,10 @@ using Samples = std::map<std::pair<int, size_t>, std::vector<double>>;
 // Where one rank finds its peers and its own sockets.
 struct RankPlan {
   int rank = 0;
-  cluster::ClusterSpec spec;                // Cohort's endpoints, as "worker" tasks
-  int cohort_listener = -1;                 // bound already (forked ranks), or -1
-  std::vector<net::Endpoint> ring_ceiling;  // the ring ceiling's endpoints
-  net::Socket ceiling_listener;
+  cluster::ClusterSpec spec;            // Cohort's endpoints, as "worker" tasks
+  int cohort_listener = -1;             // bound already (forked ranks), or -1
+  std::vector<net::Endpoint> tcp_loop;  // the TCP loop's endpoints
+  net::Socket loop_listener;
   std::string gloo_host;  // the address Gloo's device binds
   std::string gloo_store;
   bool same_host = false;
@@ -332,21 +342,23 @@ std::unique_ptr<Communicator> ConnectCohort(const RankPlan& plan, const Options&
 }
 
 // Runs every size for `plan.libraries`; rank 0 calls `sample` with each per-operation time and
-// `note` with what the reader should know about the run.
+// `note` with what the reader should know about the run. Sets `*cohort_hierarchical`, when given,
+// to whether Cohort's all-reduce is hierarchical there (the link bound depends on it).
 void RunRank(RankPlan plan, const Options& options,
              const std::function<void(Library, size_t, double)>& sample,
-             const std::function<void(const std::string&)>& note) {
+             const std::function<void(const std::string&)>& note,
+             bool* cohort_hierarchical = nullptr) {
   const int rank = plan.rank;
   const int ranks = static_cast<int>(plan.spec.jobs.at("worker").size());
   std::unique_ptr<Communicator> cohort = ConnectCohort(plan, options);
+  if (cohort_hierarchical != nullptr) *cohort_hierarchical = cohort->uses_hierarchical_all_reduce();
   const bool measures = [&](Library library) {
     return std::find(plan.libraries.begin(), plan.libraries.end(), library) != plan.libraries.end();
-  }(kRingCeiling);
+  }(kTcpLoop);
   std::unique_ptr<RingExchange> ring;
   if (measures) {
-    auto connected =
-        RingExchange::Connect(rank, plan.ring_ceiling, std::move(plan.ceiling_listener),
-                              net::Deadline::After(std::chrono::minutes(2)));
+    auto connected = RingExchange::Connect(rank, plan.tcp_loop, std::move(plan.loop_listener),
+                                           net::Deadline::After(std::chrono::minutes(2)));
     if (!connected.ok()) Die(connected.status().ToString());
     ring = std::move(*connected);
   }
@@ -388,7 +400,7 @@ void RunRank(RankPlan plan, const Options& options,
   }
 
   std::vector<float> data(options.max_bytes / sizeof(float));
-  std::vector<char> ceiling_receive(ring ? options.max_bytes : 0);
+  std::vector<char> loop_receive(ring ? options.max_bytes : 0);
   const int libraries = static_cast<int>(plan.libraries.size());
   for (size_t bytes : Sizes(options)) {
     const size_t count = bytes / sizeof(float);
@@ -411,11 +423,11 @@ void RunRank(RankPlan plan, const Options& options,
           Check(cohort->AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum),
                 "cohort all-reduce");
           return;
-        case kRingCeiling:
-          Check(ring->Exchange(data.data(), bytes, ceiling_receive.data(), bytes,
+        case kTcpLoop:
+          Check(ring->Exchange(data.data(), bytes, loop_receive.data(), bytes,
                                RingAllReduceBytesPerRank(bytes, ranks),
                                net::Deadline::After(std::chrono::minutes(10))),
-                "ring ceiling");
+                "tcp loop");
           return;
         default:
           break;
@@ -445,7 +457,7 @@ void RunRank(RankPlan plan, const Options& options,
     // Correctness first: every all-reduce must produce 1 + 2 + ... + n.
     const float expected = static_cast<float>(ranks * (ranks + 1) / 2);
     for (Library library : plan.libraries) {
-      if (library == kRingCeiling) continue;
+      if (library == kTcpLoop) continue;
       std::fill_n(data.data(), count, static_cast<float>(rank + 1));
       run_once(library);
       for (size_t i = 0; i < count; i += 97) {
@@ -494,7 +506,7 @@ void RunRank(RankPlan plan, const Options& options,
 
 double BusBandwidth(Library library, size_t bytes, int ranks, double seconds) {
   if (seconds <= 0) return 0;
-  if (library == kRingCeiling) {
+  if (library == kTcpLoop) {
     return static_cast<double>(RingAllReduceBytesPerRank(bytes, ranks)) / seconds / 1e9;
   }
   return 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) / seconds / 1e9;
@@ -537,25 +549,61 @@ double PairedMedianRatio(const Samples& samples, Library reference, Library libr
 }
 
 struct TcpFigures {
-  Worst gloo_ratio;        // cohort / best gloo, sizes >= 1 MiB
-  Worst ceiling_fraction;  // cohort / ring ceiling, sizes >= 16 MiB
+  Worst gloo_ratio;     // cohort / best gloo, sizes >= 1 MiB
+  Worst link_fraction;  // cohort's fraction of its link bound, sizes >= 4 MiB
 };
+
+// Where the ranks are, for the link bound: `hosts` hosts (0: unknown, e.g. loopback), and whether
+// Cohort's all-reduce is hierarchical there.
+struct Layout {
+  int hosts = 0;
+  bool cohort_hierarchical = false;
+};
+
+// The least bytes that `library`'s all-reduce of `bytes` over `ranks` ranks sends out of one host
+// through its link (and receives through it): 2(n-1)/n of the buffer for a flat all-reduce, whose
+// ranks are placed host by host (a ring then crosses each host's link once each way, and with one
+// rank per host every rank must send that much); 2(h-1)/h for Cohort's hierarchical all-reduce,
+// which reduces within each host first.
+double LinkBytes(Library library, size_t bytes, int ranks, const Layout& layout) {
+  if (library == kCohort && layout.cohort_hierarchical && layout.hosts >= 2) {
+    return 2.0 * (layout.hosts - 1) / layout.hosts * static_cast<double>(bytes);
+  }
+  return 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes);
+}
+
+// `library`'s fraction of the link's bound at the median time: the time its least traffic takes at
+// the link rate over the time measured (1: the link was busy all along). 0 without a link rate.
+double LinkFraction(Library library, size_t bytes, int ranks, const Layout& layout,
+                    double link_bits_per_second, double seconds) {
+  if (link_bits_per_second <= 0 || seconds <= 0 || layout.hosts < 2) return 0;
+  return LinkBytes(library, bytes, ranks, layout) / (link_bits_per_second / 8) / seconds;
+}
 
 // Prints the table of one --mode=tcp configuration and returns its goal figures.
 TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& samples,
-                         const Options& options) {
+                         const Options& options, const Layout& layout) {
   TcpFigures figures;
+  const bool link = options.link_bits_per_second > 0 && layout.hosts >= 2;
   std::printf(
       "# %s, %d ranks: per-operation time in us, min / median / max of %d rounds; "
       "busbw GB/s of the median\n",
       label.c_str(), ranks, options.rounds);
-  if (options.link_bits_per_second > 0) {
-    std::printf("# links of %.3f GB/s each way: \"link\" is cohort's busbw as a fraction of it\n",
-                options.link_bits_per_second / 8 / 1e9);
+  if (link) {
+    std::printf(
+        "# links of %.3f GB/s each way between %d hosts: \"bound\" is each algorithm's fraction "
+        "of the link's bound (its least traffic through a host's link at the link rate, over the "
+        "time taken): cohort %s, gloo flat (2(n-1)/n of the buffer)\n",
+        options.link_bits_per_second / 8 / 1e9, layout.hosts,
+        layout.cohort_hierarchical ? "hierarchical (2(h-1)/h of the buffer)"
+                                   : "flat ring (2(n-1)/n of the buffer)");
   }
-  std::printf("%9s | %27s %7s%s | %7s %6s | %7s %-24s %6s | %s\n", "size",
-              "cohort us (min/med/max)", "busbw", options.link_bits_per_second > 0 ? "   link" : "",
-              "ceiling", "of it", "gloo", "best gloo", "ratio",
+  std::printf(
+      "# tcp-loop: a single-connection TCP loop moving a ring's bytes at most 256 KiB per call "
+      "(a reference, not a limit); \"loop\" is cohort's busbw over its\n");
+  std::printf("%9s | %27s %7s%s | %7s %-24s%s %6s | %7s %5s | %s\n", "size",
+              "cohort us (min/med/max)", "busbw", link ? "  bound" : "", "gloo", "best gloo",
+              link ? "  bound" : "", "ratio", "tcploop", "loop",
               "busbw: gloo::allreduce ring, bcube; AllreduceRing, RingChunked, HalvingDoubling");
   for (size_t bytes : Sizes(options)) {
     auto spread_of = [&](Library library) {
@@ -563,9 +611,9 @@ TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& sam
       return found == samples.end() ? Spread() : SpreadOf(found->second);
     };
     const Spread cohort = spread_of(kCohort);
-    const Spread ceiling = spread_of(kRingCeiling);
+    const Spread loop = spread_of(kTcpLoop);
     const double cohort_busbw = BusBandwidth(kCohort, bytes, ranks, cohort.median);
-    const double ceiling_busbw = BusBandwidth(kRingCeiling, bytes, ranks, ceiling.median);
+    const double loop_busbw = BusBandwidth(kTcpLoop, bytes, ranks, loop.median);
     double best_busbw = 0;
     Library best = kGlooRing;
     std::string variants;
@@ -579,23 +627,36 @@ TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& sam
         best = library;
       }
     }
-    const double fraction = PairedMedianRatio(samples, kRingCeiling, kCohort, bytes);
+    const double cohort_of_bound =
+        LinkFraction(kCohort, bytes, ranks, layout, options.link_bits_per_second, cohort.median);
+    const double gloo_of_bound =
+        best_busbw > 0 ? LinkFraction(best, bytes, ranks, layout, options.link_bits_per_second,
+                                      spread_of(best).median)
+                       : 0;
+    const double of_loop = PairedMedianRatio(samples, kTcpLoop, kCohort, bytes);
     const double ratio = best_busbw > 0 ? PairedMedianRatio(samples, best, kCohort, bytes) : 0;
-    char of_link[32] = "";
-    if (options.link_bits_per_second > 0) {
-      std::snprintf(of_link, sizeof(of_link), " %5.0f%%",
-                    100 * cohort_busbw / (options.link_bits_per_second / 8 / 1e9));
+    char cohort_bound_text[16] = "";
+    char gloo_bound_text[16] = "";
+    if (link) {
+      std::snprintf(cohort_bound_text, sizeof(cohort_bound_text), " %5.0f%%",
+                    100 * cohort_of_bound);
+      std::snprintf(gloo_bound_text, sizeof(gloo_bound_text), " %5.0f%%", 100 * gloo_of_bound);
     }
-    std::printf("%9s | %8.1f %8.1f %9.1f %7.3f%s | %7.3f %5.0f%% | %7.3f %-24s %5.2fx |%s\n",
+    std::printf("%9s | %8.1f %8.1f %9.1f %7.3f%s | %7.3f %-24s%s %5.2fx | %7.3f %4.0f%% |%s\n",
                 FormatBytes(bytes).c_str(), cohort.min * 1e6, cohort.median * 1e6, cohort.max * 1e6,
-                cohort_busbw, of_link, ceiling_busbw, 100 * fraction, best_busbw,
-                best_busbw > 0 ? kLibraryNames[best] : "(no gloo)", ratio, variants.c_str());
+                cohort_busbw, cohort_bound_text, best_busbw,
+                best_busbw > 0 ? kLibraryNames[best] : "(no gloo)", gloo_bound_text, ratio,
+                loop_busbw, 100 * of_loop, variants.c_str());
+    if (link) {
+      std::printf("allreduce-row %s %d %zu %.1f %.4f %.4f %s %.4f %.4f %.4f %.4f\n", label.c_str(),
+                  ranks, bytes, cohort.median * 1e6, cohort_busbw, cohort_of_bound,
+                  best_busbw > 0 ? kLibraryNames[best] : "-", best_busbw, gloo_of_bound, ratio,
+                  loop_busbw);
+    }
     if (bytes >= kMiB && best_busbw > 0) {
       figures.gloo_ratio.Offer(ratio, bytes, ranks, kLibraryNames[best]);
     }
-    if (bytes >= 16 * kMiB && ceiling_busbw > 0) {
-      figures.ceiling_fraction.Offer(fraction, bytes, ranks);
-    }
+    if (link && bytes >= 4 * kMiB) figures.link_fraction.Offer(cohort_of_bound, bytes, ranks);
   }
   auto goal = [&](const char* name, const Worst& worst) {
     if (!worst.found()) return;
@@ -604,7 +665,7 @@ TcpFigures PrintTcpTable(const std::string& label, int ranks, const Samples& sam
                 worst.detail.empty() ? "-" : worst.detail.c_str());
   };
   goal("gloo-ratio-from-1MiB", figures.gloo_ratio);
-  goal("ceiling-fraction-from-16MiB", figures.ceiling_fraction);
+  goal("link-fraction-from-4MiB", figures.link_fraction);
   std::fflush(stdout);
   return figures;
 }
@@ -616,13 +677,13 @@ void PrintTcpSummary(const std::vector<TcpFigures>& all) {
       ratio.Offer(figures.gloo_ratio.value, figures.gloo_ratio.bytes, figures.gloo_ratio.ranks,
                   figures.gloo_ratio.detail);
     }
-    if (figures.ceiling_fraction.found()) {
-      fraction.Offer(figures.ceiling_fraction.value, figures.ceiling_fraction.bytes,
-                     figures.ceiling_fraction.ranks);
+    if (figures.link_fraction.found()) {
+      fraction.Offer(figures.link_fraction.value, figures.link_fraction.bytes,
+                     figures.link_fraction.ranks);
     }
   }
   if (fraction.found()) {
-    std::printf("# min busbw fraction of the ring ceiling (>= 16 MiB) = %.2f (%s, %d ranks)\n",
+    std::printf("# min cohort fraction of the link bound (>= 4 MiB) = %.2f (%s, %d ranks)\n",
                 fraction.value, FormatBytes(fraction.bytes).c_str(), fraction.ranks);
   }
   if (!ratio.found()) {
@@ -641,18 +702,18 @@ Samples RunForked(int ranks, const Options& options, bool same_host,
                   const std::vector<Library>& libraries, bool print_notes = true) {
   cluster::ClusterSpec spec;
   std::vector<int> cohort_listeners;
-  std::vector<net::Endpoint> ring_ceiling;
-  std::vector<net::Socket> ceiling_listeners;
+  std::vector<net::Endpoint> tcp_loop;
+  std::vector<net::Socket> loop_listeners;
   for (int rank = 0; rank < ranks; ++rank) {
     auto cohort_listener = net::ListenTcp("127.0.0.1", 0, 128);
-    auto ceiling_listener = net::ListenTcp("127.0.0.1", 0, 4);
+    auto loop_listener = net::ListenTcp("127.0.0.1", 0, 4);
     if (!cohort_listener.ok()) Die(cohort_listener.status().ToString());
-    if (!ceiling_listener.ok()) Die(ceiling_listener.status().ToString());
+    if (!loop_listener.ok()) Die(loop_listener.status().ToString());
     spec.jobs["worker"].push_back("127.0.0.1:" +
                                   std::to_string(*net::LocalPort(cohort_listener->fd())));
-    ring_ceiling.push_back({"127.0.0.1", *net::LocalPort(ceiling_listener->fd())});
+    tcp_loop.push_back({"127.0.0.1", *net::LocalPort(loop_listener->fd())});
     cohort_listeners.push_back(cohort_listener->Release());
-    ceiling_listeners.push_back(std::move(*ceiling_listener));
+    loop_listeners.push_back(std::move(*loop_listener));
   }
   const std::string gloo_dir =
       "/tmp/cohort-allreduce-bench-" + std::to_string(getpid()) + "-" + std::to_string(ranks);
@@ -673,9 +734,9 @@ Samples RunForked(int ranks, const Options& options, bool same_host,
       for (int other = 0; other < ranks; ++other) {
         if (other != rank) close(cohort_listeners[other]);
       }
-      plan.ring_ceiling = ring_ceiling;
-      plan.ceiling_listener = std::move(ceiling_listeners[rank]);
-      ceiling_listeners.clear();
+      plan.tcp_loop = tcp_loop;
+      plan.loop_listener = std::move(loop_listeners[rank]);
+      loop_listeners.clear();
       plan.gloo_host = "127.0.0.1";
       plan.gloo_store = gloo_dir;
       plan.same_host = same_host;
@@ -699,7 +760,7 @@ Samples RunForked(int ranks, const Options& options, bool same_host,
   }
   close(report[1]);
   for (int fd : cohort_listeners) close(fd);
-  ceiling_listeners.clear();
+  loop_listeners.clear();
 
   Samples samples;
   std::string pending;
@@ -736,14 +797,14 @@ Samples RunForked(int ranks, const Options& options, bool same_host,
   return samples;
 }
 
-// What --mode=tcp measures: Cohort, every Gloo all-reduce and the ring ceiling, less those that
+// What --mode=tcp measures: Cohort, every Gloo all-reduce and the TCP loop, less those that
 // --skip names.
 std::vector<Library> TcpLibraries(const Options& options) {
   std::vector<Library> libraries = {kCohort};
 #ifdef COHORT_HAVE_GLOO
   libraries.insert(libraries.end(), std::begin(kGlooLibraries), std::end(kGlooLibraries));
 #endif
-  libraries.push_back(kRingCeiling);
+  libraries.push_back(kTcpLoop);
   libraries.erase(std::remove_if(libraries.begin(), libraries.end(),
                                  [&](Library library) {
                                    return std::count(options.skip.begin(), options.skip.end(),
@@ -777,12 +838,13 @@ void PrintPreamble(const Options& options) {
 
 int RunTcpForked(const Options& options) {
   std::printf(
-      "# tcp: cohort (same-host path off) vs gloo's tcp transport vs the ring ceiling, "
+      "# tcp: cohort (same-host path off) vs gloo's tcp transport vs the link bound (and the tcp "
+      "loop), "
       "loopback\n");
   std::vector<TcpFigures> all;
   for (int ranks : options.ranks) {
     Samples samples = RunForked(ranks, options, /*same_host=*/false, TcpLibraries(options));
-    all.push_back(PrintTcpTable("loopback", ranks, samples, options));
+    all.push_back(PrintTcpTable("loopback", ranks, samples, options, Layout()));
   }
   PrintTcpSummary(all);
   return 0;
@@ -797,13 +859,13 @@ int RunTcpRank(const Options& options) {
     auto endpoint = net::ParseEndpoint(text);
     if (!endpoint.ok()) Usage("--endpoints: " + endpoint.status().ToString());
     plan.spec.jobs["worker"].push_back(text);
-    plan.ring_ceiling.push_back({endpoint->host, static_cast<uint16_t>(endpoint->port + 1)});
+    plan.tcp_loop.push_back({endpoint->host, static_cast<uint16_t>(endpoint->port + 1)});
     endpoints.push_back(*endpoint);
   }
   const net::Endpoint& self = endpoints[options.rank];
-  auto ceiling_listener = net::ListenTcp("", static_cast<uint16_t>(self.port + 1), 4);
-  if (!ceiling_listener.ok()) Die(ceiling_listener.status().ToString());
-  plan.ceiling_listener = std::move(*ceiling_listener);
+  auto loop_listener = net::ListenTcp("", static_cast<uint16_t>(self.port + 1), 4);
+  if (!loop_listener.ok()) Die(loop_listener.status().ToString());
+  plan.loop_listener = std::move(*loop_listener);
   plan.gloo_host = self.host;
   plan.gloo_store = options.gloo_store;
   plan.libraries = TcpLibraries(options);
@@ -811,20 +873,30 @@ int RunTcpRank(const Options& options) {
   if (options.rank == 0) {
     PrintPreamble(options);
     std::printf(
-        "# tcp: cohort (same-host path off) vs gloo's tcp transport vs the ring ceiling, "
+        "# tcp: cohort (same-host path off) vs gloo's tcp transport vs the link bound (and the tcp "
+        "loop), "
         "%s\n",
         label.c_str());
   }
+  Layout layout;
+  std::vector<std::string> hosts;
+  for (const net::Endpoint& endpoint : endpoints) {
+    if (std::find(hosts.begin(), hosts.end(), endpoint.host) == hosts.end()) {
+      hosts.push_back(endpoint.host);
+    }
+  }
+  layout.hosts = static_cast<int>(hosts.size());
   Samples samples;
   RunRank(
       std::move(plan), options,
       [&](Library library, size_t bytes, double seconds) {
         samples[{library, bytes}].push_back(seconds);
       },
-      [](const std::string& line) { std::printf("# %s\n", line.c_str()); });
+      [](const std::string& line) { std::printf("# %s\n", line.c_str()); },
+      &layout.cohort_hierarchical);
   if (options.rank != 0) return 0;
   std::vector<TcpFigures> all = {
-      PrintTcpTable(label, static_cast<int>(endpoints.size()), samples, options)};
+      PrintTcpTable(label, static_cast<int>(endpoints.size()), samples, options, layout)};
   PrintTcpSummary(all);
   return 0;
 }

@@ -32,10 +32,12 @@
 //
 // Between hosts (bench/ps/run_cross_host.sh), one process per host: --role=ps runs one server on
 // --ps-endpoint, --role=worker one worker on --worker-endpoint, and the two measure, round after
-// round, the ring ceiling between them (on each endpoint's port + 1), then the worker's dense
-// push and dense pull to that server, each over the same links. The worker prints the summary,
-// whose last line is
-//   ps cross-host: dense push fraction of ring ceiling = X.XX; dense pull = Y.YY
+// round, the same two-way exchange between them (on each endpoint's port + 1; there it is the
+// single-connection TCP loop, a reference, not a limit), then the worker's dense push and dense
+// pull to that server, each over the same links. The limit there is the link: a push or a pull
+// moves the variable one way, so its bound is the link rate (--link-bits-per-second, required
+// with --role=worker). The worker prints the summary, whose last line is
+//   ps cross-host: dense push fraction of the link = X.XX; dense pull = Y.YY
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -78,6 +80,9 @@ struct Options {
   std::string role;
   std::string ps_endpoint;
   std::string worker_endpoint;
+  // Between hosts: the shaping rate of each host's link, each way (--link-bits-per-second), the
+  // limit the worker's figures are fractions of.
+  double link_bits_per_second = 0;
 };
 
 std::vector<int> ParseList(const std::string& text) {
@@ -120,6 +125,8 @@ Options ParseOptions(int argc, char** argv) {
       options.ps_endpoint = v;
     } else if (const char* v = value("--worker-endpoint=")) {
       options.worker_endpoint = v;
+    } else if (const char* v = value("--link-bits-per-second=")) {
+      options.link_bits_per_second = std::atof(v);
     } else {
       std::fprintf(stderr, "unknown argument %s\n", argv[i]);
       std::exit(2);
@@ -402,25 +409,28 @@ int RunCrossHostWorker(const Options& options) {
       "server), everything over TCP; %d rounds, min / median / max%s\n",
       options.ps_endpoint.c_str(), options.worker_endpoint.c_str(), options.dense_bytes / 1048576.0,
       options.rounds, options.rounds < 10 ? " (fewer than 10 rounds: not for reporting)" : "");
-  line("ring ceiling (both directions at once, tcp)", ceiling);
+  line("single-connection tcp loop (both ways at once)", ceiling);
   line("dense push over tcp", push);
   line("dense pull over tcp", pull);
-  auto paired_fraction = [&](const std::vector<double>& figures) {
-    std::vector<double> fractions;
-    for (size_t round = 0; round < figures.size(); ++round) {
-      fractions.push_back(figures[round] / ceiling[round]);
-    }
-    return SpreadOf(fractions).median;
-  };
-  std::printf("ps cross-host: dense push fraction of ring ceiling = %.2f; dense pull = %.2f\n",
-              paired_fraction(push), paired_fraction(pull));
+  const double link_bytes_per_second = options.link_bits_per_second / 8;
+  std::printf("# the link: %.1f MB/s each way; the loop's median is %.2f of it\n",
+              link_bytes_per_second / 1e6, SpreadOf(ceiling).median / link_bytes_per_second);
+  std::printf("ps cross-host: dense push fraction of the link = %.2f; dense pull = %.2f\n",
+              SpreadOf(push).median / link_bytes_per_second,
+              SpreadOf(pull).median / link_bytes_per_second);
   return 0;
 }
 
 int Main(int argc, char** argv) {
   Options options = ParseOptions(argc, argv);
   if (options.role == "ps") return RunCrossHostServer(options);
-  if (options.role == "worker") return RunCrossHostWorker(options);
+  if (options.role == "worker") {
+    if (options.link_bits_per_second <= 0) {
+      std::fprintf(stderr, "ps_bench: --role=worker needs --link-bits-per-second (the limit)\n");
+      return 2;
+    }
+    return RunCrossHostWorker(options);
+  }
   const char* path = options.same_host_pushes
                          ? "pushes by the same-host path (process_vm_readv), pulls over TCP"
                          : "everything over TCP (same-host pushes off, as between hosts)";
