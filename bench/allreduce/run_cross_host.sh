@@ -95,17 +95,18 @@ done
 echo "# end: $(date -u +%FT%TZ); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # goal NAME TEXT THRESHOLD: PASS when every configuration's worst figure for NAME is at least
-# THRESHOLD; prints the worst one and each configuration's.
+# THRESHOLD; prints the worst one and each configuration's, to three decimals, so that a figure
+# just under a threshold of 1.0 never reads as 1.00.
 goal() {
   printf '%s' "$goals" | awk -v name="$1" -v text="$2" -v threshold="$3" '
     $1 == "allreduce-goal" && $2 == name {
-      each = each sprintf("%s%s %.2f at %s%s", (each == "" ? "" : "; "), $3, $4, $5,
+      each = each sprintf("%s%s %.3f at %s%s", (each == "" ? "" : "; "), $3, $4, $5,
                           ($6 == "-" ? "" : " vs " $6))
       if (worst == "" || $4 + 0 < worst + 0) { worst = $4; where = $3 " at " $5 }
     }
     END {
       if (worst == "") { printf "goal: %s: n/a (no size in range)\n", text; exit }
-      printf "goal: %s: %s (min %.2f, %s; per configuration: %s)\n", text,
+      printf "goal: %s: %s (min %.3f, %s; per configuration: %s)\n", text,
              (worst + 0 >= threshold + 0 ? "PASS" : "FAIL"), worst, where, each
     }'
 }
@@ -115,7 +116,7 @@ goal gloo-ratio-from-1MiB "cohort busbw >= 1.5x best gloo at every size >= 1 MiB
 worst() {
   printf '%s' "$goals" | awk -v name="$1" '
     $1 == "allreduce-goal" && $2 == name && (worst == "" || $4 + 0 < worst + 0) { worst = $4 }
-    END { if (worst == "") print "n/a"; else printf "%.2f\n", worst }'
+    END { if (worst == "") print "n/a"; else printf "%.3f\n", worst }'
 }
 echo "allreduce cross-host: min ratio vs best gloo (>= 1 MiB) = $(worst gloo-ratio-from-1MiB);" \
   "min fraction of the link bound (>= 4 MiB) = $(worst link-fraction-from-4MiB)"
