@@ -12,7 +12,7 @@
 //   all-reduce (Cohort's ring, every Gloo algorithm: a ring over ranks placed host by host sends
 //   that much out of each host), 2(h-1)/h for Cohort's hierarchical all-reduce over h hosts; "of
 //   bound" is that time over the measured one. Beside them, in the same processes and in turn
-//   with them, the single-connection TCP loop (bench/common/ring_ceiling.h): each rank sends to
+//   with them, the single-connection TCP loop (bench/common/tcp_loop.h): each rank sends to
 //   its next rank and receives from its previous one at once, as many bytes as a ring all-reduce
 //   moves, over one connection, at most 256 KiB per system call. It is a reference point for
 //   what one plain TCP stream of this kernel does here, not a limit: an all-reduce may beat it.
@@ -78,8 +78,8 @@
 #include "collective/reduction.h"
 #include "net/socket.h"
 #include "net/tcp/tcp_transport.h"
-#include "ring_ceiling.h"
 #include "spread.h"
+#include "tcp_loop.h"
 
 #ifdef COHORT_HAVE_GLOO
 #include <gloo/allreduce.h>

@@ -17,7 +17,7 @@
 // the summary then adds that figure, labelled: it has no like-for-like peer here and is not
 // compared with any TCP figure.
 //
-// The ceiling (bench/common/ring_ceiling.h) is what the same two processes' links allow when
+// The ceiling (bench/common/tcp_loop.h) is what the same two processes' links allow when
 // both directions are busy: a worker and a server each send --dense-bytes to the other at once,
 // over TCP on loopback; its figure is the bytes each side sent per second. The summary measures
 // 1 ps x 1 worker dense push and pull and that ceiling in turn, --rounds times (10 by default),
@@ -56,8 +56,8 @@
 #include "net/socket.h"
 #include "ps/parameter_server.h"
 #include "ps/parameter_server_client.h"
-#include "ring_ceiling.h"
 #include "spread.h"
+#include "tcp_loop.h"
 
 namespace cohort::bench {
 namespace {
@@ -462,7 +462,7 @@ int Main(int argc, char** argv) {
     const size_t ceiling_bytes = std::max<size_t>(
         4 * options.dense_bytes, static_cast<size_t>(options.seconds * (256u << 20)));
     const double exchanged =
-        bench::MeasureRingCeiling(2, options.dense_bytes, options.dense_bytes, ceiling_bytes);
+        bench::MeasureTcpLoop(2, options.dense_bytes, options.dense_bytes, ceiling_bytes);
     if (exchanged <= 0) {
       std::fprintf(stderr, "ps_bench: the ring ceiling could not be measured (see above)\n");
       return 1;

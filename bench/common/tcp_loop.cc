@@ -1,4 +1,4 @@
-#include "ring_ceiling.h"
+#include "tcp_loop.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -154,7 +154,7 @@ Status RingExchange::Exchange(const void* send, size_t send_size, void* receive,
   return Status::OK();
 }
 
-double MeasureRingCeiling(int ranks, size_t buffer_bytes, size_t bytes, size_t total_bytes) {
+double MeasureTcpLoop(int ranks, size_t buffer_bytes, size_t bytes, size_t total_bytes) {
   std::vector<net::Endpoint> endpoints;
   std::vector<net::Socket> listeners;
   for (int rank = 0; rank < ranks; ++rank) {

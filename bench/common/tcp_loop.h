@@ -1,20 +1,24 @@
-// RingExchange: the ceiling that a ring collective over TCP is compared with.
+// RingExchange: the single-connection TCP loop, a reference beside the collectives over TCP.
 //
 // A ring all-reduce over n ranks has every rank send 2(n-1)/n of the buffer to its next rank while
-// it receives as much from its previous one, both at once. The most such a ring can do over given
-// links is what those same transfers take with nothing else to do: no reduction, no protocol, no
-// synchronisation between steps. RingExchange is that transfer: each rank has one TCP connection
-// to its next rank (which it connects) and one from its previous rank (which it accepts), and
-// Exchange sends and receives the same number of bytes on them at once from one thread, as a ring
-// step does. Its "bus bandwidth" (bytes sent per rank / time) is directly comparable with an
-// all-reduce's busbw = 2(n-1)/n * size / time: their ratio is the all-reduce's fraction of what
-// the links and the kernel allow. Measure it in turn with what it bounds (the machine drifts).
+// it receives as much from its previous one, both at once. RingExchange is those same transfers
+// with nothing else to do: no reduction, no protocol, no synchronisation between steps. Each rank
+// has one TCP connection to its next rank (which it connects) and one from its previous rank
+// (which it accepts), and Exchange sends and receives the same number of bytes on them at once
+// from one thread, at most 256 KiB per system call. Its "bus bandwidth" (bytes sent per rank /
+// time) is comparable with an all-reduce's busbw = 2(n-1)/n * size / time.
+//
+// It is not a limit. It is what one plain TCP stream per neighbour does here, with this kernel,
+// these call sizes and this load, and a collective can beat it (more connections, other call
+// sizes, less traffic across hosts). Between hosts the limit is the link: each algorithm's least
+// traffic at the shaping rate (bench/allreduce/allreduce_bench.cc). Measure the loop in turn with
+// what it is set beside (the machine drifts).
 //
 //   auto ring = RingExchange::Connect(rank, endpoints, std::move(listener), deadline);
 //   Status done = (*ring)->Exchange(send.data(), send.size(), receive.data(), receive.size(),
 //                                   RingAllReduceBytesPerRank(size, ranks), deadline);
 //
-// MeasureRingCeiling forks the ranks of such a ring on loopback and returns one figure, for the
+// MeasureTcpLoop forks the ranks of such a ring on loopback and returns one figure, for the
 // benchmarks whose subject is not itself a ring (bench/ps).
 #pragma once
 
@@ -61,6 +65,6 @@ class RingExchange {
 // then back to back until at least `total_bytes` have gone each way; returns those bytes per
 // second per rank, for the slowest rank (0 when the ring could not be set up; the reason goes to
 // standard error).
-double MeasureRingCeiling(int ranks, size_t buffer_bytes, size_t bytes, size_t total_bytes);
+double MeasureTcpLoop(int ranks, size_t buffer_bytes, size_t bytes, size_t total_bytes);
 
 }  // namespace cohort::bench
