@@ -96,18 +96,20 @@ PY
 # when every rank succeeded). When a rank fails the others are stopped at once: a rank whose peer
 # aborted would otherwise wait for it until TIMEOUT.
 wait_ranks() {
-  local left="${#PIDS[@]}" code pid
+  local running=("${PIDS[@]}") code pid finished
   STATUS=0
-  while [ "$left" -gt 0 ]; do
+  while [ "${#running[@]}" -gt 0 ]; do
     code=0
-    wait -n "${PIDS[@]}" || code=$?
-    left=$((left - 1))
+    finished=""
+    wait -n -p finished "${running[@]}" || code=$?
+    local still=()
+    for pid in "${running[@]}"; do [ "$pid" = "$finished" ] || still+=("$pid"); done
+    running=("${still[@]}")
     if [ "$code" -ne 0 ] && [ "$STATUS" -eq 0 ]; then
       STATUS="$code"
-      for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+      for pid in "${running[@]}"; do kill "$pid" 2>/dev/null || true; done
     fi
   done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   PIDS=()
 }
 
