@@ -56,6 +56,8 @@ part() {
 }
 
 failed=0
+. "$root/bench/common/provenance.sh"
+bench_provenance_start across-hosts
 echo "# across_hosts: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%FT%TZ)"
 part "all-reduce between hosts" "$root/bench/allreduce/run_cross_host.sh" "${allreduce_args[@]}"
 part "all-reduce on one host" "$allreduce_bench" --mode=same-host "${same_host_args[@]}"
@@ -67,4 +69,5 @@ grep -E '^goal: |^cross-host: [0-9]+ hosts' "$log"
 met="$(grep -cE '^goal: .*: PASS|^cross-host: .*: PASS' "$log")"
 total="$(grep -cE '^goal: |^cross-host: [0-9]+ hosts' "$log")"
 [ "$failed" -eq 0 ] || exit 1
+bench_provenance_end across-hosts
 echo "across hosts: $total goals, $met met"

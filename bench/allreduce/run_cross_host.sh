@@ -51,6 +51,8 @@ for argument in "${bench_args[@]}"; do
   quoted_args="$quoted_args $(printf '%q' "$argument")"
 done
 
+. "$root/bench/common/provenance.sh"
+bench_provenance_start allreduce-cross-host
 echo "# run_cross_host: links of $rate bits/s each way (tbf); hosts: $hosts_list; ranks per host: $ranks_per_host_list"
 echo "# commit: $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
 echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
@@ -118,5 +120,6 @@ worst() {
     $1 == "allreduce-goal" && $2 == name && (worst == "" || $4 + 0 < worst + 0) { worst = $4 }
     END { if (worst == "") print "n/a"; else printf "%.3f\n", worst }'
 }
+bench_provenance_end allreduce-cross-host
 echo "allreduce cross-host: min ratio vs best gloo (>= 1 MiB) = $(worst gloo-ratio-from-1MiB);" \
   "min fraction of the link bound (>= 4 MiB) = $(worst link-fraction-from-4MiB)"

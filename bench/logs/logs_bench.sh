@@ -22,6 +22,8 @@ scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 export COHORT_HOME="$scratch/home"
 
+. "$root/bench/common/provenance.sh"
+bench_provenance_start logs
 echo "# logs_bench: commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
 echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores online"
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -78,4 +80,5 @@ median() {
 }
 ms() { awk -v us="$(median "$1" 2)" 'BEGIN {printf "%.1f ms", us / 1000}'; }
 mb() { awk -v kib="$(median "$1" 3)" 'BEGIN {printf "%.1f MB", kib * 1024 / 1e6}'; }
+bench_provenance_end logs
 echo "logs: tail 10 of $size_mib MiB: cohort $(ms cohort_tail) $(mb cohort_tail), tail -n $(ms coreutils_tail) $(mb coreutils_tail); whole: cohort $(ms cohort_whole) $(mb cohort_whole), cat $(ms coreutils_cat) $(mb coreutils_cat)"

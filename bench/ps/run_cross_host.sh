@@ -34,6 +34,8 @@ for argument in "$@"; do
   arguments="$arguments $(printf '%q' "$argument")"
 done
 endpoints="--ps-endpoint=host-0:29600 --worker-endpoint=host-1:29600"
+. "$root/bench/common/provenance.sh"
+bench_provenance_start ps-cross-host
 echo "# run_cross_host: links of $rate bits/s each way (tbf); ps:0 on host-0, worker:0 on host-1"
 echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 output="$("$run_on_hosts" --rate "$rate" --timeout "$timeout_s" -- \
@@ -59,4 +61,5 @@ printf '%s\n' "$summary" | awk '{
   printf "goal: dense push and pull >= 85%% of the link rate between hosts: %s (push %.2f, pull %.2f)\n",
          (worst + 0 >= 0.85 ? "PASS" : "FAIL"), push, pull
 }'
+bench_provenance_end ps-cross-host
 echo "$summary"

@@ -28,7 +28,13 @@ Run with Debian's python3-torch (`/usr/bin/python3`), one thread per worker:
         --world_size 2 --rank 0 --port 29500 &
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/train/ddp_train.py \
         --world_size 2 --rank 1 --port 29500
-bench/train/run_train_bench.sh runs this against cohort-train.
+bench/train/run_train_bench.sh runs this against cohort-train, and bench/train/peers_best.sh runs
+it in every configuration that makes DDP faster or compresses its gradient:
+    --model cnn|bn_cnn          the flagship, or the same CNN with normalised input and BatchNorm
+    --hook none|fp16|powersgd   no hook, fp16_compress_hook or powerSGD_hook (--powersgd_rank,
+                                --powersgd_warm_start on|off, --start_powersgd_iter)
+    --bucket_cap_mb MB, --gradient_as_bucket_view on|off
+    --zero_fraction             (one worker) the fraction of exact zeros in its own gradient
 """
 
 import argparse
@@ -82,10 +88,73 @@ def load_train_split(data_dir):
 
 
 def classic_cnn(rows, cols, classes):
+    """cohort-train's "cnn", the flagship: raw [0, 1] pixels behind a ReLU, so that many input
+    features of the big layer are zero for a whole batch and its gradient has many exact zeros."""
     filters, kernel, hidden = 32, 3, 128
     flat = filters * (rows - kernel + 1) * (cols - kernel + 1)
     return nn.Sequential(nn.Conv2d(1, filters, kernel), nn.ReLU(), nn.Flatten(),
                          nn.Linear(flat, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+class InputNormalization(nn.Module):
+    """(x - mean) / std with the training split's pixel mean and standard deviation."""
+
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([mean]))
+        self.register_buffer("std", torch.tensor([std]))
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+def batch_norm_cnn(rows, cols, classes, mean, std):
+    """cohort-train's "bn_cnn": the usual normalised input and BatchNorm after the convolution and
+    the hidden layer; the same 2.8 M weights as "cnn", but few exact zeros in its gradient."""
+    filters, kernel, hidden = 32, 3, 128
+    flat = filters * (rows - kernel + 1) * (cols - kernel + 1)
+    return nn.Sequential(InputNormalization(mean, std), nn.Conv2d(1, filters, kernel),
+                         nn.BatchNorm2d(filters), nn.ReLU(), nn.Flatten(), nn.Linear(flat, hidden),
+                         nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+MODELS = ("cnn", "bn_cnn")
+
+
+def make_model(name, x):
+    """The model called `name` (MODELS) for images shaped as x's."""
+    if name == "cnn":
+        return classic_cnn(x.shape[2], x.shape[3], 10)
+    return batch_norm_cnn(x.shape[2], x.shape[3], 10, x.mean().item(), x.std().item())
+
+
+def register_hook(model, args):
+    """Gives DDP `model` the communication hook --hook names; returns a short description."""
+    if args.hook == "none":
+        return "no hook"
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if args.hook == "fp16":
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        return "fp16_compress_hook"
+    state = powerSGD_hook.PowerSGDState(
+        process_group=None, matrix_approximation_rank=args.powersgd_rank,
+        start_powerSGD_iter=args.start_powersgd_iter,
+        warm_start=args.powersgd_warm_start == "on")
+    model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+    return (f"powerSGD_hook rank {args.powersgd_rank}, start_powerSGD_iter "
+            f"{args.start_powersgd_iter}, warm_start {args.powersgd_warm_start}")
+
+
+def zero_counts(model):
+    """(exact zeros in the whole gradient, its size, zeros in the largest parameter's gradient,
+    that parameter's size): what zero skipping could leave out of a worker's message."""
+    zeros = total = 0
+    largest = max(model.parameters(), key=lambda p: p.numel())
+    for p in model.parameters():
+        if p.grad is not None:
+            zeros += int((p.grad == 0).sum())
+            total += p.grad.numel()
+    return zeros, total, int((largest.grad == 0).sum()), largest.numel()
 
 
 def batches(num_samples, world_size, rank, per_worker_batch, seed):
@@ -118,7 +187,21 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data_dir", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--model", choices=MODELS, default="cnn")
+    parser.add_argument("--hook", choices=["none", "fp16", "powersgd"], default="none",
+                        help="DDP communication hook (none, fp16_compress_hook, powerSGD_hook)")
+    parser.add_argument("--powersgd_rank", type=int, default=1)
+    parser.add_argument("--powersgd_warm_start", choices=["on", "off"], default="on")
+    parser.add_argument("--start_powersgd_iter", type=int, default=2,
+                        help="PowerSGD compresses from this step on (plain all-reduce before)")
+    parser.add_argument("--bucket_cap_mb", type=float, default=25, help="DDP's bucket size")
+    parser.add_argument("--gradient_as_bucket_view", choices=["on", "off"], default="on")
+    parser.add_argument("--zero_fraction", action="store_true",
+                        help="one worker only: also count the gradient's exact zeros each timed "
+                             "step (slower: not a throughput figure)")
     args = parser.parse_args()
+    if args.zero_fraction and args.world_size != 1:
+        sys.exit("ddp_train: --zero_fraction counts one worker's own gradient: --world_size 1")
     if not 0 <= args.rank < args.world_size:
         sys.exit(f"ddp_train: --rank {args.rank} is not in [0, {args.world_size})")
 
@@ -129,12 +212,17 @@ def main():
 
     x, y = load_train_split(args.data_dir)
     distributed = args.world_size > 1
-    model = classic_cnn(x.shape[2], x.shape[3], 10)
+    model = make_model(args.model, x)
+    setup = "plain loop"
     if distributed:
         dist.init_process_group("gloo", init_method=f"tcp://{args.master_addr}:{args.port}",
                                 rank=args.rank, world_size=args.world_size,
                                 timeout=datetime.timedelta(seconds=300))
-        model = DistributedDataParallel(model, gradient_as_bucket_view=True)
+        model = DistributedDataParallel(
+            model, bucket_cap_mb=args.bucket_cap_mb,
+            gradient_as_bucket_view=args.gradient_as_bucket_view == "on")
+        setup = (f"DDP {register_hook(model, args)}, bucket_cap_mb {args.bucket_cap_mb:g}, "
+                 f"gradient_as_bucket_view {args.gradient_as_bucket_view}")
     lr = args.learning_rate or (0.001 if args.optimizer == "adam" else 0.01)
     if args.optimizer == "adam":
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -145,6 +233,7 @@ def main():
     order = batches(x.shape[0], args.world_size, args.rank, args.per_worker_batch, args.seed)
     timed_seconds = 0.0
     loss_sum = correct = samples = 0.0
+    zeros = [0, 0, 0, 0]
     for step in range(args.warmup_steps + args.steps):
         start = time.perf_counter()
         index = next(order)
@@ -153,6 +242,8 @@ def main():
         logits = model(images)
         loss = F.cross_entropy(logits, labels)
         loss.backward()
+        if args.zero_fraction and step >= args.warmup_steps:
+            zeros = [a + b for a, b in zip(zeros, zero_counts(model))]
         optimizer.step()
         with torch.no_grad():
             loss_sum += loss.item() * labels.numel()
@@ -167,8 +258,13 @@ def main():
     seconds = totals[0].item() / args.world_size
     if args.rank == 0:
         rate = args.steps * args.per_worker_batch * args.world_size / seconds
+        if args.zero_fraction:
+            print(f"zeros: model {args.model}: whole gradient {zeros[0] / zeros[1]:.4f}, "
+                  f"largest layer {zeros[2] / zeros[3]:.4f} (exact zeros of one worker's "
+                  f"gradient over {args.steps} steps)", flush=True)
         print(f"ddp: {args.world_size} workers, per-worker batch {args.per_worker_batch}, "
-              f"{args.steps} steps ({args.optimizer}, {torch.get_num_threads()} threads, "
+              f"{args.steps} steps ({args.model}, {setup}, {args.optimizer}, "
+              f"{torch.get_num_threads()} threads, "
               f"loss {totals[1].item() / totals[3].item():.4f}, "
               f"accuracy {totals[2].item() / totals[3].item():.4f}): {rate:.0f} samples/s",
               flush=True)

@@ -118,6 +118,9 @@ stats() {
     awk '{v[NR] = $1} END {print v[1], v[int((NR + 1) / 2)], v[NR]}'
 }
 
+# shellcheck source=bench/common/provenance.sh
+. "$ROOT/bench/common/provenance.sh"
+bench_provenance_start train-cross-host
 echo "cross-host train bench: classic CNN, Fashion-MNIST, $OPTIMIZER, per-worker batch $BATCH," \
   "$STEPS warm-up + $STEPS timed steps, 1 thread per worker, $ROUNDS rounds, links" \
   "$RATE bit/s each way, hosts: 1 $HOSTS; cohort compressions: $COMPRESSIONS; $CPUS CPUs," \
@@ -176,6 +179,6 @@ for hosts in 1 $HOSTS; do
     fi
   done
 done
-echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_provenance_end train-cross-host
 printf '%s\n' "${summary[@]}"
 echo "train cross-host: samples/s ratio vs ddp (${HOSTS%% *} hosts) = $last_ratio"

@@ -141,6 +141,9 @@ stats() {
     awk '{v[NR] = $1} END {print v[1], v[int((NR + 1) / 2)], v[NR]}'
 }
 
+# shellcheck source=bench/common/provenance.sh
+. "$ROOT/bench/common/provenance.sh"
+bench_provenance_start train-same-host
 echo "train bench: classic CNN, Fashion-MNIST, $OPTIMIZER, per-worker batch $BATCH, $STEPS warm-up" \
   "+ $STEPS timed steps, 1 thread per worker, $ROUNDS rounds, cohort same-host path" \
   "$SAME_HOST_PATH; $CPUS CPUs, $(lscpu | sed -n 's/^Model name: *//p'); load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -171,5 +174,5 @@ for workers in 1 2; do
   ratio="$(awk -v c="$c" -v d="$d" 'BEGIN {printf "%.2f", c / d}')"
   printf '%-8s %24s %24s %11s\n' "$workers" "$cmin/$c/$cmax" "$dmin/$d/$dmax" "$ratio"
 done
-echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_provenance_end train-same-host
 echo "train: samples/s ratio vs ddp (2 workers) = $ratio"
