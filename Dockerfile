@@ -46,6 +46,9 @@ RUN bash -c 'source scripts/setup.sh \
 
 # ---- prebuilt: packages cpack made outside, in the context's packages/ folder ----
 FROM scratch AS prebuilt
+# Labelled as the images are, so that scripts/build-images.sh removes it once it is unused.
+ARG COHORT_INPUTS=""
+LABEL org.cohort.inputs="${COHORT_INPUTS}"
 COPY packages/ /out/
 
 # ---- packages: the stage the runtime stages take the packages from ----
