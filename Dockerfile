@@ -17,9 +17,20 @@
 # The runtime targets differ only in their entrypoint, so that a TFJob's container args are the
 # program's flags, as in the examples. `localhost/...` names are local builds (the name Podman gives
 # them): no registry namespace is implied; tag and push them under your registry's name for a cluster.
+#
+# Two build arguments, both with defaults that build everything from source as above:
+#   COHORT_BASE_IMAGE     the Debian 12 image every stage starts from (default debian:bookworm);
+#                         scripts/build-images.sh makes one locally and passes its name.
+#   COHORT_PACKAGES_FROM  where the runtime stages take Cohort's packages from: `build` (default,
+#                         compiled here) or `prebuilt`, packages made outside by cpack from a build
+#                         tree and given as the build context's packages/ folder (the context then
+#                         holds only that folder). scripts/build-images.sh does that, so that CI
+#                         does not compile Cohort a second time; the stages after it are the same.
+ARG COHORT_BASE_IMAGE=debian:bookworm
+ARG COHORT_PACKAGES_FROM=build
 
 # ---- build: the repository's own set-up and build scripts, on the packages setup.sh lists ----
-FROM debian:bookworm AS build
+FROM ${COHORT_BASE_IMAGE} AS build
 WORKDIR /src
 # The package list alone first, so that a source change does not reinstall the toolchain.
 COPY scripts/setup.sh scripts/setup.sh
@@ -33,14 +44,29 @@ RUN bash -c 'source scripts/setup.sh \
  && cd build-image && cpack -G DEB -B /out \
  && rm -rf /out/_CPack_Packages
 
+# ---- prebuilt: packages cpack made outside, in the context's packages/ folder ----
+FROM scratch AS prebuilt
+# Labelled as the images are, so that scripts/build-images.sh removes it once it is unused.
+ARG COHORT_INPUTS=""
+LABEL org.cohort.inputs="${COHORT_INPUTS}"
+COPY packages/ /out/
+
+# ---- packages: the stage the runtime stages take the packages from ----
+FROM ${COHORT_PACKAGES_FROM} AS packages
+
 # ---- runtime: Cohort's package and what it depends on, nothing to build with ----
-FROM debian:bookworm AS runtime
+FROM ${COHORT_BASE_IMAGE} AS runtime
+# What the image was built from (scripts/build-images.sh: a digest of the Dockerfile, the base
+# image and the packages' contents), so that an unchanged input is not built again.
+ARG COHORT_INPUTS=""
+LABEL org.cohort.inputs="${COHORT_INPUTS}"
 # The runtime package pulls in its Depends (libtorch, protobuf, yaml-cpp, OpenSSL, libcurl...);
 # its Recommends are named here, since the image installs without recommends: OpenBLAS (the BLAS
 # libtorch's dense layers run on, pinned as setup.sh pins it rather than left to "auto") and the
 # Fashion-MNIST data cohort-train reads by default. ca-certificates for the Kubernetes API client.
-# The packages are mounted from the build stage (BuildKit), not copied: they stay out of the image.
-RUN --mount=type=bind,from=build,source=/out,target=/tmp/cohort-packages \
+# The packages are mounted from the packages stage (BuildKit), not copied: they stay out of the
+# image.
+RUN --mount=type=bind,from=packages,source=/out,target=/tmp/cohort-packages \
     apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       /tmp/cohort-packages/cohort_*.deb libopenblas0-pthread dataset-fashion-mnist ca-certificates \
@@ -59,7 +85,7 @@ WORKDIR /tmp
 # A user's image builds its program here and copies it into an image FROM runtime (README.md).
 FROM runtime AS dev
 USER root
-RUN --mount=type=bind,from=build,source=/out,target=/tmp/cohort-packages \
+RUN --mount=type=bind,from=packages,source=/out,target=/tmp/cohort-packages \
     apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       /tmp/cohort-packages/cohort-dev_*.deb build-essential cmake ninja-build \

@@ -28,6 +28,9 @@ COHORT_PACKAGES=(
 # (openssl, in COHORT_PACKAGES, makes their CA and keys). kubectl is installed only where none is
 # on PATH. iproute2 gives the test node agent (tests/testing/node_agent.h) its network namespaces.
 # chromium is the real browser of the dashboard's test (tests/ui_browser, headless).
+# podman (with runc, which runs where crun cannot: cgroup v1 beside v2), uidmap, slirp4netns and
+# fuse-overlayfs build and run the Dockerfile's images in the images tests; debootstrap makes their
+# Debian 12 base image locally (scripts/build-images.sh).
 # ceph-mon, ceph-osd and radosgw are the real S3 server of the object-storage tests
 # (scripts/s3-server.sh: Ceph's RADOS Gateway on a one-node cluster); python3-boto3 and s3cmd are
 # the independent clients that read back what Cohort wrote.
@@ -36,6 +39,7 @@ COHORT_TEST_PACKAGES=(
   golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
   curl iproute2
   chromium
+  podman runc uidmap slirp4netns fuse-overlayfs debootstrap
   ceph-mon ceph-osd radosgw python3-boto3 s3cmd
 )
 
