@@ -161,7 +161,8 @@ class ImageClassifierServable : public Servable {
       if (pixel < 0.0f || pixel > 1.0f) {
         return Status::InvalidArgument(
             field + "[" + std::to_string(static_cast<int64_t>(i) / cols_) + "][" +
-            std::to_string(static_cast<int64_t>(i) % cols_) + "]: pixel " + std::to_string(pixel) +
+            std::to_string(static_cast<int64_t>(i) % cols_) + "]: pixel " +
+            nlohmann::json(pixel).dump() +
             " is outside [0, 1] (scale pixels by 1/255, or send a PNG as {\"b64\": ...})");
       }
     }
