@@ -19,7 +19,7 @@ include(CMakePackageConfigHelpers)
 
 set(COHORT_INSTALLED_PROGRAMS cohort)
 if(COHORT_WITH_TORCH)
-  list(APPEND COHORT_INSTALLED_PROGRAMS cohort-train taxi-train)
+  list(APPEND COHORT_INSTALLED_PROGRAMS cohort-train cohort-serve taxi-train)
 endif()
 install(TARGETS ${COHORT_INSTALLED_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   COMPONENT runtime)

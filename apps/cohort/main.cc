@@ -10,6 +10,7 @@
 //   cohort crd             print the CustomResourceDefinitions (deploy/kubernetes/crd.yaml)
 //   cohort operator        run jobs on a Kubernetes cluster (kube/operator), until SIGTERM
 //   cohort ui              serve the web dashboard of the jobs here, or a cluster's (ui/)
+//   cohort serve           serve models for prediction (runs cohort-serve, which links libtorch)
 //   kubectl's forms: apply/create/delete -f FILE, get KINDS|pods [NAME] (each kind's plural),
 //   logs POD, -o FORMAT, -w
 //   gcloud's: cohort ai-platform jobs submit training|list|describe|cancel|stream-logs
@@ -50,12 +51,12 @@ int Main(int argc, char** argv) {
       "State lives in $COHORT_HOME (default ~/.cohort).");
 
   int exit_code = kExitSucceeded;
-  for (auto add : {AddRunCommand,       AddSubmitCommand, AddApplyCommand,    AddCreateCommand,
-                   AddSuperviseCommand, AddGetCommand,    AddDescribeCommand, AddLogsCommand,
-                   AddWaitCommand,      AddDeleteCommand, AddSuspendCommand,  AddResumeCommand,
-                   AddValidateCommand,  AddEnvCommand,    AddTfConfigCommand, AddConvertCommand,
-                   AddManifestsCommand, AddUiCommand,     AddCrdCommand,      AddOperatorCommand,
-                   AddAiPlatformCommand}) {
+  for (auto add : {AddRunCommand,        AddSubmitCommand, AddApplyCommand,    AddCreateCommand,
+                   AddSuperviseCommand,  AddGetCommand,    AddDescribeCommand, AddLogsCommand,
+                   AddWaitCommand,       AddDeleteCommand, AddSuspendCommand,  AddResumeCommand,
+                   AddValidateCommand,   AddEnvCommand,    AddTfConfigCommand, AddConvertCommand,
+                   AddManifestsCommand,  AddUiCommand,     AddCrdCommand,      AddOperatorCommand,
+                   AddAiPlatformCommand, AddServeCommand}) {
     add(app, exit_code);
   }
 

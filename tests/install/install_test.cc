@@ -395,7 +395,7 @@ CommandResult InstallTreeTest::install_;
 TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
   const std::string soname = "libcohort.so." + kVersion.substr(0, kVersion.rfind('.'));
   for (const char* file :
-       {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so",
+       {"bin/cohort", "bin/cohort-train", "bin/cohort-serve", "bin/taxi-train", "lib/libcohort.so",
         "lib/cmake/Cohort/CohortConfig.cmake", "lib/cmake/Cohort/CohortConfigVersion.cmake",
         "lib/cmake/Cohort/CohortTargets.cmake", "include/cohort/cluster.h", "include/cohort/fit.h",
         "include/cohort/parameter_server.h", "share/cohort/examples/hello/tfjob.yaml",
@@ -407,8 +407,8 @@ TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
   }
   EXPECT_TRUE(fs::exists(prefix() / "lib" / soname)) << soname;
   EXPECT_EQ(fs::read_symlink(prefix() / "lib/libcohort.so"), soname);
-  for (const char* program : {"bin/cohort", "bin/cohort-train", "bin/taxi-train",
-                              "share/cohort/examples/hello/replica.sh"}) {
+  for (const char* program : {"bin/cohort", "bin/cohort-train", "bin/cohort-serve",
+                              "bin/taxi-train", "share/cohort/examples/hello/replica.sh"}) {
     EXPECT_NE(fs::status(prefix() / program).permissions() & fs::perms::others_exec,
               fs::perms::none)
         << program;
@@ -416,8 +416,8 @@ TEST_F(InstallTreeTest, FilesAreWhereTheLayoutSays) {
 }
 
 TEST_F(InstallTreeTest, NothingPointsIntoTheBuildOrSourceTree) {
-  for (const char* elf : {"bin/cohort", "bin/cohort-train", "bin/taxi-train", "lib/libcohort.so",
-                          COHORT_TORCH_MODULE}) {
+  for (const char* elf : {"bin/cohort", "bin/cohort-train", "bin/cohort-serve", "bin/taxi-train",
+                          "lib/libcohort.so", COHORT_TORCH_MODULE}) {
     EXPECT_EQ(RunPath(prefix() / elf), "") << elf;
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(prefix() / "lib/cmake/Cohort")) {

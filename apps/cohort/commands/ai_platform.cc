@@ -263,8 +263,8 @@ CLI::App* AddJobsCommand(CLI::App* jobs, const std::string& name, const std::str
 }  // namespace
 
 void AddAiPlatformCommand(CLI::App& app, int& exit_code) {
-  CLI::App* ai_platform =
-      app.add_subcommand("ai-platform", "gcloud ai-platform's forms: jobs, models, versions");
+  CLI::App* ai_platform = app.add_subcommand(
+      "ai-platform", "gcloud ai-platform's forms: jobs, models, versions, predict");
   ai_platform->require_subcommand(1);
   CLI::App* jobs = ai_platform->add_subcommand("jobs", "AI Platform training jobs, run here");
   jobs->require_subcommand(1);
@@ -308,6 +308,7 @@ void AddAiPlatformCommand(CLI::App& app, int& exit_code) {
     command->add_option("JOB", flags->name)->required();
   }
   AddAiPlatformModelCommands(ai_platform, exit_code);
+  AddAiPlatformPredictCommand(ai_platform, exit_code);
 }
 
 }  // namespace cohort::cli

@@ -30,6 +30,9 @@ void AddSuperviseCommand(CLI::App& app, int& exit_code);   // supervise.cc (inte
 void AddAiPlatformCommand(CLI::App& app, int& exit_code);  // ai_platform.cc
 // ai_platform_models.cc: `ai-platform models|versions`, added by AddAiPlatformCommand.
 void AddAiPlatformModelCommands(CLI::App* ai_platform, int& exit_code);
+// serve.cc: `ai-platform predict`, added by AddAiPlatformCommand; both run cohort-serve.
+void AddAiPlatformPredictCommand(CLI::App* ai_platform, int& exit_code);
+void AddServeCommand(CLI::App& app, int& exit_code);  // serve.cc: the prediction server
 // Job files, without running them.
 void AddValidateCommand(CLI::App& app, int& exit_code);   // validate.cc
 void AddEnvCommand(CLI::App& app, int& exit_code);        // env.cc
