@@ -25,9 +25,11 @@ the line, when
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DOC = os.path.join(ROOT, "docs", "performance.md")
@@ -35,12 +37,12 @@ BEGIN = re.compile(r"^<!-- generated from (bench/results/[A-Za-z0-9_.-]+) by ([a
 END = "<!-- generated: end -->"
 
 # A section rendered by its benchmark's own script: its begin and end markers, the script, the
-# pattern that finds in the section the raw outputs it was rendered from, and how the script is
-# called (with "--check" or with those raw outputs).
+# pattern that finds in the section the raw outputs it was rendered from, and the arguments that
+# make the script render those raw outputs into a document.
 class DelegatedSection:
-    def __init__(self, begin, end, script, named, check_args, render_args):
-        self.begin, self.end, self.script, self.named = begin, end, script, named
-        self.check_args, self.render_args = check_args, render_args
+    def __init__(self, begin, end, script, named, render_args):
+        self.begin, self.end, self.script = begin, end, script
+        self.named, self.render_args = named, render_args
 
 
 DELEGATED_SECTIONS = [
@@ -48,14 +50,17 @@ DELEGATED_SECTIONS = [
                      "<!-- torch_backend results: end -->",
                      os.path.join("bench", "torch_backend", "render_performance.py"),
                      r"render_performance\.py (bench/results/\S+)`",
-                     lambda doc: ["--check", doc],
                      lambda raws, doc: raws + [doc]),
     DelegatedSection("<!-- allreduce cross-host results: begin -->",
                      "<!-- allreduce cross-host results: end -->",
                      os.path.join("bench", "allreduce", "render_cross_host.py"),
                      r"render_cross_host\.py ([^`]+)`",
-                     lambda doc: ["--check", f"--doc={doc}"],
                      lambda raws, doc: raws + [f"--doc={doc}"]),
+    DelegatedSection("<!-- serve results: begin -->",
+                     "<!-- serve results: end -->",
+                     os.path.join("bench", "serve", "render_performance.py"),
+                     r"render_performance\.py (bench/results/\S+)`",
+                     lambda raws, doc: raws + [doc]),
 ]
 MAX_RAW_BYTES = 8 << 20
 
@@ -428,28 +433,38 @@ def render_document(text):
 
 
 def delegated_sections(doc, check):
-    """Runs the renderer of each delegated section DOC holds; 0, or 1 when one failed."""
+    """Runs the renderer of each delegated section DOC holds, on DOC, or with check on a copy of
+    DOC that must come out unchanged; 0, or 1 when one failed or (check) changed the copy."""
     with open(doc, encoding="utf-8") as f:
         text = f.read()
     status = 0
     for section in DELEGATED_SECTIONS:
         if section.begin not in text:
             continue
-        script = os.path.join(ROOT, section.script)
-        if check:
-            args = section.check_args(doc)
-        else:
-            body = text.split(section.begin, 1)[1].split(section.end, 1)[0]
-            named = re.search(section.named, body)
-            if not named:
-                print(f"render_doc: the section of {section.script} names no raw output",
-                      file=sys.stderr)
-                status = 1
-                continue
-            raws = [os.path.join(ROOT, name) for name in named.group(1).split()]
-            args = section.render_args(raws, doc)
-        if subprocess.run([sys.executable, script] + args, cwd=ROOT).returncode != 0:
+        body = text.split(section.begin, 1)[1].split(section.end, 1)[0]
+        named = re.search(section.named, body)
+        if not named:
+            print(f"render_doc: the section of {section.script} names no raw output",
+                  file=sys.stderr)
             status = 1
+            continue
+        raws = [os.path.join(ROOT, name) for name in named.group(1).split()]
+        with tempfile.TemporaryDirectory() as scratch:
+            target = os.path.join(scratch, "performance.md") if check else doc
+            if check:
+                shutil.copyfile(doc, target)
+            command = [sys.executable, os.path.join(ROOT, section.script)]
+            run = subprocess.run(command + section.render_args(raws, target), cwd=ROOT,
+                                 stdout=subprocess.DEVNULL)
+            if run.returncode != 0:
+                status = 1
+            elif check:
+                with open(target, encoding="utf-8") as f:
+                    if f.read() != text:
+                        print(f"render_doc: the section of {section.script} differs from what "
+                              f"{named.group(1)} renders; run bench/render_doc.py",
+                              file=sys.stderr)
+                        status = 1
     return status
 
 
