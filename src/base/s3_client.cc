@@ -1,6 +1,7 @@
 #include "base/s3_client.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "base/checksum.h"
+#include "base/google_credentials.h"
 #include "base/sigv4.h"
 
 namespace cohort {
@@ -183,6 +185,8 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
   const std::string query = CanonicalQueryString(request.query);
   const std::string url = scheme + host + path + (query.empty() ? "" : "?" + query);
 
+  if (settings_.oauth) return SendWithBearerToken(request, url, host, transport_error);
+
   SigV4Request to_sign;
   to_sign.method = request.method;
   to_sign.canonical_uri = path;
@@ -200,14 +204,46 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
       SignV4(to_sign, {amz_date, settings_.region, "s3"}, settings_.credentials.access_key_id,
              settings_.credentials.secret_access_key);
 
+  std::vector<std::pair<std::string, std::string>> headers = to_sign.headers;
+  headers.emplace_back("Authorization", signature.authorization);
+  return Perform(request, url, headers, transport_error);
+}
+
+StatusOr<S3Client::Response> S3Client::SendWithBearerToken(const Request& request,
+                                                           const std::string& url,
+                                                           const std::string& host,
+                                                           std::string& transport_error) const {
+  StatusOr<std::string> token = settings_.oauth->AccessToken();
+  if (!token.ok()) {
+    return token.status().WithContext(Describe(request) + ": no OAuth token from " +
+                                      settings_.credentials.source);
+  }
+  std::vector<std::pair<std::string, std::string>> headers = request.headers;
+  headers.emplace_back("host", host);
+  // The server checks the body against its MD5, as it checks x-amz-content-sha256 when signed.
+  if (request.method == "PUT" || request.method == "POST") {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_Digest(request.body.data(), request.body.size(), digest, &length, EVP_md5(), nullptr);
+    unsigned char encoded[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+    const int encoded_length = EVP_EncodeBlock(encoded, digest, static_cast<int>(length));
+    headers.emplace_back("Content-MD5",
+                         std::string(reinterpret_cast<char*>(encoded), encoded_length));
+  }
+  headers.emplace_back("Authorization", "Bearer " + *token);
+  return Perform(request, url, headers, transport_error);
+}
+
+StatusOr<S3Client::Response> S3Client::Perform(
+    const Request& request, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers,
+    std::string& transport_error) const {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Status::Internal(Describe(request) + ": curl_easy_init failed");
   curl_slist* header_list = nullptr;
-  for (const auto& [name, value] : to_sign.headers) {
+  for (const auto& [name, value] : headers) {
     header_list = curl_slist_append(header_list, (name + ": " + value).c_str());
   }
-  header_list =
-      curl_slist_append(header_list, ("Authorization: " + signature.authorization).c_str());
   header_list = curl_slist_append(header_list, "Expect:");        // no 100-continue round trip
   header_list = curl_slist_append(header_list, "Content-Type:");  // none of curl's own
 

@@ -7,7 +7,9 @@
 //   `part_size`, `parallel_parts` at a time, and aborts the upload if any part fails, so that no
 //   half-uploaded parts are left behind.
 // - Every request carries x-amz-content-sha256 (the body's SHA-256, which the server checks) and
-//   x-amz-date; a session token goes in x-amz-security-token.
+//   x-amz-date; a session token goes in x-amz-security-token. With an OAuth token instead of keys
+//   (gs:// with Application Default Credentials, google_credentials.h) a request carries
+//   "Authorization: Bearer <token>" and, with a body, its Content-MD5, which the server checks.
 // - Faults: a connection failure, a timeout, a 5xx, 429 or SlowDown is retried with exponential
 //   back-off and jitter, at most `max_attempts` times and `max_total` in all, then reported as
 //   Unavailable with the last error. Any other 4xx fails at once: NotFound for 404, otherwise
@@ -95,6 +97,15 @@ class S3Client {
                              std::vector<std::pair<std::string, std::string>> query = {});
   StatusOr<Response> Send(const Request& request) const;
   StatusOr<Response> SendOnce(const Request& request, std::string& transport_error) const;
+  // gs:// with an OAuth token (settings_.oauth): the request with "Authorization: Bearer" and the
+  // body's Content-MD5 instead of a signature.
+  StatusOr<Response> SendWithBearerToken(const Request& request, const std::string& url,
+                                         const std::string& host,
+                                         std::string& transport_error) const;
+  // One transfer of `request` to `url` with `headers`, its answer bounded.
+  StatusOr<Response> Perform(const Request& request, const std::string& url,
+                             const std::vector<std::pair<std::string, std::string>>& headers,
+                             std::string& transport_error) const;
   Status MultipartUpload(const ObjectUrl& url, std::string_view contents) const;
   std::string Describe(const Request& request) const;
 
