@@ -446,8 +446,14 @@ Status S3Client::MultipartUpload(const ObjectUrl& url, std::string_view contents
 }
 
 StatusOr<std::string> S3Client::GetObject(const ObjectUrl& url, size_t max_bytes) const {
+  // The first part, a ranged GET, also tells the object's size (Content-Range) and version (ETag);
+  // a larger object's other parts then come `parallel_parts` at a time, each bound to that ETag
+  // (If-Match), so that an object replaced meanwhile is never read half old, half new.
+  const size_t part_size = std::max<size_t>(options_.part_size, 5 << 20);
   Request request = MakeRequest("GetObject", "GET", url.bucket, url.key);
+  request.headers.emplace_back("range", "bytes=0-" + std::to_string(part_size - 1));
   request.max_response_bytes = max_bytes;
+  request.accepted_statuses = {416};  // an empty object has no byte 0
   StatusOr<Response> response = Send(request);
   if (!response.ok()) {
     if (response.status().code() == Status::Code::kInvalidArgument &&
@@ -457,7 +463,74 @@ StatusOr<std::string> S3Client::GetObject(const ObjectUrl& url, size_t max_bytes
     }
     return response.status();
   }
-  return std::move(response->body);
+  if (response->status == 416) return std::string();
+  if (response->status != 206) return std::move(response->body);  // the server sent it whole
+  const auto range = response->headers.find("content-range");
+  const size_t slash =
+      range == response->headers.end() ? std::string::npos : range->second.rfind('/');
+  if (slash == std::string::npos) {
+    return Status::IOError(Describe(request) + ": a partial answer without Content-Range");
+  }
+  uint64_t total = 0;
+  try {
+    total = std::stoull(range->second.substr(slash + 1));
+  } catch (...) {
+    return Status::IOError(Describe(request) + ": Content-Range '" + range->second +
+                           "' has no size");
+  }
+  if (total > max_bytes) {
+    return Status::InvalidArgument(url.ToString() + " holds more than " +
+                                   std::to_string(max_bytes) + " bytes");
+  }
+  if (total <= response->body.size()) return std::move(response->body);
+  const auto etag = response->headers.find("etag");
+  if (etag == response->headers.end() || etag->second.empty()) {
+    return Status::IOError(Describe(request) + ": the answer has no ETag");
+  }
+  std::string contents(total, '\0');
+  std::copy(response->body.begin(), response->body.end(), contents.begin());
+  const size_t first = response->body.size();
+  const size_t part_count = (total - first + part_size - 1) / part_size;
+  std::atomic<size_t> next_part{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  Status first_error;
+  const auto fetch_parts = [&] {
+    for (;;) {
+      const size_t index = next_part.fetch_add(1);
+      if (index >= part_count || failed.load()) return;
+      const size_t offset = first + index * part_size;
+      const size_t length = std::min<size_t>(part_size, total - offset);
+      Request part = MakeRequest("GetObject", "GET", url.bucket, url.key);
+      part.headers.emplace_back(
+          "range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1));
+      part.headers.emplace_back("if-match", etag->second);
+      part.max_response_bytes = length;
+      StatusOr<Response> answer = Send(part);
+      Status status = answer.status();
+      if (answer.ok() && (answer->status != 206 || answer->body.size() != length)) {
+        status = Status::IOError(Describe(part) + ": asked for " + std::to_string(length) +
+                                 " bytes at " + std::to_string(offset) + ", got " +
+                                 std::to_string(answer->body.size()) + " (HTTP " +
+                                 std::to_string(answer->status) + ")");
+      }
+      if (status.ok()) {
+        std::copy(answer->body.begin(), answer->body.end(), contents.begin() + offset);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (first_error.ok()) first_error = status;
+      failed = true;
+      return;
+    }
+  };
+  const int thread_count =
+      static_cast<int>(std::min<size_t>(std::max(1, options_.parallel_parts), part_count));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < thread_count; ++i) threads.emplace_back(fetch_parts);
+  for (std::thread& thread : threads) thread.join();
+  if (!first_error.ok()) return first_error;
+  return contents;
 }
 
 StatusOr<std::string> S3Client::GetObjectRange(const ObjectUrl& url, uint64_t offset,

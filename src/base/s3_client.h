@@ -67,6 +67,9 @@ class S3Client {
   Status PutObject(const ObjectUrl& url, std::string_view contents) const;
 
   // The whole object; InvalidArgument when it holds more than `max_bytes`, NotFound when absent.
+  // An object larger than `part_size` is read in ranged parts, `parallel_parts` at a time, all of
+  // the version (ETag) the first part read: one replaced meanwhile fails the read (412), never
+  // mixes versions.
   StatusOr<std::string> GetObject(const ObjectUrl& url, size_t max_bytes) const;
 
   // At most `length` bytes from `offset` (a ranged GET); empty when the object is not longer than

@@ -216,7 +216,7 @@ TEST_F(BackupUploadTest, AStepIsNotBlockedByAHeldUpload) {
   ASSERT_TRUE(newest.ok() && newest->has_value());
   EXPECT_EQ(last_uploaded, std::stoll(newest->value().substr(5)));
   const fs::path remote = bucket.Local(options.backup_dir + "/chief");
-  for (const std::string file : {**newest + ".pt", **newest + ".manifest.json"}) {
+  for (const std::string& file : {**newest + ".pt", **newest + ".manifest.json"}) {
     StatusOr<std::string> uploaded = ReadWholeFile(remote / file);
     StatusOr<std::string> staged = ReadWholeFile(fs::path(backup.ChiefDir()) / file);
     ASSERT_TRUE(uploaded.ok() && staged.ok()) << file;
