@@ -447,9 +447,9 @@ Status S3Client::MultipartUpload(const ObjectUrl& url, std::string_view contents
 
 StatusOr<std::string> S3Client::GetObject(const ObjectUrl& url, size_t max_bytes) const {
   // The first part, a ranged GET, also tells the object's size (Content-Range) and version (ETag);
-  // a larger object's other parts then come `parallel_parts` at a time, each bound to that ETag
+  // a larger object's other parts then come `parallel_reads` at a time, each bound to that ETag
   // (If-Match), so that an object replaced meanwhile is never read half old, half new.
-  const size_t part_size = std::max<size_t>(options_.part_size, 5 << 20);
+  const size_t part_size = std::max<size_t>(options_.read_part_size, 1 << 20);
   Request request = MakeRequest("GetObject", "GET", url.bucket, url.key);
   request.headers.emplace_back("range", "bytes=0-" + std::to_string(part_size - 1));
   request.max_response_bytes = max_bytes;
@@ -525,7 +525,7 @@ StatusOr<std::string> S3Client::GetObject(const ObjectUrl& url, size_t max_bytes
     }
   };
   const int thread_count =
-      static_cast<int>(std::min<size_t>(std::max(1, options_.parallel_parts), part_count));
+      static_cast<int>(std::min<size_t>(std::max(1, options_.parallel_reads), part_count));
   std::vector<std::thread> threads;
   for (int i = 0; i < thread_count; ++i) threads.emplace_back(fetch_parts);
   for (std::thread& thread : threads) thread.join();

@@ -52,6 +52,10 @@ struct S3ClientOptions {
   size_t multipart_threshold = size_t{64} << 20;
   size_t part_size = size_t{16} << 20;  // S3's minimum is 5 MiB for every part but the last
   int parallel_parts = 4;
+  // Reads of more than `read_part_size` come in ranged GETs of that size, `parallel_reads` at a
+  // time (a GET costs the server less than a part upload, so more of them run at once).
+  size_t read_part_size = size_t{8} << 20;
+  int parallel_reads = 8;
 };
 
 // What the XML answers (listings, errors, upload ids) may weigh at most.
@@ -67,8 +71,8 @@ class S3Client {
   Status PutObject(const ObjectUrl& url, std::string_view contents) const;
 
   // The whole object; InvalidArgument when it holds more than `max_bytes`, NotFound when absent.
-  // An object larger than `part_size` is read in ranged parts, `parallel_parts` at a time, all of
-  // the version (ETag) the first part read: one replaced meanwhile fails the read (412), never
+  // An object larger than `read_part_size` is read in ranged parts, `parallel_reads` at a time, all
+  // of the version (ETag) the first part read: one replaced meanwhile fails the read (412), never
   // mixes versions.
   StatusOr<std::string> GetObject(const ObjectUrl& url, size_t max_bytes) const;
 

@@ -56,6 +56,7 @@ class S3StorageTest : public ::testing::Test {
     settings_ = *settings;
     options_.multipart_threshold = size_t{6} << 20;
     options_.part_size = size_t{5} << 20;
+    options_.read_part_size = size_t{5} << 20;
     client_ = std::make_shared<const S3Client>(settings_, options_);
     storage_ = MakeObjectStorage(client_);
     const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
