@@ -1,6 +1,7 @@
 #include "base/s3_client.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "base/checksum.h"
+#include "base/google_credentials.h"
 #include "base/sigv4.h"
 
 namespace cohort {
@@ -183,6 +185,8 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
   const std::string query = CanonicalQueryString(request.query);
   const std::string url = scheme + host + path + (query.empty() ? "" : "?" + query);
 
+  if (settings_.oauth) return SendWithBearerToken(request, url, host, transport_error);
+
   SigV4Request to_sign;
   to_sign.method = request.method;
   to_sign.canonical_uri = path;
@@ -200,14 +204,46 @@ StatusOr<S3Client::Response> S3Client::SendOnce(const Request& request,
       SignV4(to_sign, {amz_date, settings_.region, "s3"}, settings_.credentials.access_key_id,
              settings_.credentials.secret_access_key);
 
+  std::vector<std::pair<std::string, std::string>> headers = to_sign.headers;
+  headers.emplace_back("Authorization", signature.authorization);
+  return Perform(request, url, headers, transport_error);
+}
+
+StatusOr<S3Client::Response> S3Client::SendWithBearerToken(const Request& request,
+                                                           const std::string& url,
+                                                           const std::string& host,
+                                                           std::string& transport_error) const {
+  StatusOr<std::string> token = settings_.oauth->AccessToken();
+  if (!token.ok()) {
+    return token.status().WithContext(Describe(request) + ": no OAuth token from " +
+                                      settings_.credentials.source);
+  }
+  std::vector<std::pair<std::string, std::string>> headers = request.headers;
+  headers.emplace_back("host", host);
+  // The server checks the body against its MD5, as it checks x-amz-content-sha256 when signed.
+  if (request.method == "PUT" || request.method == "POST") {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_Digest(request.body.data(), request.body.size(), digest, &length, EVP_md5(), nullptr);
+    unsigned char encoded[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+    const int encoded_length = EVP_EncodeBlock(encoded, digest, static_cast<int>(length));
+    headers.emplace_back("Content-MD5",
+                         std::string(reinterpret_cast<char*>(encoded), encoded_length));
+  }
+  headers.emplace_back("Authorization", "Bearer " + *token);
+  return Perform(request, url, headers, transport_error);
+}
+
+StatusOr<S3Client::Response> S3Client::Perform(
+    const Request& request, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers,
+    std::string& transport_error) const {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Status::Internal(Describe(request) + ": curl_easy_init failed");
   curl_slist* header_list = nullptr;
-  for (const auto& [name, value] : to_sign.headers) {
+  for (const auto& [name, value] : headers) {
     header_list = curl_slist_append(header_list, (name + ": " + value).c_str());
   }
-  header_list =
-      curl_slist_append(header_list, ("Authorization: " + signature.authorization).c_str());
   header_list = curl_slist_append(header_list, "Expect:");        // no 100-continue round trip
   header_list = curl_slist_append(header_list, "Content-Type:");  // none of curl's own
 
@@ -410,8 +446,14 @@ Status S3Client::MultipartUpload(const ObjectUrl& url, std::string_view contents
 }
 
 StatusOr<std::string> S3Client::GetObject(const ObjectUrl& url, size_t max_bytes) const {
+  // The first part, a ranged GET, also tells the object's size (Content-Range) and version (ETag);
+  // a larger object's other parts then come `parallel_reads` at a time, each bound to that ETag
+  // (If-Match), so that an object replaced meanwhile is never read half old, half new.
+  const size_t part_size = std::max<size_t>(options_.read_part_size, 1 << 20);
   Request request = MakeRequest("GetObject", "GET", url.bucket, url.key);
+  request.headers.emplace_back("range", "bytes=0-" + std::to_string(part_size - 1));
   request.max_response_bytes = max_bytes;
+  request.accepted_statuses = {416};  // an empty object has no byte 0
   StatusOr<Response> response = Send(request);
   if (!response.ok()) {
     if (response.status().code() == Status::Code::kInvalidArgument &&
@@ -421,7 +463,74 @@ StatusOr<std::string> S3Client::GetObject(const ObjectUrl& url, size_t max_bytes
     }
     return response.status();
   }
-  return std::move(response->body);
+  if (response->status == 416) return std::string();
+  if (response->status != 206) return std::move(response->body);  // the server sent it whole
+  const auto range = response->headers.find("content-range");
+  const size_t slash =
+      range == response->headers.end() ? std::string::npos : range->second.rfind('/');
+  if (slash == std::string::npos) {
+    return Status::IOError(Describe(request) + ": a partial answer without Content-Range");
+  }
+  uint64_t total = 0;
+  try {
+    total = std::stoull(range->second.substr(slash + 1));
+  } catch (...) {
+    return Status::IOError(Describe(request) + ": Content-Range '" + range->second +
+                           "' has no size");
+  }
+  if (total > max_bytes) {
+    return Status::InvalidArgument(url.ToString() + " holds more than " +
+                                   std::to_string(max_bytes) + " bytes");
+  }
+  if (total <= response->body.size()) return std::move(response->body);
+  const auto etag = response->headers.find("etag");
+  if (etag == response->headers.end() || etag->second.empty()) {
+    return Status::IOError(Describe(request) + ": the answer has no ETag");
+  }
+  std::string contents(total, '\0');
+  std::copy(response->body.begin(), response->body.end(), contents.begin());
+  const size_t first = response->body.size();
+  const size_t part_count = (total - first + part_size - 1) / part_size;
+  std::atomic<size_t> next_part{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  Status first_error;
+  const auto fetch_parts = [&] {
+    for (;;) {
+      const size_t index = next_part.fetch_add(1);
+      if (index >= part_count || failed.load()) return;
+      const size_t offset = first + index * part_size;
+      const size_t length = std::min<size_t>(part_size, total - offset);
+      Request part = MakeRequest("GetObject", "GET", url.bucket, url.key);
+      part.headers.emplace_back(
+          "range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1));
+      part.headers.emplace_back("if-match", etag->second);
+      part.max_response_bytes = length;
+      StatusOr<Response> answer = Send(part);
+      Status status = answer.status();
+      if (answer.ok() && (answer->status != 206 || answer->body.size() != length)) {
+        status = Status::IOError(Describe(part) + ": asked for " + std::to_string(length) +
+                                 " bytes at " + std::to_string(offset) + ", got " +
+                                 std::to_string(answer->body.size()) + " (HTTP " +
+                                 std::to_string(answer->status) + ")");
+      }
+      if (status.ok()) {
+        std::copy(answer->body.begin(), answer->body.end(), contents.begin() + offset);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (first_error.ok()) first_error = status;
+      failed = true;
+      return;
+    }
+  };
+  const int thread_count =
+      static_cast<int>(std::min<size_t>(std::max(1, options_.parallel_reads), part_count));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < thread_count; ++i) threads.emplace_back(fetch_parts);
+  for (std::thread& thread : threads) thread.join();
+  if (!first_error.ok()) return first_error;
+  return contents;
 }
 
 StatusOr<std::string> S3Client::GetObjectRange(const ObjectUrl& url, uint64_t offset,

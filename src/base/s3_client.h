@@ -7,7 +7,9 @@
 //   `part_size`, `parallel_parts` at a time, and aborts the upload if any part fails, so that no
 //   half-uploaded parts are left behind.
 // - Every request carries x-amz-content-sha256 (the body's SHA-256, which the server checks) and
-//   x-amz-date; a session token goes in x-amz-security-token.
+//   x-amz-date; a session token goes in x-amz-security-token. With an OAuth token instead of keys
+//   (gs:// with Application Default Credentials, google_credentials.h) a request carries
+//   "Authorization: Bearer <token>" and, with a body, its Content-MD5, which the server checks.
 // - Faults: a connection failure, a timeout, a 5xx, 429 or SlowDown is retried with exponential
 //   back-off and jitter, at most `max_attempts` times and `max_total` in all, then reported as
 //   Unavailable with the last error. Any other 4xx fails at once: NotFound for 404, otherwise
@@ -50,6 +52,10 @@ struct S3ClientOptions {
   size_t multipart_threshold = size_t{64} << 20;
   size_t part_size = size_t{16} << 20;  // S3's minimum is 5 MiB for every part but the last
   int parallel_parts = 4;
+  // Reads of more than `read_part_size` come in ranged GETs of that size, `parallel_reads` at a
+  // time (a GET costs the server less than a part upload, so more of them run at once).
+  size_t read_part_size = size_t{8} << 20;
+  int parallel_reads = 8;
 };
 
 // What the XML answers (listings, errors, upload ids) may weigh at most.
@@ -65,6 +71,9 @@ class S3Client {
   Status PutObject(const ObjectUrl& url, std::string_view contents) const;
 
   // The whole object; InvalidArgument when it holds more than `max_bytes`, NotFound when absent.
+  // An object larger than `read_part_size` is read in ranged parts, `parallel_reads` at a time, all
+  // of the version (ETag) the first part read: one replaced meanwhile fails the read (412), never
+  // mixes versions.
   StatusOr<std::string> GetObject(const ObjectUrl& url, size_t max_bytes) const;
 
   // At most `length` bytes from `offset` (a ranged GET); empty when the object is not longer than
@@ -95,6 +104,15 @@ class S3Client {
                              std::vector<std::pair<std::string, std::string>> query = {});
   StatusOr<Response> Send(const Request& request) const;
   StatusOr<Response> SendOnce(const Request& request, std::string& transport_error) const;
+  // gs:// with an OAuth token (settings_.oauth): the request with "Authorization: Bearer" and the
+  // body's Content-MD5 instead of a signature.
+  StatusOr<Response> SendWithBearerToken(const Request& request, const std::string& url,
+                                         const std::string& host,
+                                         std::string& transport_error) const;
+  // One transfer of `request` to `url` with `headers`, its answer bounded.
+  StatusOr<Response> Perform(const Request& request, const std::string& url,
+                             const std::vector<std::pair<std::string, std::string>>& headers,
+                             std::string& transport_error) const;
   Status MultipartUpload(const ObjectUrl& url, std::string_view contents) const;
   std::string Describe(const Request& request) const;
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/file.h"
+#include "base/google_credentials.h"
 
 namespace cohort {
 namespace {
@@ -86,12 +87,22 @@ StatusOr<S3Settings> ResolveS3Settings(std::string_view scheme,
   if (scheme == "gs") {
     const auto id = env("GS_ACCESS_KEY_ID");
     const auto secret = env("GS_SECRET_ACCESS_KEY");
-    if (!id || !secret) {
-      return Status::InvalidArgument(
-          "no Cloud Storage HMAC keys for gs://: set GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY "
-          "(an HMAC key of a service account, docs/storage.md)");
+    if (id && secret) {
+      settings.credentials = {*id, *secret, "", "GS_ACCESS_KEY_ID/GS_SECRET_ACCESS_KEY"};
+    } else {
+      StatusOr<std::shared_ptr<OAuthTokenSource>> adc =
+          ResolveGoogleApplicationDefaultCredentials(environment);
+      if (!adc.ok()) return adc.status();
+      if (*adc == nullptr) {
+        return Status::InvalidArgument(
+            "no Cloud Storage credentials for gs://: set GS_ACCESS_KEY_ID and "
+            "GS_SECRET_ACCESS_KEY (an HMAC key of a service account), or "
+            "GOOGLE_APPLICATION_CREDENTIALS (a service-account key file), or run on GCE or GKE "
+            "(the metadata server; GCE_METADATA_HOST names another) (docs/storage.md)");
+      }
+      settings.oauth = *adc;
+      settings.credentials.source = settings.oauth->Describe();
     }
-    settings.credentials = {*id, *secret, "", "GS_ACCESS_KEY_ID/GS_SECRET_ACCESS_KEY"};
     settings.region = "auto";
     const auto endpoint = env("GS_ENDPOINT_URL");
     settings.endpoint = endpoint.value_or("https://storage.googleapis.com");

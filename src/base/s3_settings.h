@@ -12,6 +12,9 @@
 //
 // gs:// reads Cloud Storage's HMAC keys from GS_ACCESS_KEY_ID + GS_SECRET_ACCESS_KEY, its endpoint
 // from GS_ENDPOINT_URL (default https://storage.googleapis.com) and signs for region "auto".
+// Without HMAC keys it takes Google's Application Default Credentials (google_credentials.h: a
+// service-account key file named by GOOGLE_APPLICATION_CREDENTIALS, or the metadata server on
+// GCE and GKE) and sends their OAuth token as "Authorization: Bearer" instead of signing.
 //
 // Addressing: COHORT_S3_ADDRESSING_STYLE = path | virtual; by default virtual-hosted
 // (bucket.host) on AWS's and Google's own endpoints for buckets without dots, path-style
@@ -23,6 +26,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +34,8 @@
 #include "base/status.h"
 
 namespace cohort {
+
+class OAuthTokenSource;  // google_credentials.h
 
 // The value of an environment variable, or nullopt when unset (or empty). Tests pass their own.
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -52,6 +58,9 @@ struct S3Settings {
   std::string endpoint;
   std::string endpoint_source;
   bool path_style = false;  // host/bucket/key instead of bucket.host/key
+  // gs:// without HMAC keys: the source of OAuth tokens (Authorization: Bearer); credentials
+  // then holds only its description in `source`.
+  std::shared_ptr<OAuthTokenSource> oauth;
 };
 
 // The settings for `scheme` ("s3" or "gs") from `environment` and the files it names.

@@ -90,6 +90,54 @@ bool IsBackupFile(const std::string& file) {
   return false;
 }
 
+// One committed backup on its way to the bucket: its files' bytes, copied when it was committed,
+// and what the upload needs to know, all owned, since it runs on the upload thread.
+struct BackupUpload {
+  Storage* storage = nullptr;
+  std::string remote_chief_dir;
+  std::string name;
+  int64_t number = 0;
+  int backups_to_keep = 1;
+  // (file name, bytes) in the order that keeps the bucket crash-safe: the checkpoint, its
+  // manifest, the state file.
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
+// Writes the backup's files to the bucket in order, then deletes the bucket's backups outside the
+// kept window (manifests first, so that an interrupted deletion never leaves a manifest without
+// its checkpoint). Older backups go only now that this one is committed in the bucket.
+Status UploadBackupFiles(const BackupUpload& upload) {
+  for (const auto& [file, bytes] : upload.files) {
+    COHORT_RETURN_IF_ERROR(
+        upload.storage->WriteFileAtomically(JoinStoragePath(upload.remote_chief_dir, file), bytes)
+            .WithContext("BackupAndRestore: " + upload.name + " not uploaded"));
+  }
+  StatusOr<std::vector<StorageEntry>> listing =
+      upload.storage->ListDirectory(upload.remote_chief_dir);
+  if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
+  std::vector<std::string> manifests, checkpoints;
+  for (const StorageEntry& entry : *listing) {
+    for (const std::string suffix : {".pt", ".manifest.json"}) {
+      if (entry.name.size() <= suffix.size() || !entry.name.ends_with(suffix)) continue;
+      const int64_t number =
+          CheckpointNumber(entry.name.substr(0, entry.name.size() - suffix.size()));
+      if (number <= 0 ||
+          (number <= upload.number && number > upload.number - upload.backups_to_keep)) {
+        continue;
+      }
+      (suffix == ".pt" ? checkpoints : manifests).push_back(entry.name);
+    }
+  }
+  for (const std::vector<std::string>* files : {&manifests, &checkpoints}) {
+    for (const std::string& file : *files) {
+      COHORT_RETURN_IF_ERROR(
+          upload.storage->RemoveFile(JoinStoragePath(upload.remote_chief_dir, file))
+              .WithContext("BackupAndRestore"));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 BackupAndRestore::BackupAndRestore(BackupOptions options) : options_(std::move(options)) {
@@ -102,7 +150,25 @@ BackupAndRestore::BackupAndRestore(BackupOptions options) : options_(std::move(o
     if (error) temporary = "/tmp";
     options_.backup_dir =
         (temporary / ("cohort-backup-" + Sha256Hex(remote_dir_).substr(0, 16))).string();
+    uploads_ = std::make_unique<UploadQueue>("BackupAndRestore", options_.upload_wait_timeout);
   }
+}
+
+BackupAndRestore::~BackupAndRestore() = default;
+
+StatusOr<Storage*> BackupAndRestore::RemoteStorage() const {
+  if (options_.remote_storage != nullptr) return options_.remote_storage;
+  return StorageFor(remote_dir_);
+}
+
+Status BackupAndRestore::WaitForUploads() {
+  if (!uploads_) return Status::OK();
+  if (uploads_->Busy()) {
+    std::printf("BackupAndRestore: waiting for the backup upload to %s to finish\n",
+                RemoteChiefDir().c_str());
+    std::fflush(stdout);
+  }
+  return uploads_->Drain(options_.upload_wait_timeout);
 }
 
 std::string BackupAndRestore::RemoteChiefDir() const {
@@ -114,12 +180,15 @@ Status BackupAndRestore::FetchRemoteBackups() {
   fs::remove_all(ChiefDir(), error);
   if (error) return Status::IOError("cannot empty " + ChiefDir() + ": " + error.message());
   COHORT_RETURN_IF_ERROR(MakeDirectories(ChiefDir()));
-  StatusOr<std::vector<StorageEntry>> listing = ListStorageDirectory(RemoteChiefDir());
+  StatusOr<Storage*> storage = RemoteStorage();
+  if (!storage.ok()) return storage.status().WithContext("BackupAndRestore");
+  StatusOr<std::vector<StorageEntry>> listing = (*storage)->ListDirectory(RemoteChiefDir());
   if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
   int fetched = 0;
   for (const StorageEntry& entry : *listing) {
     if (entry.is_directory || !IsBackupFile(entry.name)) continue;
-    StatusOr<std::string> bytes = ReadStorageFile(JoinStoragePath(RemoteChiefDir(), entry.name));
+    StatusOr<std::string> bytes =
+        (*storage)->ReadFile(JoinStoragePath(RemoteChiefDir(), entry.name), kDefaultMaxFileBytes);
     if (!bytes.ok()) return bytes.status().WithContext("BackupAndRestore");
     COHORT_RETURN_IF_ERROR(WriteFileAtomically(fs::path(ChiefDir()) / entry.name, *bytes));
     ++fetched;
@@ -129,38 +198,36 @@ Status BackupAndRestore::FetchRemoteBackups() {
   return Status::OK();
 }
 
-Status BackupAndRestore::UploadBackup(const std::string& name) {
+Status BackupAndRestore::QueueUpload(const std::string& name) {
+  // An earlier upload's failure stops training here rather than passing unnoticed.
+  COHORT_RETURN_IF_ERROR(uploads_->TakeError());
+  StatusOr<Storage*> storage = RemoteStorage();
+  if (!storage.ok()) return storage.status().WithContext("BackupAndRestore");
+  BackupUpload upload;
+  upload.storage = *storage;
+  upload.remote_chief_dir = RemoteChiefDir();
+  upload.name = name;
+  upload.number = CheckpointNumber(name);
+  upload.backups_to_keep = options_.backups_to_keep;
+  // The bytes are copied now (the step's only cost): the staging copy's files change with the
+  // next backup, which may delete this one's.
   const fs::path local = ChiefDir();
   for (const std::string& file :
        {CheckpointFile(name), CheckpointManifestFile(name), std::string(kCheckpointStateFile)}) {
     StatusOr<std::string> bytes = ReadWholeFile(local / file);
     if (!bytes.ok()) return bytes.status().WithContext("BackupAndRestore");
-    COHORT_RETURN_IF_ERROR(
-        WriteStorageFileAtomically(JoinStoragePath(RemoteChiefDir(), file), *bytes)
-            .WithContext("BackupAndRestore: " + name + " not uploaded"));
+    upload.files.emplace_back(file, *std::move(bytes));
   }
-  // Older backups go only now that the new one is committed in the bucket: manifests first, so
-  // that an interrupted deletion never leaves a manifest without its checkpoint.
-  StatusOr<std::vector<StorageEntry>> listing = ListStorageDirectory(RemoteChiefDir());
-  if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
-  std::vector<std::string> manifests, checkpoints;
-  for (const StorageEntry& entry : *listing) {
-    for (const std::string suffix : {".pt", ".manifest.json"}) {
-      if (entry.name.size() <= suffix.size() || !entry.name.ends_with(suffix)) continue;
-      const int64_t number =
-          CheckpointNumber(entry.name.substr(0, entry.name.size() - suffix.size()));
-      if (number <= 0 ||
-          (number <= last_number_ && number > last_number_ - options_.backups_to_keep)) {
-        continue;
-      }
-      (suffix == ".pt" ? checkpoints : manifests).push_back(entry.name);
-    }
-  }
-  for (const std::vector<std::string>* files : {&manifests, &checkpoints}) {
-    for (const std::string& file : *files) {
-      COHORT_RETURN_IF_ERROR(RemoveStorageFile(JoinStoragePath(RemoteChiefDir(), file))
-                                 .WithContext("BackupAndRestore"));
-    }
+  UploadQueue::Upload queued;
+  queued.description = name + " to " + RemoteChiefDir();
+  queued.run = [upload = std::move(upload)] { return UploadBackupFiles(upload); };
+  const std::string superseded = uploads_->Submit(std::move(queued));
+  if (!superseded.empty()) {
+    std::printf(
+        "BackupAndRestore: the upload of %s is superseded by %s, committed while it "
+        "waited\n",
+        superseded.c_str(), name.c_str());
+    std::fflush(stdout);
   }
   return Status::OK();
 }
@@ -184,8 +251,12 @@ StatusOr<std::optional<std::string>> BackupAndRestore::CompletedRun(
 Status BackupAndRestore::MarkComplete(const FitPlan& plan, const std::string& summary) {
   if (!plan.is_chief || options_.run_identity.empty()) return Status::OK();
   if (!remote_dir_.empty()) {
-    return WriteStorageFileAtomically(JoinStoragePath(remote_dir_, kTrainingCompleteFile),
-                                      "run " + options_.run_identity + "\n" + summary);
+    // The marker says the outputs are complete: the last backup is in the bucket first.
+    COHORT_RETURN_IF_ERROR(WaitForUploads());
+    StatusOr<Storage*> storage = RemoteStorage();
+    if (!storage.ok()) return storage.status().WithContext("BackupAndRestore");
+    return (*storage)->WriteFileAtomically(JoinStoragePath(remote_dir_, kTrainingCompleteFile),
+                                           "run " + options_.run_identity + "\n" + summary);
   }
   COHORT_RETURN_IF_ERROR(MakeDirectories(options_.backup_dir));
   return WriteFileAtomically(fs::path(options_.backup_dir) / kTrainingCompleteFile,
@@ -196,14 +267,19 @@ Status BackupAndRestore::DeleteBackup(const FitPlan& plan) {
   if (!options_.delete_on_success || !plan.is_chief) return Status::OK();
   std::error_code error;
   if (!remote_dir_.empty()) {
+    // No upload may land after the deletion: they finish (or fail) first.
+    COHORT_RETURN_IF_ERROR(WaitForUploads());
+    StatusOr<Storage*> storage = RemoteStorage();
+    if (!storage.ok()) return storage.status().WithContext("BackupAndRestore");
     COHORT_RETURN_IF_ERROR(
-        RemoveStorageFile(JoinStoragePath(RemoteChiefDir(), kCheckpointStateFile)));
-    StatusOr<std::vector<StorageEntry>> listing = ListStorageDirectory(RemoteChiefDir());
+        (*storage)->RemoveFile(JoinStoragePath(RemoteChiefDir(), kCheckpointStateFile)));
+    StatusOr<std::vector<StorageEntry>> listing = (*storage)->ListDirectory(RemoteChiefDir());
     if (!listing.ok()) return listing.status().WithContext("BackupAndRestore");
     for (const bool manifests : {true, false}) {
       for (const StorageEntry& entry : *listing) {
         if (entry.is_directory || entry.name.ends_with(".manifest.json") != manifests) continue;
-        COHORT_RETURN_IF_ERROR(RemoveStorageFile(JoinStoragePath(RemoteChiefDir(), entry.name)));
+        COHORT_RETURN_IF_ERROR(
+            (*storage)->RemoveFile(JoinStoragePath(RemoteChiefDir(), entry.name)));
       }
     }
     fs::remove_all(options_.backup_dir, error);  // the staging copy
@@ -232,12 +308,15 @@ Status BackupAndRestore::RestoreState(const FitPlan& plan, TrainingState& state)
   // An earlier run's marker says nothing about this run, which is training now.
   const std::string target = remote_dir_.empty() ? options_.backup_dir : remote_dir_;
   const std::string marker = JoinStoragePath(target, kTrainingCompleteFile);
-  StatusOr<bool> marked = StorageFileExists(marker);
+  StatusOr<Storage*> storage = remote_dir_.empty() ? StorageFor(target) : RemoteStorage();
+  if (!storage.ok()) return storage.status().WithContext("BackupAndRestore");
+  StatusOr<bool> marked = (*storage)->FileExists(marker);
   if (!marked.ok()) return marked.status().WithContext("BackupAndRestore");
   if (*marked) {
-    auto completed = CompletedRun(target, options_.run_identity);
-    if (completed.ok() && !completed->has_value()) {
-      IgnoreError(RemoveStorageFile(marker), "another run's marker: left, it names another run");
+    StatusOr<std::string> text = (*storage)->ReadFile(marker, size_t{1} << 20);
+    if (text.ok() && (options_.run_identity.empty() || MarkerRun(*text) != options_.run_identity)) {
+      IgnoreError((*storage)->RemoveFile(marker),
+                  "another run's marker: left, it names another run");
     }
   }
   if (!remote_dir_.empty()) COHORT_RETURN_IF_ERROR(FetchRemoteBackups());
@@ -313,7 +392,7 @@ Status BackupAndRestore::Backup(const FitPlan& plan, TrainingState& state) {
   }
   COHORT_RETURN_IF_ERROR(WriteCheckpointState(dir, kept));
   RemoveBackupsOutside(dir, last_number_, options_.backups_to_keep);
-  if (!remote_dir_.empty()) return UploadBackup(name);
+  if (!remote_dir_.empty()) return QueueUpload(name);
   return Status::OK();
 }
 

@@ -51,14 +51,27 @@
 // a checkpoint whose manifest is missing (an upload cut short) or whose bytes do not match it is
 // passed over. The completion marker is written to and read from the bucket; DeleteBackup deletes
 // the bucket's backup objects (the state file first) and the staging copy.
+//
+// Uploads overlap training (upload_queue.h): once a backup is committed in the staging copy, the
+// step copies its three files into memory and hands them to a background thread, so the step
+// never waits for the network. One upload runs at a time, in order; a backup committed while
+// another waits its turn supersedes the waiting one (printed), so a slow server makes the bucket
+// skip backups rather than fall ever further behind. An upload's failure fails the next backup
+// (or MarkComplete). MarkComplete and DeleteBackup first wait for the uploads, at most
+// upload_wait_timeout, so the marker is written only after the last backup is in the bucket; the
+// destructor waits the same bound and says what it waits for.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "base/storage.h"
 #include "train/callback.h"
+#include "train/upload_queue.h"
 
 namespace cohort::train {
 
@@ -75,11 +88,19 @@ struct BackupOptions {
   // How many of the newest backups to keep (at least 1), so that one found corrupt or cut short
   // on restore leaves an older one to fall back to.
   int backups_to_keep = 2;
+  // Object storage: how long MarkComplete, DeleteBackup and the destructor wait for the uploads
+  // still running or waiting.
+  std::chrono::milliseconds upload_wait_timeout{std::chrono::minutes(5)};
+  // Object storage: the storage that serves backup_dir's URL; nullptr for the process's own for
+  // its scheme (StorageFor). A test passes one that holds uploads back; it must outlive this.
+  Storage* remote_storage = nullptr;
 };
 
 class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(BackupOptions options);
+  // Waits for the uploads still to run (object storage), at most upload_wait_timeout.
+  ~BackupAndRestore() override;
 
   // The chief's backup directory, <backup_dir>/chief (for object storage, the local staging
   // copy's).
@@ -121,9 +142,13 @@ class BackupAndRestore : public Callback {
   std::string RemoteChiefDir() const;
   // Object storage only: replaces the staging copy with what the bucket holds.
   Status FetchRemoteBackups();
-  // Object storage only: mirrors backup `name`, just committed locally, to the bucket (checkpoint,
-  // manifest, state file), then deletes the bucket's backups outside the kept window.
-  Status UploadBackup(const std::string& name);
+  // Object storage only: copies backup `name`, just committed locally, into memory and queues its
+  // upload (UploadBackupFiles); an earlier upload's error first.
+  Status QueueUpload(const std::string& name);
+  // Object storage only: the storage of remote_dir_.
+  StatusOr<Storage*> RemoteStorage() const;
+  // Object storage only: waits for the queued uploads (upload_wait_timeout); their error if any.
+  Status WaitForUploads();
 
   BackupOptions options_;
   // The s3:// or gs:// prefix the user named, with options_.backup_dir the staging copy; "" for a
@@ -134,6 +159,8 @@ class BackupAndRestore : public Callback {
   // Global step of the last backup, so that a step backup and the epoch-end backup at the same
   // step are not both written.
   int64_t last_backup_step_ = -1;
+  // Object storage only: the background uploads of committed backups.
+  std::unique_ptr<UploadQueue> uploads_;
 };
 
 }  // namespace cohort::train

@@ -56,6 +56,7 @@ class S3StorageTest : public ::testing::Test {
     settings_ = *settings;
     options_.multipart_threshold = size_t{6} << 20;
     options_.part_size = size_t{5} << 20;
+    options_.read_part_size = size_t{5} << 20;
     client_ = std::make_shared<const S3Client>(settings_, options_);
     storage_ = MakeObjectStorage(client_);
     const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -86,6 +87,29 @@ TEST_F(S3StorageTest, WhatCohortWritesBoto3ReadsByteForByte) {
             "dir/a file+with $pecial chars \\u00e9.bin')['Body'].read()\n"
             "print(len(body), hashlib.sha256(body).hexdigest())\n");
   EXPECT_EQ(output, "100000 " + Sha256Hex(contents) + "\n");
+}
+
+// An object larger than a part (5 MiB here) is read in ranged parts, several at a time, bound to
+// the first part's ETag; an empty object is read as empty (its first range is past its end).
+TEST_F(S3StorageTest, ALargeObjectIsReadInPartsAndAnEmptyOneAsEmpty) {
+  const std::string digest = Boto3(
+      "import random\nbody = random.Random(3).randbytes((13 << 20) + 12345)\n"
+      "s3.put_object(Bucket='" +
+      std::string(kBucket) + "', Key='" + prefix_ +
+      "large.bin', Body=body)\n"
+      "s3.put_object(Bucket='" +
+      kBucket + "', Key='" + prefix_ +
+      "empty.bin', Body=b'')\n"
+      "print(hashlib.sha256(body).hexdigest())\n");
+  StatusOr<std::string> large = storage_->ReadFile(Url("large.bin"), size_t{20} << 20);
+  ASSERT_TRUE(large.ok()) << large.status().message();
+  EXPECT_EQ(large->size(), (size_t{13} << 20) + 12345);
+  EXPECT_EQ(Sha256Hex(*large) + "\n", digest);
+  StatusOr<std::string> bounded = storage_->ReadFile(Url("large.bin"), size_t{10} << 20);
+  EXPECT_EQ(bounded.status().code(), Status::Code::kInvalidArgument);
+  StatusOr<std::string> empty = storage_->ReadFile(Url("empty.bin"), 100);
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(*empty, "");
 }
 
 TEST_F(S3StorageTest, WhatBoto3WritesCohortReadsWholeInRangesAndListed) {
