@@ -38,7 +38,9 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       "= per_worker_batch x workers); gradients are averaged by all-reduce while backward runs; "
       "the chief (chief:0, else worker:0) writes backups, checkpoints and the saved model, which "
       "other workers do not write; their summaries go to <dir>/workertemp_<index>, removed at "
-      "the end. Paths are file system paths: mount storage (gs://, s3://) and give its path.\n"
+      "the end. --checkpoint_path, --saved_model_path, --tensorboard_dir, --data_dir and "
+      "--model_path "
+      "also take object storage prefixes (s3://bucket/dir, gs://bucket/dir; docs/storage.md).\n"
       "Parameter-server training (a cluster with ps tasks) is the taxi example's program, "
       "taxi-train (examples/taxi).\n"
       "Environment: TF_CONFIG (cluster and task), COHORT_JOB_SECRET (authenticates peers), "
@@ -61,8 +63,10 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->check(IntegerAtLeast(1));
   app.add_option("--saved_model_path", flags.saved_model_path,
-                 "directory for the trained model (weights.pt + manifest.json); empty: not saved")
-      ->check(FileSystemPath());
+                 "directory or object storage prefix (s3://bucket/dir, gs://bucket/dir) for the "
+                 "trained model (weights.pt + manifest.json; in a bucket the manifest, written "
+                 "last, commits it); empty: not saved")
+      ->check(FileSystemPathOrStorageUrl());
   app.add_option("--checkpoint_path", flags.checkpoint_path,
                  "BackupAndRestore directory or object storage prefix (s3://bucket/dir, "
                  "gs://bucket/dir; docs/storage.md): back up every epoch and resume from it after "
@@ -94,9 +98,10 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->capture_default_str()
       ->check(CLI::IsMember(model_names));
   app.add_option("--data_dir", flags.data_dir,
-                 "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
+                 "directory or object storage prefix (s3://, gs://) with "
+                 "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
       ->capture_default_str()
-      ->check(FileSystemPath());
+      ->check(FileSystemPathOrStorageUrl());
   app.add_option("--learning_rate", flags.learning_rate,
                  "learning rate (default: 0.001 for adam, 0.01 for sgd)")
       ->check(PositiveReal());
@@ -105,8 +110,16 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
       ->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
                  "write TensorBoard event files to <dir>/train and <dir>/validation (default: "
-                 "the directory job control names in $COHORT_SUMMARY_DIR, if any)")
-      ->check(FileSystemPath());
+                 "the directory job control names in $COHORT_SUMMARY_DIR, if any); an object "
+                 "storage prefix (s3://, gs://) gets closed event files, one every "
+                 "--tensorboard_upload_s and the last at the end")
+      ->check(FileSystemPathOrStorageUrl());
+  app.add_option("--tensorboard_upload_s", flags.tensorboard_upload_s,
+                 "with --tensorboard_dir in a bucket: close the event file and upload it whole "
+                 "at most every S seconds (objects cannot be appended to; TensorBoard reads the "
+                 "series as one run)")
+      ->capture_default_str()
+      ->check(Real([](double value) { return value >= 1; }, "a number of seconds >= 1", "SECONDS"));
   app.add_option("--tensorboard_update_steps", flags.tensorboard_update_steps,
                  "also write the batch figures (batch_loss, batch_accuracy, "
                  "batch_samples_per_second, batch_step_seconds, batch_allreduce_wait_seconds) "
@@ -171,8 +184,9 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
           "none|bf16|fp16", "GradientCompression"));
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the test split instead of training");
-  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate")
-      ->check(FileSystemPath());
+  app.add_option("--model_path", flags.model_path,
+                 "saved model directory or object storage prefix (s3://, gs://) for --evaluate")
+      ->check(FileSystemPathOrStorageUrl());
 
   // Before parsing, so that the taxi model's own flags are not refused as unknown first.
   if (AsksForMovedWideDeep(argc, argv)) {

@@ -44,7 +44,9 @@ struct Flags {
   std::string tensorboard_dir;
   int64_t tensorboard_update_steps = 0;
   double tensorboard_update_s = 2;  // batch figures at most this often within an epoch (0: never)
-  double progress_every_s = 10;     // progress lines in a log (not a terminal) (0: none)
+  double tensorboard_upload_s =
+      30;                        // --tensorboard_dir in a bucket: a closed event file this often
+  double progress_every_s = 10;  // progress lines in a log (not a terminal) (0: none)
   uint64_t seed = 42;
   int threads = 0;  // 0: automatic
   double gradient_bucket_mb = 4;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "base/object_url.h"
 #include "cluster/summary_location.h"
 #include "net/auth.h"
 #include "train/backup_and_restore.h"
@@ -102,6 +103,7 @@ std::vector<Callback*> CallbacksFor(const Flags& flags, BackupAndRestore* backup
   if (!log_dir.empty()) {
     TensorBoardOptions options{log_dir, flags.tensorboard_update_steps};
     options.update_every = Milliseconds(flags.tensorboard_update_s);
+    options.upload_every = Milliseconds(flags.tensorboard_upload_s);
     options.own_directory = own_directory;
     owned->push_back(std::make_unique<TensorBoardCallback>(std::move(options)));
   }
@@ -130,9 +132,10 @@ std::string FinalLines(const Flags& flags, bool is_chief, double test_accuracy) 
   return lines;
 }
 
-// A chief killed while writing into `dir` (the saved model) left its temporary file there.
+// A chief killed while writing into `dir` (the saved model) left its temporary file there. A
+// bucket has none: an object is written whole or not at all (base/storage.h).
 void RemoveStaleTemporaryFilesOrFail(const std::string& dir) {
-  if (dir.empty()) return;
+  if (dir.empty() || IsStorageUrl(dir)) return;
   if (StatusOr<int> stale = RemoveStaleTemporaryFiles(dir); !stale.ok()) Fail(stale.status());
 }
 

@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -31,6 +30,7 @@
 #include "cohort/fit.h"
 #include "cohort/parameter_server.h"
 #include "cohort/status.h"
+#include "cohort/storage.h"
 #include "taxi_csv.h"
 #include "taxi_dataset.h"
 #include "taxi_features.h"
@@ -120,9 +120,14 @@ TaxiFeatureEncoder EncoderOf(const std::vector<TaxiTrip>& train) {
 // did in training.
 void EvaluateSavedModel(const Flags& flags) {
   const std::string manifest_path = flags.model_path + "/manifest.json";
-  std::ifstream manifest_file(manifest_path);
-  if (!manifest_file) throw Error(ErrorCode::kNotFound, "no saved model at " + manifest_path);
-  const nlohmann::json manifest = nlohmann::json::parse(manifest_file, nullptr, false);
+  std::string manifest_text;
+  try {
+    manifest_text = ReadStoredFile(manifest_path, size_t{1} << 20);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::kNotFound) throw;
+    throw Error(ErrorCode::kNotFound, "no saved model at " + manifest_path);
+  }
+  const nlohmann::json manifest = nlohmann::json::parse(manifest_text, nullptr, false);
   if (manifest.is_discarded() || !manifest.contains("model")) {
     throw Error(ErrorCode::kInvalidArgument, manifest_path + " is not a saved model's manifest");
   }
@@ -253,7 +258,14 @@ void Train(const Flags& flags) {
   }
 }
 
-// A path flag must be a file system path: a storage URL (s3://, gs://) is refused naming it.
+// A path flag that may name object storage (s3://bucket/dir, gs://bucket/dir; cohort/storage.h):
+// a malformed URL, or one whose settings do not resolve, is refused before any work starts.
+CLI::Validator PathOrStorageUrl() {
+  return CLI::Validator([](std::string& text) -> std::string { return StoragePathProblem(text); },
+                        "PATH|URL");
+}
+
+// A path flag that must be a file system path: a storage URL (s3://, gs://) is refused naming it.
 CLI::Validator FileSystemPath() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -319,13 +331,14 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--saved_model_path", flags.saved_model_path,
-                 "directory for the trained model (weights.pt + manifest.json); empty: not saved")
-      ->check(FileSystemPath());
+                 "directory or object storage prefix (s3://bucket/dir, gs://bucket/dir) for the "
+                 "trained model (weights.pt + manifest.json); empty: not saved")
+      ->check(PathOrStorageUrl());
   app.add_option("--checkpoint_path", flags.checkpoint_path,
                  "the backup directory (BackupAndRestore): the chief checkpoints the servers into "
-                 "<dir>/ps, which restarted ps tasks restore and the evaluator follows. Empty: no "
-                 "checkpoints")
-      ->check(FileSystemPath());
+                 "<dir>/ps, which restarted ps tasks restore and the evaluator follows; a "
+                 "directory or an object storage prefix (s3://, gs://). Empty: no checkpoints")
+      ->check(PathOrStorageUrl());
   app.add_option("--model", flags.model, "model architecture (the taxi example has one)")
       ->capture_default_str()
       ->check(CLI::IsMember({std::string(kWideDeepModelName)}));
@@ -342,8 +355,9 @@ int Main(int argc, char** argv) {
       ->check(PositiveReal());
   app.add_option("--tensorboard_dir", flags.tensorboard_dir,
                  "write TensorBoard event files to <dir>/train (chief) and <dir>/eval (evaluator) "
-                 "(default: the directory job control names in $COHORT_SUMMARY_DIR, if any)")
-      ->check(FileSystemPath());
+                 "(default: the directory job control names in $COHORT_SUMMARY_DIR, if any); an "
+                 "object storage prefix (s3://, gs://) gets a series of closed event files")
+      ->check(PathOrStorageUrl());
   app.add_option("--seed", flags.seed, "seed of the initial weights and the shuffling")
       ->capture_default_str();
   app.add_option("--threads", flags.threads,
@@ -399,8 +413,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the eval split of the data set in "
                "--data_dir instead of training");
-  app.add_option("--model_path", flags.model_path, "saved model directory for --evaluate")
-      ->check(FileSystemPath());
+  app.add_option("--model_path", flags.model_path,
+                 "saved model directory or object storage prefix (s3://, gs://) for --evaluate")
+      ->check(PathOrStorageUrl());
 
   // The version of Cohort it was built in (the build defines TAXI_TRAIN_VERSION) and its libtorch.
   app.set_version_flag("--version", std::string(kProgram) + " " + TAXI_TRAIN_VERSION +

@@ -7,6 +7,10 @@
 //
 // Every callback runs on every worker; only the chief writes files (the others write nothing, or
 // into temporary directories that are removed), so the directories may be shared or not.
+// BackupAndRestore's and TensorBoard's directories may also be object storage prefixes
+// (s3://bucket/dir, gs://bucket/dir; cohort/storage.h, docs/storage.md): backups are staged
+// locally and mirrored, each committed by its manifest; TensorBoard runs become series of closed
+// event files. ModelCheckpoint takes a local directory only.
 //   BackupAndRestore  the whole training state (weights, buffers, optimizer state, random state,
 //                     position) every epoch end and every `save_every_steps` steps, in
 //                     <dir>/chief. A task restarted after a failure (a killed worker: every task

@@ -4,6 +4,8 @@
 
 #include "base/file.h"
 #include "base/hex.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 
 namespace cohort {
 
@@ -41,7 +43,11 @@ Status VerifyChecksum(const std::filesystem::path& path, std::string_view bytes,
 
 StatusOr<FileChecksum> WriteFileWithChecksum(const std::filesystem::path& path,
                                              std::string_view bytes) {
-  COHORT_RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
+  if (IsStorageUrl(path.string())) {
+    COHORT_RETURN_IF_ERROR(WriteStorageFileAtomically(path.string(), bytes));
+  } else {
+    COHORT_RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
+  }
   return ChecksumOf(path.filename().string(), bytes);
 }
 
@@ -50,12 +56,14 @@ StatusOr<std::string> ReadVerifiedFile(const std::filesystem::path& directory,
   const std::filesystem::path path = directory / expected.file;
   // One byte more than recorded, so that a longer file reads as a size mismatch, not as an error
   // about a bound.
-  StatusOr<std::string> bytes = ReadWholeFile(path, expected.size + 1);
+  const bool in_bucket = IsStorageUrl(path.string());
+  StatusOr<std::string> bytes = in_bucket ? ReadStorageFile(path.string(), expected.size + 1)
+                                          : ReadWholeFile(path, expected.size + 1);
   if (bytes.status().code() == Status::Code::kInvalidArgument &&
-      bytes.status().message().find("holds more than") != std::string::npos) {
+      (in_bucket || bytes.status().message().find("holds more than") != std::string::npos)) {
     return Status::FailedPrecondition(path.string() + ": checksum mismatch: expected " +
-                                      std::to_string(expected.size) +
-                                      " bytes, found a longer file");
+                                      std::to_string(expected.size) + " bytes, found a longer " +
+                                      (in_bucket ? "object" : "file"));
   }
   if (!bytes.ok()) return bytes.status();
   COHORT_RETURN_IF_ERROR(VerifyChecksum(path, *bytes, expected));

@@ -46,13 +46,15 @@ bool IsSha256Hex(std::string_view text);
 Status VerifyChecksum(const std::filesystem::path& path, std::string_view bytes,
                       const FileChecksum& expected);
 
-// Writes `bytes` to `path` atomically (base/file.h) and returns their record, named by the
-// path's file name, for the manifest that will list the file.
+// Writes `bytes` to `path` atomically (base/file.h; an s3:// or gs:// path as one whole object,
+// base/storage.h) and returns their record, named by the path's file name, for the manifest that
+// will list the file.
 StatusOr<FileChecksum> WriteFileWithChecksum(const std::filesystem::path& path,
                                              std::string_view bytes);
 
 // Reads <directory>/<expected.file> (bounded by its recorded size, so a file that grew is caught
-// without reading it all) and verifies it: the bytes, or the read's error, or the mismatch.
+// without reading it all) and verifies it: the bytes, or the read's error, or the mismatch. The
+// directory may be an s3:// or gs:// prefix (base/storage.h).
 StatusOr<std::string> ReadVerifiedFile(const std::filesystem::path& directory,
                                        const FileChecksum& expected);
 

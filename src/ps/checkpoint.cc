@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "base/checksum.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "net/socket.h"
 
 namespace cohort::ps {
@@ -159,15 +161,17 @@ Status DecodeShardInto(std::string_view bytes, ShardStore* store, int64_t* globa
 
 StatusOr<SavedShard> SaveShard(const ShardStore& store, const std::string& directory,
                                int64_t global_step) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  if (error) return Status::IOError("cannot create " + directory + ": " + error.message());
+  if (!IsStorageUrl(directory)) {  // a bucket's "directory" is a prefix, made by its objects
+    std::error_code error;
+    std::filesystem::create_directories(directory, error);
+    if (error) return Status::IOError("cannot create " + directory + ": " + error.message());
+  }
   std::string bytes = EncodeShard(store, global_step);
   SavedShard saved;
   saved.file = ShardFileName(store.ps_index(), store.num_ps(), global_step);
   saved.size = bytes.size();
   saved.sha256 = Sha256Hex(bytes);
-  COHORT_RETURN_IF_ERROR(WriteFileAtomically(directory + "/" + saved.file, bytes));
+  COHORT_RETURN_IF_ERROR(WriteStorageFileAtomically(directory + "/" + saved.file, bytes));
   return saved;
 }
 
@@ -227,16 +231,20 @@ StatusOr<std::string> WriteManifest(const std::string& directory, const Manifest
         " for " + std::to_string(manifest.num_ps));
   }
   const std::string path = directory + "/" + ManifestFileName(manifest.global_step);
-  COHORT_RETURN_IF_ERROR(WriteFileAtomically(path, EncodeManifest(manifest)));
+  COHORT_RETURN_IF_ERROR(WriteStorageFileAtomically(path, EncodeManifest(manifest)));
   return path;
 }
 
 std::vector<std::string> ListManifests(const std::string& directory) {
   std::vector<std::string> manifests;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    std::string name = entry.path().filename().string();
-    if (name.starts_with("checkpoint-") && name.ends_with(".manifest")) manifests.push_back(name);
+  // A directory that cannot be listed (absent, or a bucket that does not answer) has none.
+  StatusOr<std::vector<StorageEntry>> entries = ListStorageDirectory(directory);
+  if (!entries.ok()) return manifests;
+  for (const StorageEntry& entry : *entries) {
+    const std::string& name = entry.name;
+    if (!entry.is_directory && name.starts_with("checkpoint-") && name.ends_with(".manifest")) {
+      manifests.push_back(name);
+    }
   }
   // Zero-padded steps: the newest sorts first in reverse order.
   std::sort(manifests.rbegin(), manifests.rend());
@@ -268,7 +276,7 @@ StatusOr<int64_t> RestoreLatest(const std::string& directory, ShardStore* store,
     auto skip = [&](const std::string& why) {
       if (log) log(self + ": ignoring checkpoint " + directory + "/" + name + ": " + why);
     };
-    auto text = ReadWholeFile(directory + "/" + name);
+    auto text = ReadStorageFile(directory + "/" + name);
     if (!text.ok()) {
       skip(text.status().message());
       continue;

@@ -1,5 +1,6 @@
 #include "cohort/callbacks.h"
 
+#include "base/object_url.h"
 #include "net/auth.h"
 #include "public_api/internal.h"
 #include "train/backup_and_restore.h"
@@ -53,6 +54,12 @@ ModelCheckpoint::ModelCheckpoint(const std::string& dir, bool save_best_only)
                         train::ModelCheckpointOptions{dir, save_best_only}),
                     Callback::Impl{.checkpoint_dir = dir, .save_best_only = save_best_only})) {
   if (dir.empty()) ThrowError(Status::InvalidArgument("ModelCheckpoint needs a directory"));
+  if (IsStorageUrl(dir)) {
+    ThrowError(Status::InvalidArgument(
+        "ModelCheckpoint(\"" + dir +
+        "\"): ModelCheckpoint writes a local directory only (BackupAndRestore, TensorBoard and "
+        "FitOptions::saved_model_dir take s3:// and gs:// prefixes)"));
+  }
 }
 
 TensorBoard::TensorBoard(const std::string& log_dir, int64_t update_every_steps)

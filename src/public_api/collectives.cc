@@ -8,6 +8,8 @@
 
 #include "base/checksum.h"
 #include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "collective/data_type.h"
 #include "public_api/internal.h"
 #include "train/gradient_buckets.h"
@@ -313,7 +315,15 @@ torch::Tensor AllGather(MultiWorkerMirrored& strategy, const torch::Tensor& tens
 }
 
 // Where SaveModule records the SHA-256 of the module at `path`, as sha256sum writes it.
-static std::filesystem::path ChecksumFileOf(const std::string& path) { return path + ".sha256"; }
+static std::string ChecksumFileOf(const std::string& path) { return path + ".sha256"; }
+
+// `path`'s directory and file name, for a local path or an s3:// / gs:// URL alike.
+static std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {"", path};
+  if (slash == 0) return {"/", path.substr(1)};
+  return {path.substr(0, slash), path.substr(slash + 1)};
+}
 
 void SaveModule(torch::nn::Module& module, const std::string& path) {
   std::string bytes;
@@ -326,52 +336,57 @@ void SaveModule(torch::nn::Module& module, const std::string& path) {
   } catch (const c10::Error& error) {
     ThrowError(TorchError("cannot serialize the module for " + path, error));
   }
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) ThrowIfError(train::MakeDirectories(parent.string()));
+  const auto [parent, name] = SplitPath(path);
+  if (!parent.empty() && !IsStorageUrl(path)) ThrowIfError(train::MakeDirectories(parent));
   // The old checksum goes first and the new one last, so that a crash between leaves a module
-  // without one (loaded unverified) rather than one whose checksum belongs to other bytes.
-  const std::filesystem::path checksum = ChecksumFileOf(path);
-  std::error_code error_code;
-  std::filesystem::remove(checksum, error_code);
-  if (error_code) ThrowError(Status::IOError(checksum.string() + ": " + error_code.message()));
-  ThrowIfError(WriteFileAtomically(path, bytes));
-  ThrowIfError(WriteFileAtomically(
-      checksum, Sha256Hex(bytes) + "  " + std::filesystem::path(path).filename().string() + "\n"));
+  // without one (loaded unverified) rather than one whose checksum belongs to other bytes. In a
+  // bucket (base/storage.h) each is one whole object.
+  const std::string checksum = ChecksumFileOf(path);
+  ThrowIfError(RemoveStorageFile(checksum));
+  ThrowIfError(WriteStorageFileAtomically(path, bytes));
+  ThrowIfError(WriteStorageFileAtomically(checksum, Sha256Hex(bytes) + "  " + name + "\n"));
 }
 
 void LoadModule(torch::nn::Module& module, const std::string& path) {
-  std::error_code error_code;
-  if (!std::filesystem::exists(path, error_code)) {
-    ThrowError(Status::NotFound("no saved module at " + path));
-  }
+  StatusOr<bool> exists = StorageFileExists(path);
+  ThrowIfError(exists.status());
+  if (!*exists) ThrowError(Status::NotFound("no saved module at " + path));
   // The module is verified before a byte is decoded: against the checksum SaveModule wrote
   // beside it, or for the weights of a saved model, against its manifest's.
-  const std::filesystem::path file(path);
-  const std::string dir = file.parent_path().empty() ? "." : file.parent_path().string();
+  const auto [parent, name] = SplitPath(path);
+  const std::string dir = parent.empty() ? "." : parent;
   std::optional<std::string> verified;
-  if (const std::filesystem::path checksum = ChecksumFileOf(path);
-      std::filesystem::exists(checksum, error_code)) {
-    StatusOr<std::string> line = ReadWholeFile(checksum, 4096);
+  const std::string checksum = ChecksumFileOf(path);
+  StatusOr<bool> has_checksum = StorageFileExists(checksum);
+  ThrowIfError(has_checksum.status());
+  StatusOr<bool> has_manifest = StorageFileExists(JoinStoragePath(dir, train::kManifestFile));
+  ThrowIfError(has_manifest.status());
+  if (*has_checksum) {
+    StatusOr<std::string> line = ReadStorageFile(checksum, 4096);
     ThrowIfError(line.status());
     const std::string expected = line->substr(0, line->find(' '));
     if (!IsSha256Hex(expected)) {
-      ThrowError(Status::InvalidArgument(checksum.string() +
-                                         ": not a SHA-256 checksum line (\"HEX  NAME\")"));
+      ThrowError(
+          Status::InvalidArgument(checksum + ": not a SHA-256 checksum line (\"HEX  NAME\")"));
     }
-    StatusOr<std::string> bytes = ReadWholeFile(path);
+    StatusOr<std::string> bytes = ReadStorageFile(path);
     ThrowIfError(bytes.status());
-    ThrowIfError(VerifyChecksum(path, *bytes,
-                                FileChecksum{file.filename().string(), bytes->size(), expected}));
+    ThrowIfError(VerifyChecksum(path, *bytes, FileChecksum{name, bytes->size(), expected}));
     verified = std::move(*bytes);
-  } else if (std::filesystem::exists(std::filesystem::path(dir) / train::kManifestFile,
-                                     error_code)) {
+  } else if (*has_manifest) {
     StatusOr<train::ModelManifest> manifest = train::ReadManifest(dir);
     ThrowIfError(manifest.status());
-    if (manifest->weights == file.filename().string()) {
+    if (manifest->weights == name) {
       StatusOr<std::string> bytes = train::ReadVerifiedWeights(dir, *manifest);
       ThrowIfError(bytes.status());
       verified = std::move(*bytes);
     }
+  }
+  // An object is read into memory in any case: libtorch reads only local files.
+  if (!verified && IsStorageUrl(path)) {
+    StatusOr<std::string> bytes = ReadStorageFile(path);
+    ThrowIfError(bytes.status());
+    verified = std::move(*bytes);
   }
   try {
     torch::serialize::InputArchive archive;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/file.h"
+#include "base/object_url.h"
 #include "cohort/collectives.h"
 #include "net/auth.h"
 #include "public_api/internal.h"
@@ -237,7 +238,8 @@ FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::O
       CheckSameBatchCount(strategy, train.size(), options.per_worker_batch, "the training data"));
   ThrowIfError(CheckSameBatchCount(strategy, validation.size(), options.per_worker_batch,
                                    "the validation data"));
-  if (is_chief && !options.saved_model_dir.empty()) {
+  // A bucket holds no temporaries: its objects are written whole (base/storage.h).
+  if (is_chief && !options.saved_model_dir.empty() && !IsStorageUrl(options.saved_model_dir)) {
     ThrowIfError(RemoveStaleTemporaryFiles(options.saved_model_dir).status());
   }
 

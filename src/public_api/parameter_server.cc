@@ -18,6 +18,8 @@
 #include <unordered_map>
 
 #include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "base/time.h"
 #include "net/auth.h"
 #include "net/deadline.h"
@@ -594,6 +596,7 @@ Status SaveWeights(torch::nn::Module& module, const std::string& path) {
     return Status::Internal("cannot serialize the model for " + path + ": " +
                             error.what_without_backtrace());
   }
+  if (IsStorageUrl(path)) return WriteStorageFileAtomically(path, bytes.str());  // one object
   std::error_code error;
   fs::create_directories(fs::path(path).parent_path(), error);
   if (error) {

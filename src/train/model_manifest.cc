@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "base/storage.h"
 #include "train/checkpoint_manifest.h"
 
 namespace cohort::train {
@@ -117,7 +118,7 @@ StatusOr<ModelManifest> ParseManifest(const std::string& text, const std::string
 }
 
 Status WriteManifest(const std::string& dir, const ModelManifest& manifest) {
-  const std::string path = (std::filesystem::path(dir) / kManifestFile).string();
+  const std::string path = JoinStoragePath(dir, kManifestFile);
   for (const auto& [name, value] : manifest.metrics) {
     if (!std::isfinite(value)) {
       return Status::InvalidArgument(path + ": metric \"" + name + "\" is " +
@@ -127,26 +128,25 @@ Status WriteManifest(const std::string& dir, const ModelManifest& manifest) {
   }
   ModelManifest recorded = manifest;
   if (recorded.files.empty()) {
-    const std::filesystem::path weights = std::filesystem::path(dir) / manifest.weights;
-    StatusOr<std::string> bytes = ReadWholeFile(weights);
+    StatusOr<std::string> bytes = ReadStorageFile(JoinStoragePath(dir, manifest.weights));
     if (!bytes.ok()) return bytes.status().WithContext("recording the checksum of the weights");
     recorded.files.push_back(ChecksumOf(manifest.weights, *bytes));
   }
-  return WriteFileAtomically(path, ManifestToJson(recorded));
+  return WriteStorageFileAtomically(path, ManifestToJson(recorded));
 }
 
 StatusOr<std::string> ReadVerifiedWeights(const std::string& dir, const ModelManifest& manifest) {
   for (const FileChecksum& file : manifest.files) {
     if (file.file == manifest.weights) return ReadVerifiedFile(dir, file);
   }
-  return Status::InvalidArgument((std::filesystem::path(dir) / kManifestFile).string() +
+  return Status::InvalidArgument(JoinStoragePath(dir, kManifestFile) +
                                  ": \"files\" does not list the weights, \"" + manifest.weights +
                                  "\"");
 }
 
 StatusOr<ModelManifest> ReadManifest(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / kManifestFile).string();
-  StatusOr<std::string> text = ReadWholeFile(path);
+  const std::string path = JoinStoragePath(dir, kManifestFile);
+  StatusOr<std::string> text = ReadStorageFile(path);
   if (text.status().code() == Status::Code::kNotFound) {
     return Status::NotFound(path + ": no such file (is " + dir + " a saved model?)");
   }

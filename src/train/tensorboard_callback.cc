@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "train/worker_dirs.h"
 
 namespace cohort::train {
@@ -23,17 +25,26 @@ std::vector<Scalar> Scalars(const std::string& prefix, double loss,
 }  // namespace
 
 Status TensorBoardCallback::OnTrainBegin(const FitPlan& plan, TrainingState& state) {
-  const std::filesystem::path dir = WriteDir(plan);
-  auto train = EventFileWriter::Create((dir / "train").string());
+  SummaryRunOptions run_options;
+  run_options.upload_every = options_.upload_every;
+  run_options.now = options_.now;
+  std::string dir = WriteDir(plan);
+  if (IsStorageUrl(options_.log_dir)) {
+    // Only the chief's runs go to the bucket: another worker's would be deleted at the end. The
+    // others write a staging copy that Close removes.
+    run_options.publish = dir == options_.log_dir;
+    dir = options_.log_dir;
+  }
+  auto train = SummaryRunWriter::Create(JoinStoragePath(dir, "train"), run_options);
   if (!train.ok()) return train.status().WithContext("TensorBoard");
-  auto validation = EventFileWriter::Create((dir / "validation").string());
+  auto validation = SummaryRunWriter::Create(JoinStoragePath(dir, "validation"), run_options);
   if (!validation.ok()) return validation.status().WithContext("TensorBoard");
   train_ = std::move(train).value();
   validation_ = std::move(validation).value();
 
   const int64_t resumed_at = state.position().GlobalStep(plan.steps_per_epoch);
   if (resumed_at > 0) {
-    for (EventFileWriter* writer : {train_.get(), validation_.get()}) {
+    for (SummaryRunWriter* writer : {train_.get(), validation_.get()}) {
       COHORT_RETURN_IF_ERROR(writer->WriteSessionStart(resumed_at + 1));
       COHORT_RETURN_IF_ERROR(writer->Flush());
     }
@@ -82,12 +93,14 @@ Status TensorBoardCallback::OnEpochEnd(const FitPlan& plan, TrainingState& state
 }
 
 Status TensorBoardCallback::OnTrainEnd(const FitPlan& plan, TrainingState& state) {
-  Status flushed = train_ ? train_->Flush() : Status::OK();
-  if (flushed.ok() && validation_) flushed = validation_->Flush();
+  // The last file of each run, closed (in a bucket: uploaded).
+  Status closed = train_ ? train_->Close() : Status::OK();
+  if (closed.ok() && validation_) closed = validation_->Close();
   train_.reset();
   validation_.reset();
-  COHORT_RETURN_IF_ERROR(flushed);
-  return options_.own_directory ? Status::OK() : RemoveTempWriteDir(options_.log_dir, plan);
+  COHORT_RETURN_IF_ERROR(closed.WithContext("TensorBoard"));
+  if (options_.own_directory || IsStorageUrl(options_.log_dir)) return Status::OK();
+  return RemoveTempWriteDir(options_.log_dir, plan);
 }
 
 }  // namespace cohort::train

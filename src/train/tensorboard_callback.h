@@ -16,6 +16,10 @@
 // tags. A run that resumes at global step S first writes SessionLog START at step S + 1, the first
 // step it will log again, so TensorBoard drops what the interrupted run logged after its backup
 // and keeps what it logged up to it.
+// `log_dir` may be an object storage prefix (s3://bucket/logs, gs://...; base/storage.h), where a
+// file cannot be appended to: each run is then a series of closed event files, one uploaded at a
+// flush at least `upload_every` after the last and one at the end of training
+// (summary/summary_run_writer.h), which TensorBoard and the dashboard read as one run.
 // Only the chief's files stay: other workers write under <log_dir>/workertemp_<index>, removed at
 // the end of training. With `own_directory` (a directory that is this task's alone, such as the
 // one job control names in COHORT_SUMMARY_DIR) every task writes there and keeps its files.
@@ -27,7 +31,7 @@
 
 #include "train/callback.h"
 #include "train/rate_limiter.h"
-#include "train/summary/event_file_writer.h"
+#include "train/summary/summary_run_writer.h"
 
 namespace cohort::train {
 
@@ -36,7 +40,9 @@ struct TensorBoardOptions {
   int64_t update_every_steps = 0;
   std::chrono::milliseconds update_every{0};
   bool own_directory = false;
-  RateLimiter::Now now = RateLimiter::Clock::now;  // the clock `update_every` is measured on
+  // With `log_dir` in a bucket: the least time between uploads of a run's closed event file.
+  std::chrono::milliseconds upload_every{30000};
+  RateLimiter::Now now = RateLimiter::Clock::now;  // the clock both intervals are measured on
 };
 
 class TensorBoardCallback : public Callback {
@@ -55,8 +61,8 @@ class TensorBoardCallback : public Callback {
 
   TensorBoardOptions options_;
   RateLimiter batch_updates_;
-  std::unique_ptr<EventFileWriter> train_;
-  std::unique_ptr<EventFileWriter> validation_;
+  std::unique_ptr<SummaryRunWriter> train_;
+  std::unique_ptr<SummaryRunWriter> validation_;
 };
 
 }  // namespace cohort::train

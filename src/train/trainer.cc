@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "base/time.h"
 #include "train/backup_and_restore.h"
 #include "train/data/batch_prefetcher.h"
@@ -529,7 +531,8 @@ Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, do
   // Only the chief's model is kept; another worker's copy would only cost disk space.
   if (!plan.is_chief) return Status::OK();
   const std::string& write_dir = dir;
-  COHORT_RETURN_IF_ERROR(MakeDirectories(write_dir));
+  const bool in_bucket = IsStorageUrl(write_dir);
+  if (!in_bucket) COHORT_RETURN_IF_ERROR(MakeDirectories(write_dir));
   ModelManifest manifest;
   manifest.model = plan.model_name;
   impl_->model->DescribeInputs(&manifest);
@@ -558,8 +561,14 @@ Status Trainer::SaveModel(const std::string& dir, const std::map<std::string, do
     }
   }
   // Weights first: a manifest is only ever next to complete weights, whose checksum it records.
-  StatusOr<FileChecksum> weights =
-      impl_->SaveWeights((std::filesystem::path(write_dir) / manifest.weights).string());
+  // In a bucket the manifest object is what commits the model, so an earlier model's manifest
+  // goes first: a kill before the new manifest is written leaves no model, never an old manifest
+  // beside new weights.
+  if (in_bucket) {
+    COHORT_RETURN_IF_ERROR(RemoveStorageFile(JoinStoragePath(write_dir, kManifestFile))
+                               .WithContext("the model is not saved to " + dir));
+  }
+  StatusOr<FileChecksum> weights = impl_->SaveWeights(JoinStoragePath(write_dir, manifest.weights));
   if (!weights.ok()) return weights.status();
   manifest.files = {*weights};
   return WriteManifest(write_dir, manifest);

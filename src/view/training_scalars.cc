@@ -7,6 +7,11 @@
 #include <system_error>
 #include <utility>
 
+#include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
+#include "train/summary/summary_run_writer.h"
+
 namespace cohort::view {
 namespace fs = std::filesystem;
 namespace {
@@ -69,6 +74,87 @@ std::vector<std::string> RunFiles(const fs::path& run_directory, std::vector<std
   paths.reserve(names.size());
   for (const std::string& name : names) paths.push_back((run_directory / name).string());
   return paths;
+}
+
+bool IsRunUrlFile(const fs::path& path) {
+  std::error_code error;
+  return path.filename().string().ends_with(train::kRunUrlFileSuffix) &&
+         fs::is_regular_file(path, error);
+}
+
+// The event files of a run in a bucket (summary_run_writer.h), oldest first, at most
+// kMaxFilesPerRun (the newest). A listing that fails is a note.
+std::vector<std::string> RunObjects(const std::string& run_url, std::vector<std::string>* notes) {
+  std::vector<std::string> names;
+  StatusOr<std::vector<StorageEntry>> entries = ListStorageDirectory(run_url);
+  if (!entries.ok()) {
+    if (notes != nullptr) notes->push_back(entries.status().message());
+    return names;
+  }
+  for (const StorageEntry& entry : *entries) {
+    if (names.size() >= kMaxDirectoryEntries) break;
+    if (!entry.is_directory && entry.name.find("tfevents") != std::string::npos) {
+      names.push_back(entry.name);
+    }
+  }
+  if (names.size() > kMaxFilesPerRun) {
+    if (notes != nullptr) {
+      notes->push_back(run_url + " holds " + std::to_string(names.size()) +
+                       " event files: only the newest " + std::to_string(kMaxFilesPerRun) +
+                       " are read");
+    }
+    names.erase(names.begin(), names.end() - kMaxFilesPerRun);
+  }
+  std::vector<std::string> paths;
+  for (const std::string& name : names) paths.push_back(JoinStoragePath(run_url, name));
+  return paths;
+}
+
+// The runs of a replica: each directory (or link to one) and each <run>.url naming a run in a
+// bucket, with their event files, by run name.
+std::map<std::string, std::vector<std::string>> ReplicaRuns(const fs::path& replica_directory,
+                                                            const ScalarQuery& query,
+                                                            std::vector<std::string>* notes) {
+  std::vector<std::string> runs = ListDirectory(replica_directory, IsDirectory, notes);
+  for (const std::string& file : ListDirectory(replica_directory, IsRunUrlFile, notes)) {
+    runs.push_back(file);
+  }
+  std::sort(runs.begin(), runs.end());
+  if (runs.size() > kMaxRunsPerReplica) {
+    if (notes != nullptr) {
+      notes->push_back(replica_directory.string() + " holds " + std::to_string(runs.size()) +
+                       " runs: only the first " + std::to_string(kMaxRunsPerReplica) + " are read");
+    }
+    runs.resize(kMaxRunsPerReplica);
+  }
+  std::map<std::string, std::vector<std::string>> files;
+  const std::string suffix = train::kRunUrlFileSuffix;
+  for (const std::string& entry : runs) {
+    const bool in_bucket = entry.ends_with(suffix) && IsRunUrlFile(replica_directory / entry);
+    const std::string run = in_bucket ? entry.substr(0, entry.size() - suffix.size()) : entry;
+    if (!(query.run.empty() || query.run == run)) continue;
+    if (!in_bucket) {
+      files[run] = RunFiles(replica_directory / entry, notes);
+      continue;
+    }
+    StatusOr<std::string> text = ReadWholeFile(replica_directory / entry, 4096);
+    std::string url = text.ok() ? *text : "";
+    while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
+    std::string problem = text.ok() ? "" : text.status().message();
+    if (problem.empty() && !IsStorageUrl(url)) problem = "\"" + url + "\" is not a storage URL";
+    if (Status valid = CheckStoragePath(url); problem.empty() && !valid.ok()) {
+      problem = valid.message();
+    }
+    if (!problem.empty()) {
+      if (notes != nullptr) {
+        notes->push_back((replica_directory / entry).string() +
+                         " names no run in a bucket: " + problem);
+      }
+      continue;
+    }
+    files[run] = RunObjects(url, notes);
+  }
+  return files;
 }
 
 bool Matches(const std::string& wanted, const std::string& name) {
@@ -285,19 +371,9 @@ StatusOr<std::vector<ScalarSeries>> ReadScalarsIn(const fs::path& summaries_dire
   for (const std::string& replica : replicas) {
     if (!Matches(query.replica, replica)) continue;
     const fs::path replica_directory = summaries_directory / replica;
-    std::vector<std::string> runs = ListDirectory(replica_directory, IsDirectory, notes);
-    if (runs.size() > kMaxRunsPerReplica) {
-      if (notes != nullptr) {
-        notes->push_back(replica_directory.string() + " holds " + std::to_string(runs.size()) +
-                         " directories: only the first " + std::to_string(kMaxRunsPerReplica) +
-                         " are read as runs");
-      }
-      runs.resize(kMaxRunsPerReplica);
-    }
-    for (const std::string& run : runs) {
-      if (!Matches(query.run, run)) continue;
+    for (const auto& [run, paths] : ReplicaRuns(replica_directory, query, notes)) {
       std::vector<const train::EventFileScalars*> run_files;
-      for (const std::string& path : RunFiles(replica_directory / run, notes)) {
+      for (const std::string& path : paths) {
         if (const train::EventFileScalars* file = files.Refreshed(path, notes)) {
           run_files.push_back(file);
         }

@@ -5,7 +5,10 @@
 // (cluster/summary_location.h), `<job dir>/summaries/<type>-<index>`; every entry there that is a
 // directory, or a symbolic link to one (the runtime links the runs it writes elsewhere, under
 // --tensorboard_dir), and holds event files ("tfevents" in the name) is a run: "train",
-// "validation", "eval". Nothing else is read, and nobody has to say where.
+// "validation", "eval". A run written to object storage (--tensorboard_dir s3://..., gs://...) is
+// named there by a file "<run>.url" holding its URL (train/summary/summary_run_writer.h), and its
+// closed event files are listed and read from the bucket through base/storage.h. Nothing else is
+// read, and nobody has to say where.
 //
 // How: files are read with train/summary's EventFileScalars (CRCs checked, a torn last record
 // skipped until it is whole, record and file sizes bounded) and kept in a ScalarCache by path, so

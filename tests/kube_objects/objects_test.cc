@@ -309,7 +309,7 @@ TEST(ExamplesTest, HelloKeepsEachReplicasPolicyAndPutsTfConfigAfterTheTemplatesE
             "master");
 }
 
-// examples/mnist/tfjob-s3.yaml: the flagship with its backup in a bucket, its credentials from the
+// examples/mnist/tfjob-s3.yaml: the flagship with every path in a bucket, its credentials from the
 // user's Secret (examples/mnist/s3-credentials.yaml) by secretKeyRef, which reach every worker's
 // pod as written, beside the job secret from the job's own Secret.
 TEST(ExamplesTest, MnistOnS3ReadsItsCredentialsFromTheUsersSecret) {
@@ -343,14 +343,17 @@ TEST(ExamplesTest, MnistOnS3ReadsItsCredentialsFromTheUsersSecret) {
     EXPECT_EQ(env["COHORT_JOB_SECRET"], JobSecretVariable("mnist-s3"));
     EXPECT_TRUE(env["AWS_REGION"].contains("value"));
     EXPECT_TRUE(env["AWS_ENDPOINT_URL_S3"].contains("value"));
-    // The backup, the one path flag that takes a bucket, is in it, under the job's own prefix.
+    // Every path is in it, under the job's own prefix.
     std::vector<std::string> bucket_args;
     for (const json& arg : container["args"]) {
       const std::string text = arg;
       if (text.find("s3://") != std::string::npos) bucket_args.push_back(text);
     }
-    EXPECT_EQ(bucket_args, (std::vector<std::string>{
-                               "--checkpoint_path=s3://my-bucket/mnist/$(COHORT_JOB_NAME)/backup"}))
+    EXPECT_EQ(bucket_args,
+              (std::vector<std::string>{
+                  "--saved_model_path=s3://my-bucket/mnist/$(COHORT_JOB_NAME)/saved_model",
+                  "--checkpoint_path=s3://my-bucket/mnist/$(COHORT_JOB_NAME)/backup",
+                  "--tensorboard_dir=s3://my-bucket/mnist/$(COHORT_JOB_NAME)/logs"}))
         << container["args"].dump();
   }
 }

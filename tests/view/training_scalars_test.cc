@@ -297,6 +297,22 @@ TEST_F(TrainingScalarsTest, AWriterLinksARunWrittenElsewhere) {
   EXPECT_THAT(Steps(all[1]), ElementsAre(3));
 }
 
+// A run in a bucket is named by <run>.url (train/summary/summary_run_writer.h); one whose URL is
+// malformed is a note naming the file, and the replica's other runs are read.
+TEST_F(TrainingScalarsTest, ARunUrlFileWithAMalformedUrlIsNotedAndTheOthersAreRead) {
+  Append(EventFile("worker-0", "validation"), VersionRecord() + ScalarRecord(2, "epoch_loss", 1));
+  Append(summaries_ / "worker-0" / "train.url", "s3://Bad_Bucket/logs/train\n");
+  std::vector<ScalarSeries> all = Read();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].run, "validation");
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_NE(notes_[0].find((summaries_ / "worker-0" / "train.url").string() +
+                           " names no run in a bucket"),
+            std::string::npos)
+      << notes_[0];
+  EXPECT_NE(notes_[0].find("Bad_Bucket"), std::string::npos) << notes_[0];
+}
+
 TEST_F(TrainingScalarsTest, LongSeriesAreDownsampledKeepingEndsAndExtremes) {
   std::string records = VersionRecord();
   for (int step = 1; step <= 10000; ++step) {

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "base/file.h"
+#include "base/storage.h"
 
 namespace cohort::train {
 namespace {
@@ -74,7 +75,7 @@ uint32_t ReadBigEndian32(const std::string& bytes, size_t offset) {
 }  // namespace
 
 StatusOr<IdxArray> ReadIdxFile(const std::string& path, size_t max_bytes) {
-  auto raw = ReadWholeFile(path, max_bytes);
+  auto raw = ReadStorageFile(path, max_bytes);  // a local file, or an object (base/storage.h)
   if (raw.status().code() == Status::Code::kNotFound) {
     return Status::NotFound(path + ": no such file");
   }

@@ -3,19 +3,28 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "train/data/idx_file.h"
 
 namespace cohort::train {
 namespace {
 
-// Returns "<dir>/<stem>.gz" or "<dir>/<stem>", whichever exists, or a NotFound naming both.
+// Returns "<dir>/<stem>.gz" or "<dir>/<stem>", whichever exists, or a NotFound naming both. The
+// directory may be an s3:// or gs:// prefix (base/storage.h).
 StatusOr<std::string> FindIdxFile(const std::string& dir, const std::string& stem) {
-  const std::filesystem::path base = std::filesystem::path(dir) / stem;
-  for (const std::string& candidate : {base.string() + ".gz", base.string()}) {
+  const std::string base = JoinStoragePath(dir, stem);
+  for (const std::string& candidate : {base + ".gz", base}) {
+    if (IsStorageUrl(candidate)) {
+      StatusOr<bool> exists = StorageFileExists(candidate);
+      if (!exists.ok()) return exists.status();
+      if (*exists) return candidate;
+      continue;
+    }
     std::error_code error;
     if (std::filesystem::is_regular_file(candidate, error)) return candidate;
   }
-  return Status::NotFound(base.string() + "[.gz]: no such file");
+  return Status::NotFound(base + "[.gz]: no such file");
 }
 
 // The training split of a data set without known class names defines its classes: every one
@@ -63,7 +72,7 @@ std::vector<std::string> ClassNamesFor(const std::string& data_dir, int num_clas
 
 StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Split split) {
   std::error_code error;
-  if (!std::filesystem::is_directory(dir, error)) {
+  if (!IsStorageUrl(dir) && !std::filesystem::is_directory(dir, error)) {
     return Status::NotFound("data directory " + dir +
                             " does not exist (Fashion-MNIST: apt-get install "
                             "dataset-fashion-mnist, which installs " +

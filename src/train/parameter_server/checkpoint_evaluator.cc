@@ -5,10 +5,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "ps/checkpoint.h"
 #include "train/parameter_server/parameter_server_trainer.h"
 #include "train/parameter_server/parameter_sources.h"
-#include "train/summary/event_file_writer.h"
+#include "train/summary/summary_run_writer.h"
 
 namespace cohort::train {
 namespace {
@@ -23,16 +25,28 @@ StatusOr<Evaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& op
   const auto print = [&](const std::string& line) {
     if (options.print) options.print(line);
   };
-  std::unique_ptr<EventFileWriter> summaries;
+  std::unique_ptr<SummaryRunWriter> summaries;
   if (!options.tensorboard_dir.empty()) {
-    auto writer = EventFileWriter::Create((fs::path(options.tensorboard_dir) / "eval").string());
+    // An evaluation is rare: in a bucket, each one's figures are uploaded at once when a second
+    // has passed since the last upload (summary_run_writer.h).
+    SummaryRunOptions run_options;
+    run_options.upload_every = std::chrono::seconds(1);
+    auto writer =
+        SummaryRunWriter::Create(JoinStoragePath(options.tensorboard_dir, "eval"), run_options);
     if (!writer.ok()) return writer.status();
     summaries = std::move(*writer);
   }
+  // The last event file, closed (in a bucket: uploaded) when the evaluator ends.
+  const auto finish = [&](const Evaluation& evaluation) -> StatusOr<Evaluation> {
+    if (summaries) COHORT_RETURN_IF_ERROR(summaries->Close());
+    return evaluation;
+  };
   const std::string metrics_dir = options.checkpoint_dir + "/eval";
-  std::error_code error;
-  fs::create_directories(metrics_dir, error);
-  if (error) return Status::IOError("cannot create " + metrics_dir + ": " + error.message());
+  if (!IsStorageUrl(metrics_dir)) {
+    std::error_code error;
+    fs::create_directories(metrics_dir, error);
+    if (error) return Status::IOError("cannot create " + metrics_dir + ": " + error.message());
+  }
 
   nlohmann::json history = nlohmann::json::array();
   int64_t last_evaluated = -1;
@@ -42,7 +56,7 @@ StatusOr<Evaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& op
     // Read before the scan: a stop requested from here on still sees the newest checkpoint.
     const bool stopping = options.stop_requested && options.stop_requested();
     const int64_t final_step = FinalCheckpointStep(options.checkpoint_dir, options.run_identity);
-    if (final_step >= 0 && last_evaluated >= final_step) return last;
+    if (final_step >= 0 && last_evaluated >= final_step) return finish(last);
     bool evaluated = false;
     for (const std::string& manifest : ps::ListManifests(options.checkpoint_dir)) {
       auto parameters = CheckpointParameters::Load(options.checkpoint_dir, manifest);
@@ -74,7 +88,7 @@ StatusOr<Evaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& op
       metrics["checkpoint"] = manifest;
       metrics["history"] = history;
       COHORT_RETURN_IF_ERROR(
-          WriteFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
+          WriteStorageFileAtomically(metrics_dir + "/metrics.json", metrics.dump(2) + "\n"));
       break;
     }
     const auto now = std::chrono::steady_clock::now();
@@ -89,7 +103,7 @@ StatusOr<Evaluation> RunCheckpointEvaluator(const CheckpointEvaluatorOptions& op
       }
       print("evaluator: stopping after global step " + std::to_string(last_evaluated) +
             ", the newest whole checkpoint");
-      return last;
+      return finish(last);
     }
     if (now - idle_since > options.idle_timeout) {
       return Status::DeadlineExceeded(

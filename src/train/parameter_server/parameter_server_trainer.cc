@@ -11,13 +11,15 @@
 #include <utility>
 
 #include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "base/time.h"
 #include "cluster/peer_report.h"
 #include "ps/checkpoint.h"
 #include "ps/parameter_server_client.h"
 #include "train/model_manifest.h"
 #include "train/parameter_server/parameter_sources.h"
-#include "train/summary/event_file_writer.h"
+#include "train/summary/summary_run_writer.h"
 
 namespace cohort::train {
 namespace {
@@ -51,11 +53,12 @@ std::vector<std::pair<std::string, float*>> PullList(const std::vector<ps::Dense
   return outputs;
 }
 
-// Copies a checkpoint (its shards, then its manifest, as it was written) into `destination`.
+// Copies a checkpoint (its shards, then its manifest, as it was written) into `destination`;
+// either may be in a bucket (base/storage.h).
 Status CopyCheckpoint(const std::string& source, const std::string& manifest_file,
                       const std::string& destination) {
   std::error_code error;
-  fs::create_directories(destination, error);
+  if (!IsStorageUrl(destination)) fs::create_directories(destination, error);
   if (error) return Status::IOError("cannot create " + destination + ": " + error.message());
   auto parameters = CheckpointParameters::Load(source, manifest_file);
   if (!parameters.ok()) return parameters.status();
@@ -64,6 +67,12 @@ Status CopyCheckpoint(const std::string& source, const std::string& manifest_fil
   for (const ps::SavedShard& shard : (*parameters)->shards()) files.push_back(shard.file);
   files.push_back(manifest_file);
   for (const std::string& name : files) {
+    if (IsStorageUrl(source) || IsStorageUrl(destination)) {
+      StatusOr<std::string> bytes = ReadStorageFile(source + "/" + name);
+      if (!bytes.ok()) return bytes.status().WithContext("copying the final checkpoint");
+      COHORT_RETURN_IF_ERROR(WriteStorageFileAtomically(destination + "/" + name, *bytes));
+      continue;
+    }
     fs::copy_file(source + "/" + name, destination + "/" + name,
                   fs::copy_options::overwrite_existing, error);
     if (error) {
@@ -77,7 +86,7 @@ Status CopyCheckpoint(const std::string& source, const std::string& manifest_fil
 }  // namespace
 
 int64_t FinalCheckpointStep(const std::string& checkpoint_dir, const std::string& run_identity) {
-  StatusOr<std::string> text = ReadWholeFile(checkpoint_dir + "/" + kFinalCheckpointFile);
+  StatusOr<std::string> text = ReadStorageFile(checkpoint_dir + "/" + kFinalCheckpointFile);
   if (!text.ok()) return -1;
   std::istringstream in(*text);
   long long step = -1;
@@ -159,9 +168,9 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   std::vector<std::vector<float>> dense_gradients;
   const float step_increment = -1.0f;  // SGD at learning rate 1: global_step += 1
 
-  std::unique_ptr<EventFileWriter> summaries;
+  std::unique_ptr<SummaryRunWriter> summaries;
   if (is_chief && !options.tensorboard_dir.empty()) {
-    auto writer = EventFileWriter::Create((fs::path(options.tensorboard_dir) / "train").string());
+    auto writer = SummaryRunWriter::Create(JoinStoragePath(options.tensorboard_dir, "train"), {});
     if (!writer.ok()) return writer.status();
     summaries = std::move(*writer);
   }
@@ -315,6 +324,8 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
       metric_sums.clear();
     }
   }
+  // The last event file, closed (in a bucket: uploaded, summary_run_writer.h).
+  if (summaries) COHORT_RETURN_IF_ERROR(summaries->Close());
   if (!is_chief) return result;
 
   // The final checkpoint is what the chief evaluates, what it saves as the model and what the
@@ -338,7 +349,7 @@ StatusOr<ParameterServerTrainingResult> TrainWithParameterServers(
   }
   COHORT_RETURN_IF_ERROR(report_epochs(total_steps));
   if (!options.checkpoint_dir.empty()) {
-    COHORT_RETURN_IF_ERROR(WriteFileAtomically(
+    COHORT_RETURN_IF_ERROR(WriteStorageFileAtomically(
         options.checkpoint_dir + "/" + kFinalCheckpointFile,
         std::to_string(result.global_step) + " " + RunIdentity(options.secret) + "\n"));
   }

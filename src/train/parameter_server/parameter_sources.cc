@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/file.h"
+#include "base/storage.h"
 #include "ps/placement.h"
 
 namespace cohort::train {
@@ -32,7 +33,7 @@ Status PullLookupRows(ParameterSource& source, BatchLookups& lookups) {
 StatusOr<std::unique_ptr<CheckpointParameters>> CheckpointParameters::Load(
     const std::string& directory, const std::string& manifest_file) {
   const std::string path = directory + "/" + manifest_file;
-  StatusOr<std::string> text = ReadWholeFile(path);
+  StatusOr<std::string> text = ReadStorageFile(path);
   if (!text.ok()) return text.status();
   auto manifest = ps::DecodeManifest(*text);
   if (!manifest.ok()) return Status::InvalidArgument(path + ": " + manifest.status().message());

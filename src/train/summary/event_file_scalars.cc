@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "base/file.h"
+#include "base/object_url.h"
+#include "base/storage.h"
 #include "train/summary/scalar_event.h"
 #include "train/summary/tfrecord.h"
 
@@ -40,6 +42,25 @@ void EventFileScalars::Reset() {
 }
 
 Status EventFileScalars::Refresh() {
+  if (IsStorageUrl(path_)) {
+    // An object (summary_run_writer.h uploads closed event files): it changes only by being
+    // replaced whole, which a different size shows.
+    StatusOr<uint64_t> size = StorageFileSize(path_);
+    if (!size.ok()) return size.status();  // NotFound: gone, dropped by the cache
+    if (*size != size_seen_) Reset();
+    if (*size == size_seen_) return stopped_;
+    if (*size > limits_.max_file_bytes) {
+      stopped_ = Status::InvalidArgument(
+          path_ + " holds " + std::to_string(*size) + " bytes, more than the limit of " +
+          std::to_string(limits_.max_file_bytes) + " for an event file");
+      size_seen_ = *size;
+      return stopped_;
+    }
+    Status read = ReadAppended(*size);
+    size_seen_ = *size;
+    if (!read.ok()) stopped_ = read;
+    return read;
+  }
   struct stat info {};
   if (stat(path_.c_str(), &info) != 0) {
     const int error = errno;
@@ -74,8 +95,9 @@ Status EventFileScalars::Refresh() {
 Status EventFileScalars::ReadAppended(uint64_t file_size) {
   const uint64_t chunk_bytes = std::max(kChunkBytes, limits_.max_record_bytes + 16);
   while (offset_ < file_size) {
-    StatusOr<std::string> chunk =
-        ReadFileRange(path_, offset_, std::min<uint64_t>(chunk_bytes, file_size - offset_));
+    const uint64_t length = std::min<uint64_t>(chunk_bytes, file_size - offset_);
+    StatusOr<std::string> chunk = IsStorageUrl(path_) ? ReadStorageFileRange(path_, offset_, length)
+                                                      : ReadFileRange(path_, offset_, length);
     if (!chunk.ok()) return chunk.status();
     if (chunk->empty()) return Status::OK();  // truncated meanwhile: the next Refresh sees it
     const TfRecordScan scan = ScanTfRecords(*chunk, path_, offset_, limits_.max_record_bytes);

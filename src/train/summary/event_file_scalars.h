@@ -10,6 +10,8 @@
 //   - a record may hold at most `max_record_bytes` and the file at most `max_file_bytes`, both
 //     checked before anything is read, so no input can make the reader allocate without bound;
 //   - a file that shrank or was replaced is read again from its start.
+// The path may also name an object (s3://, gs://; base/storage.h), read by ranged GETs: a run
+// in a bucket is a series of closed event files (summary_run_writer.h).
 // Records are read with ParseScalarEvent (scalar_event.h), which keeps only what a curve needs.
 // Scalars are Summary values with simple_value (what EventFileWriter writes); other values are
 // skipped. SessionLog START at step S drops this file's points at steps >= S, as TensorBoard

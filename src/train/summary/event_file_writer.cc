@@ -75,11 +75,13 @@ Status LinkIntoSummaryDirectory(const std::filesystem::path& run_dir) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const std::string& run_dir) {
+StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const std::string& run_dir,
+                                                                   bool link_into_summaries) {
   std::error_code error;
   std::filesystem::create_directories(run_dir, error);
   if (error) return Status::IOError("cannot create " + run_dir + ": " + error.message());
-  if (Status linked = LinkIntoSummaryDirectory(run_dir); !linked.ok()) {
+  if (Status linked = link_into_summaries ? LinkIntoSummaryDirectory(run_dir) : Status::OK();
+      !linked.ok()) {
     // The run is written all the same; only the dashboard will not find it.
     std::fprintf(stderr, "TensorBoard: %s: the dashboard will not show %s\n",
                  linked.message().c_str(), run_dir.c_str());

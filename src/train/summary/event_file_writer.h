@@ -25,9 +25,11 @@ class EventFileWriter {
   // Creates `run_dir` (and parents) and a new event file in it, and writes and flushes the
   // file-version record so that TensorBoard recognises the file at once. When job control named
   // a summaries directory (COHORT_SUMMARY_DIR, cluster/summary_location.h) and `run_dir` is not
-  // in it, links it there under its name, so that the dashboard finds it; a link that cannot be
-  // made is a warning on stderr, never a reason not to write.
-  static StatusOr<std::unique_ptr<EventFileWriter>> Create(const std::string& run_dir);
+  // in it, links it there under its name (unless `link_into_summaries` is false: a staging copy
+  // whose files move elsewhere), so that the dashboard finds it; a link that cannot be made is a
+  // warning on stderr, never a reason not to write.
+  static StatusOr<std::unique_ptr<EventFileWriter>> Create(const std::string& run_dir,
+                                                           bool link_into_summaries = true);
 
   // One Event at `step` holding every scalar in `scalars`.
   Status WriteScalars(int64_t step, const std::vector<Scalar>& scalars);
