@@ -77,7 +77,7 @@ class ThreadGroup {
     }
     StatusOr<std::unique_ptr<PendingSum>> StartSum16(uint16_t*, size_t,
                                                      collective::DataType) override {
-      return Status::Unimplemented("the thread group sums float32 and float64 only");
+      return Status::InvalidArgument("the thread group sums float32 and float64 only");
     }
     Status Barrier() override {
       double nothing = 0;
