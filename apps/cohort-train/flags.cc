@@ -182,6 +182,50 @@ std::optional<int> ParseFlags(int argc, char** argv, const std::vector<std::stri
             return "expected none, bf16 or fp16, got \"" + value.substr(0, 64) + "\"";
           },
           "none|bf16|fp16", "GradientCompression"));
+  app.add_option("--synchronization", flags.synchronization,
+                 "MultiWorkerMirrored: how the workers keep their models together. allreduce: "
+                 "every step, the exact average of the gradients; powersgd: every step, a "
+                 "low-rank average of each weight matrix's gradient with error feedback "
+                 "(--powersgd_rank, --powersgd_start_step, --powersgd_warm_start; biases and other "
+                 "vectors exact), (rows + cols) x rank floats instead of rows x cols; local_sgd: "
+                 "each worker steps alone and every --local_sgd_steps steps (and at each epoch's "
+                 "end) the workers average their parameters' change and apply it with an outer "
+                 "Nesterov SGD step (--outer_learning_rate, --outer_momentum), as DiLoCo does. "
+                 "powersgd and local_sgd need --gradient_compression=none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"allreduce", "powersgd", "local_sgd"}));
+  app.add_option("--powersgd_rank", flags.powersgd_rank,
+                 "powersgd: the rank of each gradient matrix's approximation (1 to 64)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--powersgd_start_step", flags.powersgd_start_step,
+                 "powersgd: global steps averaged uncompressed before compression starts")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(0));
+  app.add_option("--powersgd_warm_start", flags.powersgd_warm_start,
+                 "powersgd: on, each step starts its power iteration from the last step's Q; "
+                 "off, from a fresh random Q")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--local_sgd_steps", flags.local_sgd_steps,
+                 "local_sgd: H, the local steps between synchronizations (1: every step)")
+      ->capture_default_str()
+      ->check(IntegerAtLeast(1));
+  app.add_option("--outer_learning_rate", flags.outer_learning_rate,
+                 "local_sgd: the outer step's learning rate on the averaged parameter change "
+                 "(DiLoCo's 0.7; 1 with --outer_momentum=0 is plain parameter averaging)")
+      ->capture_default_str()
+      ->check(Real([](double value) { return value > 0 && value <= 10; }, "a number in (0, 10]",
+                   "RATE"));
+  app.add_option("--outer_momentum", flags.outer_momentum,
+                 "local_sgd: the outer step's Nesterov momentum, in [0, 1)")
+      ->capture_default_str()
+      ->check(Real([](double value) { return value >= 0 && value < 1; }, "a number in [0, 1)",
+                   "MOMENTUM"));
+  app.add_flag("--report_gradient_zeros", flags.report_gradient_zeros,
+               "print, at each epoch's end, the fraction of exact zeros in the gradients the "
+               "optimizer applied (all values and the largest parameter's; alone, the worker's "
+               "own gradient: what --zero_skipping leaves out)");
   app.add_flag("--evaluate", flags.evaluate,
                "evaluate the saved model at --model_path on the test split instead of training");
   app.add_option("--model_path", flags.model_path,

@@ -55,6 +55,14 @@ struct Flags {
   std::string same_host_path = "on";          // "on" or "off"
   std::string zero_skipping = "on";           // "on" or "off"
   std::string gradient_compression = "none";  // "none", "bf16" or "fp16" (gradient_compression.h)
+  std::string synchronization = "allreduce";  // "allreduce", "powersgd" or "local_sgd" (trainer.h)
+  int powersgd_rank = 2;
+  int64_t powersgd_start_step = 10;
+  std::string powersgd_warm_start = "on";  // "on" or "off"
+  int64_t local_sgd_steps = 8;
+  double outer_learning_rate = 0.7;
+  double outer_momentum = 0.9;
+  bool report_gradient_zeros = false;
   bool evaluate = false;
   std::string model_path;
   bool data_dir_given = false;  // --data_dir was on the command line (else the default above)

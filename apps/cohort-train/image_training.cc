@@ -31,6 +31,22 @@ using namespace program;
 
 namespace {
 
+// How the workers synchronize, when it is not the exact all-reduce of every step.
+std::string SynchronizationText(const Flags& flags) {
+  if (flags.synchronization == "powersgd") {
+    return "; PowerSGD rank " + std::to_string(flags.powersgd_rank) + " from step " +
+           std::to_string(flags.powersgd_start_step) + ", warm start " + flags.powersgd_warm_start;
+  }
+  if (flags.synchronization == "local_sgd") {
+    char outer[96];
+    std::snprintf(outer, sizeof outer, "outer Nesterov SGD lr %g momentum %g",
+                  flags.outer_learning_rate, flags.outer_momentum);
+    return "; local SGD, synchronizing every " + std::to_string(flags.local_sgd_steps) +
+           " steps with " + outer;
+  }
+  return "";
+}
+
 std::string Describe(const Strategy& strategy, const cluster::TfConfig& config,
                      const Flags& flags) {
   if (strategy.num_workers() == 1) return "single process";
@@ -45,7 +61,7 @@ std::string Describe(const Strategy& strategy, const cluster::TfConfig& config,
          (flags.gradient_compression == "none"
               ? std::string()
               : "; gradients as " + flags.gradient_compression + " on the wire") +
-         (flags.zero_skipping == "on" ? "" : "; zero skipping off");
+         (flags.zero_skipping == "on" ? "" : "; zero skipping off") + SynchronizationText(flags);
 }
 
 std::string BlasName(const BlasLibrary& blas) {
@@ -80,6 +96,19 @@ TrainerOptions TrainerOptionsFrom(const Flags& flags) {
   // The flag's check accepts only what ParseGradientCompression accepts.
   auto compression = ParseGradientCompression(flags.gradient_compression);
   options.gradient_compression = compression.ok() ? *compression : GradientCompression::kNone;
+  // The flag's check accepts only what ParseSynchronization accepts.
+  auto synchronization = ParseSynchronization(flags.synchronization);
+  options.synchronization = synchronization.ok() ? *synchronization : Synchronization::kAllReduce;
+  options.power_sgd.rank = flags.powersgd_rank;
+  options.power_sgd.start_step = flags.powersgd_start_step;
+  options.power_sgd.warm_start = flags.powersgd_warm_start == "on";
+  options.local_sgd.sync_every_steps = flags.local_sgd_steps;
+  options.local_sgd.outer_learning_rate = flags.outer_learning_rate;
+  options.local_sgd.outer_momentum = flags.outer_momentum;
+  // Each worker's batch-norm statistics are its own batches'; evaluation and the saved model
+  // use their average.
+  options.average_buffers_before_evaluation = true;
+  options.report_gradient_zeros = flags.report_gradient_zeros;
   return options;
 }
 

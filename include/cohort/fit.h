@@ -26,7 +26,9 @@
 //      while backward runs; every worker applies the same optimizer step; buffers (batch norm's
 //      running statistics) are the chief's before every step and at the end, as with DDP's
 //      broadcast_buffers; at the epoch end the validation source is evaluated (split over the
-//      workers) and the callbacks run;
+//      workers) and the callbacks run. StrategyOptions::synchronization (strategy.h) changes
+//      this step for slow links: PowerSGD averages low-rank gradients instead; local SGD lets
+//      each worker step alone and averages parameters (and buffers) every few steps;
 //   4. evaluates the final model on the validation source, saves it (chief: saved_model_dir),
 //      then ends the backup (callbacks.h).
 // The module is in train() mode while training and eval() mode while evaluating. With one

@@ -33,6 +33,38 @@ namespace internal {
 class StrategyAccess;
 }
 
+// How Fit's workers keep their models together (StrategyOptions::synchronization).
+enum class Synchronization {
+  // Every step, the gradients' exact average over the workers (the default).
+  kAllReduce,
+  // Every step, a low-rank average of each weight matrix's gradient with error feedback
+  // (PowerSGD, as PyTorch's powerSGD_hook): a worker sends (rows + cols) x rank floats per matrix
+  // instead of rows x cols; biases and other vectors are averaged exactly.
+  kPowerSgd,
+  // Each worker steps alone; every sync_every_steps steps (and at each epoch's end) the workers
+  // average the change of their parameters and apply it with an outer SGD step with Nesterov
+  // momentum, as DiLoCo does; floating point buffers (batch norm's statistics) are averaged then.
+  kLocalSgd,
+};
+
+struct PowerSgdOptions {
+  // The rank of each matrix's approximation, 1 to 64.
+  int rank = 2;
+  // Global steps averaged exactly before compression starts.
+  int64_t start_step = 10;
+  // Whether each step's power iteration starts from the previous step's Q.
+  bool warm_start = true;
+};
+
+struct LocalSgdOptions {
+  // Local steps between synchronizations, at least 1.
+  int64_t sync_every_steps = 8;
+  // The outer step: learning rate in (0, 10], Nesterov momentum in [0, 1). 1 and 0 average the
+  // parameters.
+  double outer_learning_rate = 0.7;
+  double outer_momentum = 0.9;
+};
+
 struct StrategyOptions {
   // How long to wait for every worker to join.
   std::chrono::milliseconds startup_timeout = std::chrono::minutes(5);
@@ -48,6 +80,13 @@ struct StrategyOptions {
   // Whether to set libtorch's compute threads to this task's share of the host's cores (the
   // training tasks on this host share them), as cohort-train does. 0 threads: that share; a
   // positive number: exactly that many.
+  // How Fit keeps the workers' models together, for slow links (the two that compress are
+  // approximations: measure their accuracy against kAllReduce). Fit refuses options out of range
+  // (cohort::Error, kInvalidArgument). PowerSGD's errors and local SGD's anchor and momentum are
+  // not in backups: a restore starts them afresh from the restored weights.
+  Synchronization synchronization = Synchronization::kAllReduce;
+  PowerSgdOptions power_sgd;
+  LocalSgdOptions local_sgd;
   bool set_compute_threads = true;
   int compute_threads = 0;
 };

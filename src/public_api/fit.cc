@@ -99,7 +99,9 @@ class ModelAdapter : public train::TrainableModel {
     // as DDP's broadcast_buffers makes them (not after it: autograd saved them for backward): each
     // worker would otherwise drift to statistics of its own batches. Not while evaluating, where
     // workers may run different numbers of batches.
-    if (model_.module->is_training()) BroadcastBuffers(strategy_, *model_.module);
+    // With local SGD the workers' steps are their own, and the buffers are averaged at each
+    // synchronization instead (local_sgd.h): nothing crosses the network between them.
+    if (model_.module->is_training() && !local_steps()) BroadcastBuffers(strategy_, *model_.module);
     torch::Tensor output = model_.forward(batch.inputs);
     train::StepResult result;
     result.loss = loss_(output, batch.targets);
@@ -115,6 +117,10 @@ class ModelAdapter : public train::TrainableModel {
 
   void DescribeInputs(train::ModelManifest* manifest) const override {
     manifest->input_shape = input_shape_;
+  }
+
+  bool local_steps() const {
+    return StrategyAccess::impl(strategy_).options.synchronization == Synchronization::kLocalSgd;
   }
 
  private:
@@ -253,6 +259,24 @@ FitResult Fit(MultiWorkerMirrored& strategy, const Model& model, torch::optim::O
   trainer_options.bucket_bytes = options.gradient_bucket_bytes;
   trainer_options.eval_batch = options.eval_batch;
   trainer_options.step_timeout = options.step_timeout;
+  const StrategyOptions& strategy_options = StrategyAccess::impl(strategy).options;
+  switch (strategy_options.synchronization) {
+    case Synchronization::kAllReduce:
+      trainer_options.synchronization = train::Synchronization::kAllReduce;
+      break;
+    case Synchronization::kPowerSgd:
+      trainer_options.synchronization = train::Synchronization::kPowerSgd;
+      break;
+    case Synchronization::kLocalSgd:
+      trainer_options.synchronization = train::Synchronization::kLocalSgd;
+      break;
+  }
+  trainer_options.power_sgd.rank = strategy_options.power_sgd.rank;
+  trainer_options.power_sgd.start_step = strategy_options.power_sgd.start_step;
+  trainer_options.power_sgd.warm_start = strategy_options.power_sgd.warm_start;
+  trainer_options.local_sgd.sync_every_steps = strategy_options.local_sgd.sync_every_steps;
+  trainer_options.local_sgd.outer_learning_rate = strategy_options.local_sgd.outer_learning_rate;
+  trainer_options.local_sgd.outer_momentum = strategy_options.local_sgd.outer_momentum;
   // The trainer and its adapters live as long as the strategy if training fails: a gradient sum
   // may still be writing into the trainer's buckets (internal.h).
   struct Run {

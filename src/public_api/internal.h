@@ -45,6 +45,8 @@ struct MultiWorkerMirrored::Impl {
   std::mutex kept_mutex;
   std::vector<std::shared_ptr<void>> kept;
   cluster::TfConfig config;
+  // The options it was made with (Fit reads how to synchronize from them).
+  StrategyOptions options;
   std::unique_ptr<train::Strategy> strategy;
   collective::Communicator* communicator = nullptr;  // null when training alone
 };

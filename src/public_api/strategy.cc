@@ -32,6 +32,7 @@ MultiWorkerMirrored::MultiWorkerMirrored(const Cluster& cluster, const StrategyO
         "TF_CONFIG's cluster has ps tasks, so it asks for parameter-server training; "
         "MultiWorkerMirrored trains in a cluster of chief, master and worker tasks only"));
   }
+  impl_->options = options;
   if (options.set_compute_threads) SetComputeThreadsOnce(options.compute_threads, impl_->config);
   const char* job_name = std::getenv("COHORT_JOB_NAME");
   train::WorkerConnectionOptions connection;

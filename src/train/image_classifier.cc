@@ -3,6 +3,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace cohort::train {
 
@@ -14,11 +15,34 @@ StatusOr<std::unique_ptr<ImageClassifier>> ImageClassifier::Create(
                                            std::move(class_names));
 }
 
+namespace {
+
+// The mean and standard deviation of `dataset`'s pixels, scaled to [0, 1] as the batches are.
+void MeasurePixels(const ImageDataset& dataset, ModelShape* shape) {
+  if (dataset.pixels.empty()) return;
+  double sum = 0, sum_of_squares = 0;
+  for (const uint8_t pixel : dataset.pixels) {
+    const double value = pixel / 255.0;
+    sum += value;
+    sum_of_squares += value * value;
+  }
+  const double count = static_cast<double>(dataset.pixels.size());
+  const double mean = sum / count;
+  const double variance = std::max(0.0, sum_of_squares / count - mean * mean);
+  shape->input_mean = mean;
+  // A constant image (variance 0) is only shifted.
+  shape->input_std = variance > 0 ? std::sqrt(variance) : 1.0;
+}
+
+}  // namespace
+
 ModelFactory ImageClassifier::Factory(const std::string& model_name, const ImageDataset& train,
                                       const ImageDataset& test,
                                       std::vector<std::string> class_names) {
   const bool same_size = train.rows == test.rows && train.cols == test.cols;
-  const ModelShape shape{train.rows, train.cols, std::max(train.num_classes, 2)};
+  ModelShape shape{train.rows, train.cols, std::max(train.num_classes, 2)};
+  // Only the models that normalise their input need the training split's statistics.
+  if (model_name == "bn_cnn") MeasurePixels(train, &shape);
   return [model_name, same_size, shape,
           class_names = std::move(class_names)]() -> StatusOr<std::unique_ptr<TrainableModel>> {
     if (!same_size) return Status::InvalidArgument("training and test images differ in size");

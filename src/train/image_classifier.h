@@ -33,7 +33,8 @@ class ImageClassifier : public TrainableModel {
 
   // A factory for Trainer::Create that builds `model_name` for the images of `train`, with as
   // many classes as train has (at least 2). InvalidArgument when the training and test images
-  // differ in size or the name is unknown. The data sets need not outlive the factory.
+  // differ in size or the name is unknown. The data sets need not outlive the factory. A model
+  // that normalises its input ("bn_cnn") gets the training split's pixel mean and deviation.
   static ModelFactory Factory(const std::string& model_name, const ImageDataset& train,
                               const ImageDataset& test, std::vector<std::string> class_names);
 

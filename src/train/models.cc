@@ -1,6 +1,8 @@
 #include "train/models.h"
 
+#include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
@@ -15,6 +17,31 @@ nn::Sequential ClassicCnn(const ModelShape& shape) {
   const int64_t flat = kFilters * (shape.rows - kKernel + 1) * (shape.cols - kKernel + 1);
   return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, kFilters, kKernel)), nn::ReLU(),
                         nn::Flatten(), nn::Linear(flat, kHidden), nn::ReLU(),
+                        nn::Linear(kHidden, shape.classes));
+}
+
+// (x - mean) / std with a mean and standard deviation kept as buffers, so that a saved model
+// normalises as the trained one did.
+class InputNormalizationImpl : public nn::Module {
+ public:
+  InputNormalizationImpl(double mean, double std)
+      : mean_(register_buffer("mean", torch::full({1}, mean))),
+        std_(register_buffer("std", torch::full({1}, std))) {}
+  torch::Tensor forward(const torch::Tensor& input) { return (input - mean_) / std_; }
+
+ private:
+  torch::Tensor mean_;
+  torch::Tensor std_;
+};
+TORCH_MODULE(InputNormalization);
+
+nn::Sequential BatchNormCnn(const ModelShape& shape) {
+  constexpr int64_t kFilters = 32, kKernel = 3, kHidden = 128;
+  const int64_t flat = kFilters * (shape.rows - kKernel + 1) * (shape.cols - kKernel + 1);
+  return nn::Sequential(InputNormalization(shape.input_mean, shape.input_std),
+                        nn::Conv2d(nn::Conv2dOptions(1, kFilters, kKernel)),
+                        nn::BatchNorm2d(kFilters), nn::ReLU(), nn::Flatten(),
+                        nn::Linear(flat, kHidden), nn::BatchNorm1d(kHidden), nn::ReLU(),
                         nn::Linear(kHidden, shape.classes));
 }
 
@@ -33,7 +60,7 @@ nn::Sequential DeepCnn(const ModelShape& shape) {
 }  // namespace
 
 const std::vector<std::string>& ModelNames() {
-  static const std::vector<std::string> kNames = {"cnn", "deep_cnn"};
+  static const std::vector<std::string> kNames = {"cnn", "deep_cnn", "bn_cnn"};
   return kNames;
 }
 
@@ -45,6 +72,12 @@ StatusOr<torch::nn::Sequential> MakeModel(const std::string& name, const ModelSh
   }
   if (name == "cnn") return ClassicCnn(shape);
   if (name == "deep_cnn") return DeepCnn(shape);
+  if (name == "bn_cnn") {
+    if (!(shape.input_std > 0)) {
+      return Status::InvalidArgument("bn_cnn: the input's standard deviation must be positive");
+    }
+    return BatchNormCnn(shape);
+  }
   std::string known;
   for (const auto& n : ModelNames()) known += (known.empty() ? "" : ", ") + n;
   return Status::InvalidArgument("unknown model \"" + name + "\" (known: " + known + ")");

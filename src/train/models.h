@@ -6,6 +6,13 @@
 //   "deep_cnn"  two conv + max-pool blocks (32 then 64 channels, 3x3, "same" padding, 2x2 pool)
 //               -> Flatten -> Dense 128 + ReLU -> Dense classes: more compute per sample, a tenth
 //               of the parameters, and a little more accuracy.
+//   "bn_cnn"    the "cnn" with the usual input normalisation and batch normalisation: (x - mean) /
+//               std with the training split's pixel mean and standard deviation (buffers, saved
+//               with the weights) -> Conv 32 3x3 + BatchNorm + ReLU -> Flatten -> Dense 128 +
+//               BatchNorm + ReLU -> Dense classes. The same 2.8 M parameters as "cnn", but few
+//               exact zeros in its gradients (the "cnn"'s raw 0-1 pixels behind a ReLU leave
+//               nearly half of the big layer's gradient exactly zero), so training comparisons
+//               run both: what zero skipping gains on one it does not on the other.
 // Logits are raw (no softmax): the loss is cross-entropy on logits, as Keras's
 // SparseCategoricalCrossentropy(from_logits=True).
 #pragma once
@@ -24,6 +31,10 @@ struct ModelShape {
   int64_t rows = 28;
   int64_t cols = 28;
   int64_t classes = 10;
+  // The pixel mean and standard deviation (pixels in [0, 1]) that "bn_cnn" normalises its input
+  // with; Fashion-MNIST's training split's by default. Other models ignore them.
+  double input_mean = 0.2860;
+  double input_std = 0.3530;
 };
 
 // The names MakeModel accepts, for --help and error messages.

@@ -64,6 +64,19 @@ Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
                                    "\" (known: adam, sgd)");
   }
   if (options.max_rollbacks < 0) return Status::InvalidArgument("max_rollbacks must be >= 0");
+  if (options.synchronization != Synchronization::kAllReduce &&
+      options.gradient_compression != GradientCompression::kNone) {
+    return Status::InvalidArgument(
+        std::string("gradient compression ") + Name(options.gradient_compression) +
+        " rounds all-reduce buckets; synchronization " + Name(options.synchronization) +
+        " takes float32 gradients (use gradient compression none with it)");
+  }
+  if (options.synchronization == Synchronization::kPowerSgd) {
+    COHORT_RETURN_IF_ERROR(CheckPowerSgdOptions(options.power_sgd));
+  }
+  if (options.synchronization == Synchronization::kLocalSgd) {
+    COHORT_RETURN_IF_ERROR(CheckLocalSgdOptions(options.local_sgd));
+  }
   if (!(options.rollback_learning_rate_factor > 0 && options.rollback_learning_rate_factor <= 1)) {
     return Status::InvalidArgument("rollback_learning_rate_factor must be in (0, 1]");
   }
@@ -81,6 +94,27 @@ Status CheckOptions(const TrainerOptions& options, const BatchSource& train,
 
 }  // namespace
 
+StatusOr<Synchronization> ParseSynchronization(const std::string& text) {
+  if (text == "allreduce") return Synchronization::kAllReduce;
+  if (text == "powersgd") return Synchronization::kPowerSgd;
+  if (text == "local_sgd") return Synchronization::kLocalSgd;
+  return Status::InvalidArgument(
+      "synchronization: expected allreduce, powersgd or local_sgd, got \"" + text.substr(0, 64) +
+      "\"");
+}
+
+const char* Name(Synchronization synchronization) {
+  switch (synchronization) {
+    case Synchronization::kAllReduce:
+      return "allreduce";
+    case Synchronization::kPowerSgd:
+      return "powersgd";
+    case Synchronization::kLocalSgd:
+      return "local_sgd";
+  }
+  return "unknown";
+}
+
 StatusOr<TrainerOptions::NonFinitePolicy> ParseNonFinitePolicy(const std::string& text) {
   if (text == "stop") return TrainerOptions::NonFinitePolicy::kStop;
   if (text == "rollback") return TrainerOptions::NonFinitePolicy::kRollback;
@@ -97,7 +131,15 @@ struct Trainer::Impl : public TrainingState {
   std::unique_ptr<TrainableModel> model;
   std::unique_ptr<torch::optim::Optimizer> owned_optimizer;
   torch::optim::Optimizer* optimizer = nullptr;  // owned_optimizer or the program's own
-  std::unique_ptr<GradientBuckets> buckets;      // only with several workers
+  // With several workers, one of these three, as options.synchronization says.
+  std::unique_ptr<GradientBuckets> buckets;
+  std::unique_ptr<PowerSgdReducer> power_sgd;
+  std::unique_ptr<LocalSgdAverager> local_sgd;
+  // Local SGD: this worker's steps not applied (non-finite) since the last synchronization.
+  int64_t local_skipped_steps = 0;
+  // Gradient zeros counted this epoch (options.report_gradient_zeros): all values, and the
+  // largest parameter's.
+  double zero_values = 0, all_values = 0, largest_zero_values = 0, largest_values = 0;
   TrainingPosition position_;
 
   TrainingPosition position() const override { return position_; }
@@ -248,7 +290,99 @@ struct Trainer::Impl : public TrainingState {
   // Set when the last TrainStep found a non-finite loss or gradient norm (and did not apply it).
   std::optional<std::string> non_finite;
 
-  StatusOr<std::pair<double, std::map<std::string, double>>> TrainStep(const Batch& batch) {
+  // Counts the exact zeros of the gradients about to be applied (report_gradient_zeros).
+  void CountGradientZeros() {
+    torch::NoGradGuard no_grad;
+    int64_t largest_size = -1;
+    double largest_zeros = 0;
+    for (const auto& parameter : model->module().parameters()) {
+      const torch::Tensor& gradient = parameter.grad();
+      if (!gradient.defined()) continue;
+      const double zeros = static_cast<double>(gradient.eq(0).sum().item<int64_t>());
+      zero_values += zeros;
+      all_values += static_cast<double>(gradient.numel());
+      if (gradient.numel() > largest_size) {
+        largest_size = gradient.numel();
+        largest_zeros = zeros;
+      }
+    }
+    if (largest_size > 0) {
+      largest_zero_values += largest_zeros;
+      largest_values += static_cast<double>(largest_size);
+    }
+  }
+
+  // The name of the parameter with the most values, for the zero report.
+  std::string LargestParameterName() {
+    std::string name;
+    int64_t size = -1;
+    for (const auto& item : model->module().named_parameters()) {
+      if (item.value().numel() > size) {
+        size = item.value().numel();
+        name = item.key();
+      }
+    }
+    return name;
+  }
+
+  void PrintGradientZeros(int epoch) {
+    if (!options.report_gradient_zeros || all_values == 0) return;
+    std::printf(
+        "epoch %d gradient zeros (%s, rank %d): %.1f%% of all gradient values, %.1f%% of the "
+        "largest parameter's (%s)\n",
+        epoch + 1, plan.model_name.c_str(), plan.rank, 100 * zero_values / all_values,
+        largest_values > 0 ? 100 * largest_zero_values / largest_values : 0.0,
+        LargestParameterName().c_str());
+    std::fflush(stdout);
+    zero_values = all_values = largest_zero_values = largest_values = 0;
+  }
+
+  // Replaces every floating point buffer with its average over the workers (only when the model
+  // has any; every worker has the same model, so all decide alike).
+  Status AverageBuffers() {
+    if (plan.num_workers == 1) return Status::OK();
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> buffers;
+    for (const torch::Tensor& buffer : model->module().buffers()) {
+      if (buffer.is_floating_point()) buffers.push_back(buffer);
+    }
+    if (buffers.empty()) return Status::OK();
+    std::vector<double> values;
+    for (const torch::Tensor& buffer : buffers) {
+      torch::Tensor flat = buffer.to(torch::kFloat64).contiguous().reshape({-1});
+      values.insert(values.end(), flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
+    }
+    COHORT_RETURN_IF_ERROR(strategy->SumAcrossWorkers(&values).WithContext("averaging buffers"));
+    size_t offset = 0;
+    for (torch::Tensor& buffer : buffers) {
+      torch::Tensor sums =
+          torch::from_blob(values.data() + offset, {buffer.numel()}, torch::kFloat64).clone();
+      buffer.copy_((sums / plan.num_workers).view_as(buffer));
+      offset += static_cast<size_t>(buffer.numel());
+    }
+    return Status::OK();
+  }
+
+  // Local SGD: the outer step; a non-finite step anywhere since the last one ends the step here.
+  Status SynchronizeLocalSgd() {
+    double skipped = 0;
+    COHORT_RETURN_IF_ERROR(
+        local_sgd
+            ->Synchronize(options.step_timeout, static_cast<double>(local_skipped_steps), &skipped)
+            .WithContext("local SGD synchronization"));
+    local_skipped_steps = 0;
+    if (skipped > 0) {
+      non_finite = std::to_string(static_cast<int64_t>(std::llround(skipped))) +
+                   " local step(s) since the last synchronization had a NaN or infinite loss or "
+                   "gradient norm and were not applied";
+      return Status::Aborted(*non_finite);
+    }
+    return Status::OK();
+  }
+
+  // `ends_period`: with local SGD, whether this step is the last before a synchronization.
+  StatusOr<std::pair<double, std::map<std::string, double>>> TrainStep(const Batch& batch,
+                                                                       bool ends_period) {
     try {
       if (buckets) {
         buckets->BeginStep();
@@ -257,18 +391,38 @@ struct Trainer::Impl : public TrainingState {
       }
       StepResult result = model->Step(batch);
       result.loss.backward();
+      const auto wait_start = Clock::now();
       if (buckets) {
-        const auto wait_start = Clock::now();
         COHORT_RETURN_IF_ERROR(buckets->FinishStep(options.step_timeout));
+        last_allreduce_wait_seconds = Seconds(Clock::now() - wait_start);
+      } else if (power_sgd) {
+        COHORT_RETURN_IF_ERROR(power_sgd->Reduce(GlobalStep(), options.step_timeout));
         last_allreduce_wait_seconds = Seconds(Clock::now() - wait_start);
       }
       const double loss = result.loss.item<double>();
       const double norm = GradientNorm();
+      if (local_sgd) {
+        // Each worker's own step; workers learn of a non-finite one at the synchronization.
+        if (std::isfinite(loss) && std::isfinite(norm)) {
+          if (options.report_gradient_zeros) CountGradientZeros();
+          optimizer->step();
+        } else {
+          ++local_skipped_steps;
+        }
+        last_allreduce_wait_seconds = 0;
+        if (ends_period) {
+          const auto sync_start = Clock::now();
+          COHORT_RETURN_IF_ERROR(SynchronizeLocalSgd());
+          last_allreduce_wait_seconds = Seconds(Clock::now() - sync_start);
+        }
+        return std::make_pair(loss, std::move(result.metric_sums));
+      }
       if (!std::isfinite(loss) || !std::isfinite(norm)) {
         non_finite = "the loss is " + FormatNumber(loss) + " and the gradient norm " +
                      FormatNumber(norm) + "; the step was not applied";
         return Status::Aborted(*non_finite);
       }
+      if (options.report_gradient_zeros) CountGradientZeros();
       optimizer->step();
       return std::make_pair(loss, std::move(result.metric_sums));
     } catch (const c10::Error& error) {
@@ -277,6 +431,7 @@ struct Trainer::Impl : public TrainingState {
   }
 
   StatusOr<EvaluationResult> Evaluate() {
+    if (options.average_buffers_before_evaluation) COHORT_RETURN_IF_ERROR(AverageBuffers());
     const auto [begin, end] = EvaluationShard(test->size(), plan.num_workers, plan.rank);
     StatusOr<EvaluationSums> sums = [&]() -> StatusOr<EvaluationSums> {
       try {
@@ -305,7 +460,11 @@ struct Trainer::Impl : public TrainingState {
       const auto step_start = Clock::now();
       auto batch = prefetcher.Next(options.step_timeout);
       if (!batch.ok()) return batch.status();
-      auto result = TrainStep(*batch);
+      const int64_t done = position_.step + 1;
+      const bool ends_period =
+          local_sgd != nullptr &&
+          (done % options.local_sgd.sync_every_steps == 0 || done == plan.steps_per_epoch);
+      auto result = TrainStep(*batch, ends_period);
       if (!result.ok()) {
         return result.status().WithContext("training step " + std::to_string(GlobalStep()));
       }
@@ -342,6 +501,7 @@ struct Trainer::Impl : public TrainingState {
     sums.FromVector(totals);
     auto evaluation = Evaluate();
     if (!evaluation.ok()) return evaluation.status();
+    PrintGradientZeros(epoch);
 
     position_ = TrainingPosition{epoch + 1, 0};
     EpochLogs logs;
@@ -381,6 +541,14 @@ struct Trainer::Impl : public TrainingState {
 
   int rollbacks = 0;
 
+  // PowerSGD's errors and Q and local SGD's anchor start afresh from the weights every worker now
+  // has (the chief's).
+  void ResetSynchronization() {
+    if (power_sgd) power_sgd->Reset();
+    if (local_sgd) local_sgd->Reset();
+    local_skipped_steps = 0;
+  }
+
   // After a non-finite step (`status`, naming it): OK when the policy rolled training back to the
   // newest good backup with a lower learning rate, else the permanent error that ends the run.
   Status HandleNonFinite(const Status& status, const std::vector<Callback*>& callbacks) {
@@ -409,6 +577,7 @@ struct Trainer::Impl : public TrainingState {
       restored = *path;
     }
     COHORT_RETURN_IF_ERROR(SyncFromChief());
+    ResetSynchronization();
     ++rollbacks;
     plan.learning_rate *= options.rollback_learning_rate_factor;
     for (auto& group : optimizer->param_groups()) group.options().set_lr(plan.learning_rate);
@@ -427,6 +596,7 @@ struct Trainer::Impl : public TrainingState {
       COHORT_RETURN_IF_ERROR(callback->RestoreState(plan, *this));
     }
     COHORT_RETURN_IF_ERROR(SyncFromChief());
+    ResetSynchronization();
     if (!position_.AtStart()) {
       std::printf("resuming from epoch %d step %lld (global step %lld)\n", position_.epoch + 1,
                   static_cast<long long>(position_.step), static_cast<long long>(GlobalStep()));
@@ -503,8 +673,22 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options
     }
     if (impl->owned_optimizer) impl->optimizer = impl->owned_optimizer.get();
     if (plan.num_workers > 1) {
-      impl->buckets = std::make_unique<GradientBuckets>(parameters, strategy, options.bucket_bytes,
-                                                        options.gradient_compression);
+      switch (options.synchronization) {
+        case Synchronization::kAllReduce:
+          impl->buckets = std::make_unique<GradientBuckets>(
+              parameters, strategy, options.bucket_bytes, options.gradient_compression);
+          break;
+        case Synchronization::kPowerSgd: {
+          PowerSgdOptions power_sgd = options.power_sgd;
+          power_sgd.seed = options.seed;
+          impl->power_sgd = std::make_unique<PowerSgdReducer>(parameters, strategy, power_sgd);
+          break;
+        }
+        case Synchronization::kLocalSgd:
+          impl->local_sgd = std::make_unique<LocalSgdAverager>(&impl->model->module(), strategy,
+                                                               options.local_sgd);
+          break;
+      }
     }
   } catch (const c10::Error& error) {
     const std::string what = impl->model ? "the " + impl->model->name() + " model" : "the model";

@@ -31,6 +31,8 @@
 #include "train/callback.h"
 #include "train/data/batch_source.h"
 #include "train/gradient_compression.h"
+#include "train/local_sgd.h"
+#include "train/power_sgd.h"
 #include "train/strategy.h"
 #include "train/trainable_model.h"
 
@@ -39,6 +41,23 @@ class Optimizer;
 }
 
 namespace cohort::train {
+
+// How the workers keep their replicas together (with one worker there is nothing to do).
+enum class Synchronization {
+  // Every step, the gradients' exact average (gradient_buckets.h, overlapping backward).
+  kAllReduce,
+  // Every step, the gradients' low-rank average with error feedback (power_sgd.h).
+  kPowerSgd,
+  // Local steps, and every H steps the parameters' averaged change through an outer Nesterov
+  // step (local_sgd.h); the last step of each epoch synchronizes too, so that evaluation, backups
+  // at epoch ends and the saved model see one model.
+  kLocalSgd,
+};
+
+// "allreduce", "powersgd" or "local_sgd", as cohort-train's --synchronization takes them;
+// anything else is InvalidArgument naming the value and those three.
+StatusOr<Synchronization> ParseSynchronization(const std::string& text);
+const char* Name(Synchronization synchronization);
 
 struct TrainerOptions {
   int epochs = 3;
@@ -58,6 +77,22 @@ struct TrainerOptions {
   size_t bucket_bytes = size_t{4} << 20;
   // How the gradients travel in the all-reduce (gradient_compression.h).
   GradientCompression gradient_compression = GradientCompression::kNone;
+  // How the workers stay together, and the options of the two that compress. PowerSGD and local
+  // SGD take float32 gradients: gradient_compression must be kNone with them. Their own state
+  // (PowerSGD's errors and Q; local SGD's anchor and outer momentum) is not in backups: a restore
+  // or a rollback starts it afresh from the restored weights.
+  Synchronization synchronization = Synchronization::kAllReduce;
+  PowerSgdOptions power_sgd;
+  LocalSgdOptions local_sgd;
+  // Whether the floating point buffers (batch norm's running statistics, which each worker
+  // updates from its own batches) are averaged over the workers before each evaluation, so that
+  // every worker evaluates, and the chief saves, the same model. Exact for buffers that already
+  // agree.
+  bool average_buffers_before_evaluation = false;
+  // Whether each epoch ends with a line giving the fraction of exact zeros in the gradients the
+  // optimizer applied (of all parameters, and of the largest), measured every step. With one
+  // worker that is the worker's own gradient, what zero skipping (--zero_skipping) leaves out.
+  bool report_gradient_zeros = false;
   int64_t eval_batch = 500;
   // How long a step may wait for its gradient sums or its next batch before the run is declared
   // stuck. Peers that die are noticed by the collectives much sooner.
