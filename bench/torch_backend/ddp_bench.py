@@ -42,6 +42,8 @@ def parse():
     parser.add_argument("--bucket-cap-mb", type=float, default=25.0)
     parser.add_argument("--hooks", default="none,fp16")
     parser.add_argument("--threads", type=int, default=1)
+    # Where the ranks run, for the output: "one host", or what run_across_hosts.sh says.
+    parser.add_argument("--where", default="one host")
     args = parser.parse_args()
     for hook in args.hooks.split(","):
         if hook not in ("none", "fp16"):
@@ -112,7 +114,7 @@ def rank_main(args):
             for name in order:
                 results.setdefault((hook, name), []).append(measure(name, hook))
     if rank == 0:
-        print(f"# {size} procs, one host; batch {args.batch} per rank, {args.steps} timed steps "
+        print(f"# {size} procs, {args.where}; batch {args.batch} per rank, {args.steps} timed steps "
               f"after {args.warmup}, {args.rounds} rounds; torch threads {args.threads}; "
               f"bucket_cap_mb {args.bucket_cap_mb:g}; hooks: none = DDP's all-reduce, fp16 = "
               f"fp16_compress_hook, the same on both sides", flush=True)
@@ -125,7 +127,8 @@ def rank_main(args):
                 print(f"ddp hook={hook:<5} {name:>6}: samples/s per round "
                       + " ".join(f"{value:.0f}" for value in rounds)
                       + f"; median {medians[name]:.0f}")
-            summaries.append(f"torch ddp {hook} {size} procs: samples/s cohort / gloo = "
+            where = "" if args.where == "one host" else f" ({args.where})"
+            summaries.append(f"torch ddp {hook} {size} procs{where}: samples/s cohort / gloo = "
                              f"{medians['cohort'] / medians['gloo']:.2f} (cohort "
                              f"{medians['cohort']:.0f}, gloo {medians['gloo']:.0f})")
         print(f"# load at the end: {load()}")

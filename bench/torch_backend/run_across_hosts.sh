@@ -7,7 +7,9 @@
 # one of them the fraction of the link rate).
 #
 #   bench/torch_backend/run_across_hosts.sh [COLLECTIVES_BENCH_ARGS...]
-#   Environment: BUILD (build), HOSTS (2), RATE (2000000000), TIMEOUT (seconds, 900).
+#   BENCH=ddp bench/torch_backend/run_across_hosts.sh [DDP_BENCH_ARGS...]
+#   Environment: BUILD (build), HOSTS (2), RATE (2000000000), TIMEOUT (seconds, 900), BENCH
+#   (collectives, or ddp: ddp_bench.py's DDP samples/s with one rank per host instead).
 #
 # Needs root (network namespaces) and ip, tc and nft: without them it exits 77 (skipped) naming
 # what is missing, or 1 when CI is set.
@@ -30,13 +32,22 @@ quoted_args=""
 for argument in "$@"; do
   quoted_args="$quoted_args $(printf '%q' "$argument")"
 done
+case "${BENCH:-collectives}" in
+  collectives)
+    bench_command="$(printf '%q' "$root/bench/torch_backend/collectives_bench.py") \
+--label=$hosts-hosts --link-bits-per-second=$rate" ;;
+  ddp)
+    bench_command="$(printf '%q' "$root/bench/torch_backend/ddp_bench.py") \
+--where=$hosts-emulated-hosts" ;;
+  *)
+    echo "run_across_hosts: BENCH=${BENCH}: unknown (collectives, ddp)" >&2
+    exit 2 ;;
+esac
 commands=()
 for ((host = 0; host < hosts; host++)); do
   commands+=("env RANK=$host WORLD_SIZE=$hosts MASTER_ADDR=10.77.0.1 MASTER_PORT=29610 \
 GLOO_SOCKET_IFNAME=eth0 COHORT_TORCH_ADDRESS=10.77.0.$((host + 1)) OMP_NUM_THREADS=1 \
-PYTHONPATH=$(printf '%q' "$build/python") $(printf '%q' "$python") \
-$(printf '%q' "$root/bench/torch_backend/collectives_bench.py") --label=$hosts-hosts \
---link-bits-per-second=$rate$quoted_args")
+PYTHONPATH=$(printf '%q' "$build/python") $(printf '%q' "$python") $bench_command$quoted_args")
 done
 output="$("$run_on_hosts" --rate "$rate" --timeout "$timeout_s" -- "${commands[@]}" 2>&1)"
 status=$?

@@ -7,7 +7,9 @@
 #   3. the same between 2 emulated hosts on a RATE-shaped link (4 KiB..16 MiB; root, ip, tc, nft);
 #   4. DDP samples/s of the flagship-shaped CNN, 2 processes, no hook and fp16_compress_hook;
 #   5. a rank SIGKILLed with operations pending: how long each survivor's operations take to
-#      raise (tests/torch_backend/torch_backend_test.py killed, 3 ranks).
+#      raise (tests/torch_backend/torch_backend_test.py killed, 3 ranks);
+#   6. a killed and a hung (SIGSTOPped) rank, cohort beside gloo (failure_bench.py, 3 ranks; the
+#      survivors wait at most FAILURE_BOUND_S, 60, so gloo's hung case says "> 60 s").
 # About 4 to 8 minutes on 2 loaded cores. Environment: BUILD (build), RATE (2000000000), ROUNDS
 # (5), QUICK=1 (tiny sizes; the figures mean nothing).
 #
@@ -51,5 +53,7 @@ part "collectives, 2 emulated hosts" "$root/bench/torch_backend/run_across_hosts
 part "ddp, 2 processes, one host" "$python" "$root/bench/torch_backend/ddp_bench.py" --ranks=2 \
   "${ddp[@]}"
 part "a killed rank" "$python" "$root/tests/torch_backend/torch_backend_test.py" killed
+part "a killed and a hung rank, cohort and gloo" "$python" \
+  "$root/bench/torch_backend/failure_bench.py" --bound-s="${FAILURE_BOUND_S:-60}"
 echo "# torch_backend run_all: done $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$failed"

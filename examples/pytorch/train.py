@@ -329,14 +329,12 @@ def main(argv):
     except RuntimeError as error:
         # A failed peer or a timed-out collective: the backend's message names the rank. Exit 1
         # so that restartPolicy OnFailure restarts this replica, which resumes from the checkpoint.
-        # At once, without Python's and torch's teardown (seconds on a loaded machine): job
-        # control restarts the failed peer after a one-second back-off, and should see this exit,
-        # and the report it answers, before that peer's next run has started.
+        # Python's and torch's teardown may take seconds; the failed peer may well be running again
+        # by then, and job control knows this exit's report is about the peer's earlier run.
         rank_name = os.environ.get("RANK", "?")
         print(f"{PROGRAM}: rank {rank_name}: training stopped: {error}", file=sys.stderr,
               flush=True)
-        sys.stdout.flush()
-        os._exit(1)
+        return 1
     return 0
 
 

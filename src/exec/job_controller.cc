@@ -270,7 +270,9 @@ void JobController::Apply(const job::Action& action, Time now, std::vector<job::
       if (it == replicas_.end() || it->second.running) return;
       Replica& replica = it->second;
       backend_.Stop(id, StopMode::kGraceful);  // the exited run goes away, as a failed pod would
-      replica.restarts.RestartDecided(action.group_restart, now);
+      if (replica.restarts.RestartDecided(action.group_restart, now)) {
+        generations_.RestartDecided(action.group_restart);
+      }
       replica.phase = job::ReplicaPhase::kPending;
       return;
     }
@@ -302,6 +304,8 @@ void JobController::StartReplica(Replica& replica, Time now, std::vector<job::Ev
       backend_.Start({replica.id, &job_, replica.restarts.restarts(), replica.exit_code});
   replica.exit_message.clear();  // a new run has said nothing yet
   replica.terminating = false;
+  // The run, or the attempt that could not start, belongs to the group's current generation.
+  replica.restarts.RunStarted(generations_.current());
   if (started.ok()) {
     started_in_turn_ = true;
     replica.running = true;
@@ -357,7 +361,8 @@ void JobController::StopKeepingRow(Replica& replica, Time now, std::vector<job::
   // Waiting for a restart that will not come: it ends as its last run did.
   backend_.Stop(replica.id, StopMode::kGraceful);
   replica.restarts = job::RestartStateMachine::Resume(
-      {replica.restarts.restarts(), replica.restarts.group_restarts(), std::nullopt, ""});
+      {replica.restarts.restarts(), replica.restarts.group_restarts(), std::nullopt, "",
+       replica.restarts.generation()});
   replica.phase =
       replica.exit_code == 0 ? job::ReplicaPhase::kSucceeded : job::ReplicaPhase::kFailed;
   replica.keep_row = true;
@@ -398,7 +403,8 @@ std::vector<job::ObservedReplica> JobController::Observed() const {
     observed.push_back({id.type, id.index, replica.phase, replica.exit_code,
                         replica.restarts.restarts(), replica.started_at, replica.finished_at,
                         replica.restarts.group_restarts(),
-                        replica.running ? "" : replica.exit_message, replica.details});
+                        replica.running ? "" : replica.exit_message, replica.details,
+                        replica.restarts.generation()});
   }
   return observed;
 }

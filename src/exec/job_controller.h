@@ -9,13 +9,16 @@
 // replica's restarts in a job::RestartStateMachine (job/restart_state_machine.h), the one the
 // Kubernetes operator uses too (a replica to restart shows as Pending with its new restart count
 // until the machine's back-off is over, then is started again; kept in memory, since a job whose
-// supervisor dies is failed, not resumed), noticing that a stopped replica is gone (event
-// SuccessfulDeletePod), a saved spec that changed (`cohort suspend` / `resume`), a stop asked by
-// the user (the job is marked Failed and every replica stopped; a second request kills at once),
-// and the TTL's deletion of the job. Once the job has finished, whatever still runs is stopped: no
-// replica outlives its job's controller. Under cleanPodPolicy None, which keeps every pod, such a
-// replica is stopped as failed instead of removed: its row keeps its final phase, exit code and
-// last lines, `get pods` lists it and `cohort logs` reads it (event StoppedPod says why it ended).
+// supervisor dies is failed, not resumed), the group generation each run starts in
+// (job::GroupGenerations: a restart that is not a group restart opens the next one, so that a
+// slow survivor's peer report about a replica restarted since is known to be stale), noticing that
+// a stopped replica is gone (event SuccessfulDeletePod), a saved spec that changed (`cohort
+// suspend` / `resume`), a stop asked by the user (the job is marked Failed and every replica
+// stopped; a second request kills at once), and the TTL's deletion of the job. Once the job has
+// finished, whatever still runs is stopped: no replica outlives its job's controller. Under
+// cleanPodPolicy None, which keeps every pod, such a replica is stopped as failed instead of
+// removed: its row keeps its final phase, exit code and last lines, `get pods` lists it and `cohort
+// logs` reads it (event StoppedPod says why it ended).
 //
 // It is single-threaded and blocks only in ReplicaBackend::WaitForChange().
 #pragma once
@@ -136,6 +139,9 @@ class JobController {
   bool status_written_ = false;
   bool replica_table_write_failed_ = false;  // reported once, until a write succeeds
   std::map<ReplicaId, Replica> replicas_;
+  // The group's generations: each run is tagged with the one it started in, so that a slow
+  // survivor's report about a replica already restarted does not stop the new run.
+  job::GroupGenerations generations_;
   bool deleting_ = false;
   bool started_in_turn_ = false;  // a replica was started since the last wait
   std::atomic<int> stop_requests_{0};

@@ -776,6 +776,11 @@ void Reconciliation::StartAndRestart(const ReplicaPlan& plan) {
 // restarted per its policy as a failed liveness probe would have it, instead of leaving its peers
 // to wait for it until their startup timeout. One Warning event "Unhealthy" per replica, as the
 // kubelet records for a failed probe; the Restarting condition names the replica and why.
+//
+// A report is about a run of the reporter's generation or an earlier one (GroupGenerations,
+// restart_state_machine.h). When the accused has already been restarted into a later generation
+// (it failed by itself and its restart came before a slow survivor's exit), the report is stale:
+// the new run is left alone, and a Normal event StalePeerReport says so, once per exit.
 void Reconciliation::TerminateAccused(const ReplicaPlan& plan) {
   const auto by_key = IndexObserved(observed_);
   std::vector<std::pair<std::string, int>> terminated;
@@ -784,6 +789,19 @@ void Reconciliation::TerminateAccused(const ReplicaPlan& plan) {
     auto found = by_key.find(key);
     if (found == by_key.end()) continue;
     const ObservedReplica& accused = *found->second;
+    if (!GroupGenerations::ReportMayConcern(accusation.reporter->generation, accused.generation)) {
+      const bool new_exit = std::find(plan.new_exits.begin(), plan.new_exits.end(),
+                                      accusation.reporter) != plan.new_exits.end();
+      if (new_exit) {
+        Record(kNormal, "StalePeerReport",
+               DescribeAccusation(accusation) + " in generation " +
+                   std::to_string(accusation.reporter->generation) + "; " +
+                   LowerCase(accused.type) + "-" + std::to_string(accused.index) +
+                   " was restarted since, and its run of generation " +
+                   std::to_string(accused.generation) + " is left alone");
+      }
+      continue;
+    }
     if (accused.phase != ReplicaPhase::kRunning) continue;
     if (accused.started_at && accusation.reporter->finished_at &&
         *accused.started_at > *accusation.reporter->finished_at) {

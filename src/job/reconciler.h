@@ -45,7 +45,10 @@
 //    as a failed liveness probe would on Kubernetes; the operator has no such channel and leaves a
 //    hung replica running for ever. Both executors act on it: the local one, and Cohort's
 //    Kubernetes operator (kube/operator), which reads the report from the pod's termination
-//    message and deletes the hung replica's pod with its grace period.
+//    message and deletes the hung replica's pod with its grace period. A report is only about
+//    runs of its reporter's generation or earlier (ObservedReplica::generation): one that arrives
+//    after the accused was restarted into a later generation (a slow survivor's) is stale, and is
+//    recorded (Normal event StalePeerReport) instead of stopping the new run.
 //  - A group restart counts once against backoffLimit: the restart of a replica that exited
 //    because a peer failed (its peer report names another replica of the job, as the kind reads
 //    the name: JobKind::ReplicaOfTask, "worker:1" or a PyTorchJob's "rank:2") is not counted;
@@ -118,6 +121,11 @@ struct ObservedReplica {
   // nothing. A peer report there names the replica that made it give up.
   std::string termination_message;
   ExitDetails details;  // of the last exit
+  // The group generation its current run belongs to (of its last run once it has exited):
+  // RestartStateMachine::generation(). A peer report left by a run of generation g is not taken
+  // to be about an accused run of a later generation (GroupGenerations, restart_state_machine.h).
+  // An executor that keeps none leaves every replica at 0.
+  int generation = 0;
 };
 
 struct Action {

@@ -23,6 +23,7 @@ RestartStateMachine RestartStateMachine::Resume(RestartRecord record) {
   record.restarts = BoundedCount(record.restarts);
   record.group_restarts = std::min(BoundedCount(record.group_restarts), record.restarts);
   if (!record.restart_after) record.replaces.clear();
+  record.generation = BoundedCount(record.generation);
   return RestartStateMachine(std::move(record));
 }
 
@@ -39,6 +40,16 @@ bool RestartStateMachine::RestartDecided(bool group_restart, Time now, std::stri
 void RestartStateMachine::Restarted() {
   record_.restart_after.reset();
   record_.replaces.clear();
+}
+
+void RestartStateMachine::RunStarted(int generation) {
+  Restarted();
+  record_.generation = BoundedCount(generation);
+}
+
+int GroupGenerations::RestartDecided(bool group_restart) {
+  if (!group_restart) current_ = std::min(current_ + 1, kMaxRecordedRestarts);
+  return current_;
 }
 
 }  // namespace cohort::job

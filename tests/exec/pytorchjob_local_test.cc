@@ -135,5 +135,57 @@ TEST(PyTorchJobLocalRunTest, AJobWhoseReplicasFindTheirMasterSucceeds) {
   EXPECT_EQ(status->conditions.back().message, "PyTorchJob local-mnist is successfully completed.");
 }
 
+// The restart race through the real executor, with real processes: worker-0 (rank 1) dies in its
+// first run (exit 137, as SIGKILL would end it; `$$` would be a variable reference's escape), and
+// the master, a slow survivor of that group, exits with its report "peer rank:1 died" only once
+// worker-0's next run has started (it waits for the file that run writes, at most 20 s). The report
+// is about the killed run, of generation 0; the new run, of generation 1, must neither be stopped
+// nor have its exit counted: under backoffLimit 1 the job succeeds, the stale report is recorded as
+// StalePeerReport, and nothing is stopped as Unhealthy. (Before generations, the new run was
+// stopped, its exit counted, and the job failed.)
+TEST(PyTorchJobLocalRunTest, ASlowSurvivorsReportDoesNotStopTheKilledReplicasNewRun) {
+  ScratchDirectory home;
+  LocalJobs jobs(home.path());
+  const std::string dir = home.path().string();
+  const std::string wait_for = "for i in $(seq 200); do test -f " + dir +
+                               "/FILE && break; "
+                               "sleep 0.1; done; test -f " +
+                               dir + "/FILE || exit 3; ";
+  auto waiting_for = [&](const std::string& file) {
+    std::string text = wait_for;
+    for (size_t at = text.find("FILE"); at != std::string::npos; at = text.find("FILE", at)) {
+      text.replace(at, 4, file);
+    }
+    return text;
+  };
+  const std::string master =
+      "if [ ! -f " + dir + "/master-ran ]; then touch " + dir + "/master-ran; " +
+      waiting_for("worker-second-run") +
+      "echo \"peer rank:1 died (closed the connection)\" > \"$COHORT_TERMINATION_MESSAGE_PATH\"; "
+      "exit 1; fi; touch " +
+      dir + "/master-second-run";
+  const std::string worker = "if [ ! -f " + dir + "/worker-ran ]; then touch " + dir +
+                             "/worker-ran; exit 137; fi; touch " + dir + "/worker-second-run; " +
+                             waiting_for("master-second-run") + "exit 0";
+  std::string text = WithScripts(master, worker);
+  text.replace(text.find("spec:\n  pytorchReplicaSpecs"), std::string("spec:\n").size(),
+               "spec:\n  runPolicy:\n    backoffLimit: 1\n");
+  job::Job job = JobFromYaml(text);
+  ASSERT_EQ(job.run_policy.backoff_limit, 1);
+  StatusOr<CreatedJob> created = jobs.Create(job, ImageMap());
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const JobKey key = created->key;
+  StatusOr<job::JobStatus> status = jobs.Supervise(std::move(*created), ImageMap());
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_FALSE(status->conditions.empty());
+  EXPECT_EQ(job::JobState(*status), "Succeeded") << status->conditions.back().message;
+  StatusOr<std::vector<job::Event>> events = jobs.store().ReadEvents(key);
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  std::vector<std::string> reasons;
+  for (const job::Event& event : *events) reasons.push_back(event.reason);
+  EXPECT_THAT(reasons, ::testing::Contains("StalePeerReport"));
+  EXPECT_THAT(reasons, ::testing::Not(::testing::Contains("Unhealthy")));
+}
+
 }  // namespace
 }  // namespace cohort::exec

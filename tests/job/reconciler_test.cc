@@ -151,6 +151,7 @@ class Simulation {
       if (replica.phase == ReplicaPhase::kPending) {
         replica.phase = ReplicaPhase::kRunning;
         replica.started_at = now_;
+        replica.generation = generations_.current();
       }
     }
   }
@@ -172,6 +173,7 @@ class Simulation {
         replica.index = action.index;
         replica.phase = ReplicaPhase::kRunning;
         replica.started_at = now_;
+        replica.generation = generations_.current();
         replicas_[{action.type, action.index}] = replica;
         break;
       }
@@ -179,6 +181,7 @@ class Simulation {
         ObservedReplica& replica = Replica(action.type, action.index);
         ++replica.restart_count;
         if (action.group_restart) ++replica.group_restarts;
+        generations_.RestartDecided(action.group_restart);
         replica.phase = ReplicaPhase::kPending;
         replica.exit_code = 0;
         replica.termination_message.clear();
@@ -203,6 +206,7 @@ class Simulation {
   std::vector<std::string> states_;  // JobState after each step
   Time now_ = kStart;
   bool deleted_ = false;
+  GroupGenerations generations_;  // as the executors keep them
 };
 
 std::string Last(const std::vector<std::string>& states) {
@@ -1023,6 +1027,47 @@ TEST(PeerReportTest, AReportOlderThanTheAccusedRunIsNotActedOn) {
   simulation.ExitSaying("Worker", 0, 138, kWorker1Died);
   simulation.Replica("Worker", 0).finished_at = simulation.now() - seconds(1);
   EXPECT_THAT(Describe(simulation.Step().actions), ElementsAre("Restart Worker 0 (group)"));
+}
+
+// The restart race: worker-1 is killed and restarted after its back-off, and only then do its
+// slow peers of the old group exit, reporting it dead. Their reports are about the killed run, of
+// an earlier generation: the new run is not stopped (which would count its exit against
+// backoffLimit 1 and fail the job), each stale report is recorded once, and the episode counts one
+// restart. A hang of the new run, reported by a peer of the new generation, is acted on.
+TEST(PeerReportTest, ASlowSurvivorsReportDoesNotStopTheAccusedsNewRun) {
+  Simulation simulation(ThreeWorkers(1));
+  simulation.StartRunning();
+  simulation.Advance(seconds(10));
+  simulation.Exit("Worker", 1, 137);
+  ASSERT_THAT(Describe(simulation.Step().actions), ElementsAre("Restart Worker 1"));
+  simulation.Advance(seconds(1));
+  simulation.EndBackoff();
+  ASSERT_EQ(simulation.Replica("Worker", 1).generation, 1);
+  simulation.Advance(seconds(4));
+  simulation.ExitSaying("Worker", 0, 1, kWorker1Died);
+  simulation.ExitSaying("Worker", 2, 1, kWorker1Died);
+  ReconcileResult result = simulation.Step();
+  EXPECT_THAT(Describe(result.actions),
+              ElementsAre("Restart Worker 0 (group)", "Restart Worker 2 (group)"));
+  EXPECT_THAT(
+      Describe(result.events),
+      ::testing::Contains("Normal StalePeerReport: worker-1 died (closed the connection "
+                          "without saying goodbye: the process exited or was killed), as "
+                          "worker-0 reported in generation 0; worker-1 was restarted since, "
+                          "and its run of generation 1 is left alone"));
+  EXPECT_FALSE(IsFailed(result.status));
+  EXPECT_THAT(Describe(simulation.Step().events),
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("StalePeerReport"))));
+  simulation.EndBackoff();
+  EXPECT_EQ(JobState(simulation.Step().status), "Running");
+  EXPECT_EQ(simulation.Replica("Worker", 0).generation, 1);
+  EXPECT_EQ(simulation.Replica("Worker", 1).restart_count, 1);
+
+  // Generation 1: worker-1 hangs and worker-0 says so; that report concerns the run.
+  simulation.Advance(seconds(40));
+  simulation.ExitSaying("Worker", 0, 138, kWorker1Hung);
+  EXPECT_THAT(Describe(simulation.Step().actions),
+              ElementsAre("Terminate Worker 1", "Restart Worker 0 (group)"));
 }
 
 // Only a report that names another replica of the job makes a group restart: one naming the

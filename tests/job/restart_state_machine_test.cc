@@ -145,6 +145,11 @@ TEST(RestartStateMachineTest, TheRecordRoundTripsAndIsBoundedWhenResumed) {
        {kMaxRecordedRestarts, 2, after, "u"}},
       {"more group restarts than restarts", {2, 9, std::nullopt, ""}, {2, 2, std::nullopt, ""}},
       {"a run named with nothing waiting", {2, 0, std::nullopt, "uid-1"}, {2, 0, std::nullopt, ""}},
+      {"a run's generation", {2, 1, std::nullopt, "", 4}, {2, 1, std::nullopt, "", 4}},
+      {"a negative generation", {0, 0, std::nullopt, "", -3}, {0, 0, std::nullopt, "", 0}},
+      {"too late a generation",
+       {0, 0, std::nullopt, "", kMaxRecordedRestarts + 1},
+       {0, 0, std::nullopt, "", kMaxRecordedRestarts}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -209,6 +214,74 @@ TEST(RestartStateMachineTest, ARestartedControllerResumesAWaitingRestart) {
     ASSERT_TRUE(second.RestartDecided(false, made_at + seconds(5)));
     EXPECT_EQ(*second.restart_after() - (made_at + seconds(5)), c.next_back_off);
   }
+}
+
+// ---- Generations: a slow survivor's report about a replica restarted since ----
+
+// A run is tagged with the generation it starts in; starting it makes a waiting restart, as
+// Restarted() does, and keeps the counts.
+TEST(RestartStateMachineTest, ARunBelongsToTheGenerationItStartedIn) {
+  RestartStateMachine restarts;
+  EXPECT_EQ(restarts.generation(), 0);
+  restarts.RunStarted(0);
+  ASSERT_TRUE(restarts.RestartDecided(false, kT0, "pod-1"));
+  restarts.RunStarted(3);
+  EXPECT_FALSE(restarts.waiting());
+  EXPECT_EQ(restarts.generation(), 3);
+  EXPECT_EQ(restarts.restarts(), 1);
+  EXPECT_EQ(restarts.record().replaces, "");
+  // Deciding the next restart does not change the generation of the run that exited.
+  ASSERT_TRUE(restarts.RestartDecided(true, kT0 + seconds(10)));
+  EXPECT_EQ(restarts.generation(), 3);
+}
+
+// Only a replica that failed by itself opens a new generation: the group restarts of its peers,
+// however many, belong to the generation its failure opened.
+TEST(GroupGenerationsTest, OnlyARestartThatIsNotAGroupRestartOpensAGeneration) {
+  GroupGenerations generations;
+  EXPECT_EQ(generations.current(), 0);
+  EXPECT_EQ(generations.RestartDecided(true), 0);
+  EXPECT_EQ(generations.RestartDecided(false), 1);
+  EXPECT_EQ(generations.RestartDecided(true), 1);
+  EXPECT_EQ(generations.RestartDecided(true), 1);
+  EXPECT_EQ(generations.RestartDecided(false), 2);
+  EXPECT_EQ(GroupGenerations(-5).current(), 0);
+  GroupGenerations last(kMaxRecordedRestarts);
+  EXPECT_EQ(last.RestartDecided(false), kMaxRecordedRestarts);
+}
+
+// The restart race, step by step with three replicas' machines: worker-1 is killed and restarted
+// after its back-off; then master-0, a slow survivor of the old group, exits with its report
+// "rank 2 died". That report was made in generation 0 and worker-1 now runs generation 1: it cannot
+// be about the run now running. In the new group a report about worker-1 (it hangs) concerns it.
+TEST(GroupGenerationsTest, ASlowSurvivorsReportDoesNotConcernTheAccusedsNewRun) {
+  GroupGenerations generations;
+  RestartStateMachine master;
+  RestartStateMachine worker1;
+  master.RunStarted(generations.current());
+  worker1.RunStarted(generations.current());
+
+  // worker-1 killed: its own restart, which opens generation 1; made after its back-off.
+  ASSERT_TRUE(worker1.RestartDecided(false, kT0));
+  generations.RestartDecided(false);
+  ASSERT_TRUE(worker1.IsDue(kT0 + seconds(1)));
+  worker1.RunStarted(generations.current());
+  EXPECT_EQ(worker1.generation(), 1);
+
+  // master-0's report, from its run of generation 0, arrives now: stale.
+  EXPECT_EQ(master.generation(), 0);
+  EXPECT_FALSE(GroupGenerations::ReportMayConcern(master.generation(), worker1.generation()));
+  // master-0's restart is a group restart: it joins generation 1 without opening another.
+  ASSERT_TRUE(master.RestartDecided(true, kT0 + seconds(5)));
+  generations.RestartDecided(true);
+  master.RunStarted(generations.current());
+  EXPECT_EQ(master.generation(), 1);
+  EXPECT_EQ(master.counted_restarts(), 0);
+
+  // In generation 1 worker-1 hangs: master-0's report about it concerns its run.
+  EXPECT_TRUE(GroupGenerations::ReportMayConcern(master.generation(), worker1.generation()));
+  // And a report from a later generation about a replica not restarted since concerns it too.
+  EXPECT_TRUE(GroupGenerations::ReportMayConcern(2, 1));
 }
 
 }  // namespace

@@ -24,12 +24,19 @@ calls init_process_group("cohort") and runs CASE:
                is refused and the rendezvous fails within init_process_group's timeout.
   hung         a rank SIGSTOPped: the survivors' pending operations raise within the peer
                timeout (COHORT_PEER_TIMEOUT_S=3) plus 2 s, naming the rank as hung.
+  across_hosts two ranks on two emulated hosts (tools/run_on_hosts, named by $COHORT_RUN_ON_HOSTS:
+               network, PID and mount namespaces on a bridge; needs root, ip, tc and nft, else a
+               skip): all_reduce (SUM, AVG, MAX of float32 and int64, up to 4 MiB) over TCP
+               between the hosts is exact, then rank 1 is SIGKILLed with operations pending and
+               rank 0's raise within 2 s naming it.
 
 Exit status: 0 passed, 1 failed, 77 skipped (torch or cohort_torch missing; with CI set, a
 missing dependency fails instead, as tests/testing/host.h's COHORT_SKIP_OR_FAIL_IN_CI does).
 """
 
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -522,6 +529,70 @@ def case_failure(rank, size, stop_signal, bound_s):
             os.kill(int(store.get("victim_pid").decode()), signal.SIGKILL)
 
 
+def case_across_hosts(rank, size):
+    """all_reduce between ranks on different emulated hosts is exact; then the kill of case killed."""
+    for dtype in (torch.float32, torch.int64):
+        for count in (1, 1000, 1 << 20):  # up to 4 MiB of float32, 8 MiB of int64
+            for op_name in ("SUM", "AVG", "MAX"):
+                if op_name == "AVG" and not dtype.is_floating_point:
+                    continue
+                op = getattr(dist.ReduceOp, op_name)
+                tensor = rank_input(rank, dtype, count)
+                dist.all_reduce(tensor, op=op)
+                expected = expected_reduction(op_name, [rank_input(r, dtype, count)
+                                                        for r in range(size)])
+                same = (torch.allclose(tensor, expected, rtol=1e-6, atol=0)
+                        if dtype.is_floating_point else torch.equal(tensor, expected))
+                check(same, f"all_reduce {op_name} of {count} {dtype} across hosts")
+    print(f"rank {rank}: all_reduce across hosts exact", flush=True)
+    case_failure(rank, size, signal.SIGKILL, 2.0)
+
+
+def launch_across_hosts():
+    """Rank i on emulated host-i (address 10.77.0.<i+1>), started by tools/run_on_hosts."""
+    run_on_hosts = os.environ.get("COHORT_RUN_ON_HOSTS", "")
+    missing = [tool for tool in ("ip", "tc", "nft") if shutil.which(tool) is None]
+    if os.geteuid() != 0:
+        missing.append("root (network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN)")
+    if missing:
+        skip_or_fail("cannot emulate hosts, missing: " + ", ".join(missing))
+    if not os.access(run_on_hosts, os.X_OK):
+        print(f"FAILED: COHORT_RUN_ON_HOSTS={run_on_hosts!r} is not an executable (build the "
+              "target run_on_hosts)", flush=True)
+        return 1
+    ranks = 2
+    messages = tempfile.mkdtemp(prefix="torch-backend-test-")
+    commands = []
+    for rank in range(ranks):
+        env = {"MASTER_ADDR": "10.77.0.1", "MASTER_PORT": "29611", "RANK": str(rank),
+               "WORLD_SIZE": str(ranks), "OMP_NUM_THREADS": "1",
+               "COHORT_TORCH_ADDRESS": f"10.77.0.{rank + 1}",
+               "COHORT_TERMINATION_MESSAGE_PATH": os.path.join(messages, f"rank-{rank}")}
+        assignments = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+        commands.append(f"env {assignments} {shlex.quote(sys.executable)} "
+                        f"{shlex.quote(os.path.abspath(__file__))} across_hosts")
+    try:
+        result = subprocess.run([run_on_hosts, "--timeout", str(RANK_TIMEOUT_S), "--"] + commands,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                timeout=RANK_TIMEOUT_S + 60)
+        output = result.stdout
+    except subprocess.TimeoutExpired as error:
+        output = (error.stdout or "") + f"\n(run_on_hosts did not end within {RANK_TIMEOUT_S + 60} s)"
+        result = None
+    finally:
+        shutil.rmtree(messages, ignore_errors=True)
+    print(output, flush=True)
+    if result is not None and result.returncode == 3:
+        skip_or_fail("run_on_hosts could not set up the hosts (see above)")
+    # run_on_hosts prints "== host-<i> (exit N)" before each host's output: the survivor passes
+    # (0) and the victim ends by its SIGKILL (137, as the shell reports it).
+    exits = {int(host): int(code) for host, code in
+             re.findall(r"^== host-(\d+) \(exit (-?\d+)\)", output, re.MULTILINE)}
+    passed = exits.get(0) == 0 and exits.get(1) in (137, -9)
+    print(("PASSED: " if passed else f"FAILED (exits {exits}): ") + "across_hosts", flush=True)
+    return 0 if passed else 1
+
+
 def case_secret(rank, size):
     """Ranks that share COHORT_JOB_SECRET work together; a rank with another secret is refused by
     the handshake, and the rendezvous fails within init_process_group's timeout."""
@@ -556,6 +627,9 @@ def rank_main(case):
     elif case == "killed":
         case_failure(rank, size, signal.SIGKILL, 2.0)
         os._exit(0)  # the group cannot say goodbye to a dead rank; nothing is left to flush
+    elif case == "across_hosts":
+        case_across_hosts(rank, size)
+        os._exit(0)  # as in case killed: no goodbye to a dead rank
     elif case == "hung":
         if rank == size - 1:
             dist.distributed_c10d._get_default_store().set("victim_pid", str(os.getpid()))
@@ -568,7 +642,7 @@ def rank_main(case):
 
 
 CASES = {"collectives": (3, {"COHORT_JOB_SECRET": "the job's secret"}), "secret": (2, {"COHORT_JOB_SECRET": "the job's secret"}), "ddp": (2, {}), "refusals": (2, {}), "killed": (3, {}),
-         "hung": (3, {"COHORT_PEER_TIMEOUT_S": "3"})}
+         "hung": (3, {"COHORT_PEER_TIMEOUT_S": "3"}), "across_hosts": (2, {})}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
@@ -576,5 +650,7 @@ if __name__ == "__main__":
     if "RANK" in os.environ:
         rank_main(sys.argv[1])
     else:
+        if sys.argv[1] == "across_hosts":
+            sys.exit(launch_across_hosts())
         ranks, env = CASES[sys.argv[1]]
         sys.exit(launch(sys.argv[1], ranks, env))
