@@ -14,6 +14,19 @@ namespace {
 
 constexpr size_t kChunkBytes = size_t{1} << 16;
 
+// Where the last complete line of `file`'s bytes [offset, size) starts, if it is found within the
+// last kChunkBytes; `size` when there is none (or it is longer than that).
+uint64_t LastCompleteLineStart(FileReader& file, uint64_t offset, uint64_t size) {
+  const uint64_t start = size - std::min<uint64_t>(size - offset, kChunkBytes);
+  StatusOr<std::string> tail = file.ReadAt(start, size - start);
+  if (!tail.ok()) return size;
+  const size_t end = tail->rfind('\n');
+  if (end == std::string::npos) return size;
+  const size_t before = end == 0 ? std::string::npos : tail->rfind('\n', end - 1);
+  if (before != std::string::npos) return start + before + 1;
+  return start == offset ? offset : size;
+}
+
 }  // namespace
 
 LogFollower::LogFollower(std::filesystem::path logs_directory, std::string replica)
@@ -92,11 +105,16 @@ void LogFollower::Deliver(
         const size_t newline = probe->find('\n');
         resume = newline == std::string::npos ? size : resume + newline;
       }
-      on_line(replica, "[cohort: skipped " + std::to_string(resume - offset) + " bytes of " +
-                           replica + "'s output, written faster than " +
-                           std::to_string(bytes_per_second_) + " bytes/s; all of it is in " +
-                           path.string() + "]");
-      offset = resume;
+      // The last complete line is passed on however little of the budget is left, so that what
+      // a reader sees last is what the replica wrote last.
+      resume = std::min(resume, LastCompleteLineStart(file, offset, size));
+      if (resume > offset) {
+        on_line(replica, "[cohort: skipped " + std::to_string(resume - offset) + " bytes of " +
+                             replica + "'s output, written faster than " +
+                             std::to_string(bytes_per_second_) + " bytes/s; all of it is in " +
+                             path.string() + "]");
+        offset = resume;
+      }
     }
     budget.bytes -= static_cast<double>(size - offset);
   }

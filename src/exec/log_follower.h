@@ -39,7 +39,8 @@ class LogFollower {
   void StartAt(const std::string& replica, uint64_t offset) { offsets_[replica] = offset; }
 
   // Passes on at most `bytes_per_second` of each replica's output (and a burst of as much): what
-  // a replica writes faster is skipped, whole lines at a time, and a line
+  // a replica writes faster is skipped, whole lines at a time (never the last complete line), and a
+  // line
   //   [cohort: skipped N bytes of worker-0's output, written faster than M bytes/s; all of it is in
   //   PATH]
   // says so in its place. 0: no limit (the default).

@@ -84,18 +84,26 @@ TEST(TaxiTrainCli, BadFlagsExitWithTwoAndSayWhy) {
 
 // A generated taxi data set whose eval.csv has one bad fare on its third line, as the chief of a
 // parameter-server job reads it before it connects anywhere (the ps it names never answers).
-// A storage URL is refused naming the flag, instead of becoming a directory named "gs:".
-TEST(TaxiTrainCli, StorageUrlsAreRefusedNamingTheFlag) {
+// The path flags that take a bucket check it before anything starts: with no credentials the
+// error names the flag, the URL and what to set. --data_dir, where the data set is generated,
+// refuses a URL naming the flag, instead of becoming a directory named "s3:".
+TEST(TaxiTrainCli, StorageUrlsAreCheckedOrRefusedNamingTheFlag) {
   for (const std::string& flag :
-       {"--saved_model_path", "--checkpoint_path", "--tensorboard_dir", "--data_dir"}) {
+       std::vector<std::string>{"--saved_model_path", "--checkpoint_path", "--tensorboard_dir"}) {
     const CommandResult result = RunTaxiTrain(flag + "=s3://bucket/taxi");
     EXPECT_EQ(result.exit_code, 2) << result.output;
-    EXPECT_NE(result.output.find(flag + ": \"s3://bucket/taxi\" is a URL (s3://), and taxi-train "
-                                        "reads and writes only file system paths"),
+    EXPECT_NE(result.output.find(flag + ": s3://bucket/taxi: no S3 credentials: set "
+                                        "AWS_ACCESS_KEY_ID"),
               std::string::npos)
         << result.output;
-    EXPECT_NE(result.output.find("give the mounted path"), std::string::npos) << result.output;
   }
+  const CommandResult result = RunTaxiTrain("--data_dir=s3://bucket/taxi");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--data_dir: \"s3://bucket/taxi\" is a URL (s3://), and taxi-train "
+                               "reads and writes only file system paths"),
+            std::string::npos)
+      << result.output;
+  EXPECT_FALSE(fs::exists("s3:")) << "a URL became a local directory";
 }
 
 TEST(TaxiTrainCli, BadRowsOfTheTaxiDataFailOrAreSkippedByFlag) {

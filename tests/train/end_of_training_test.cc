@@ -181,12 +181,23 @@ TEST_F(EndOfTrainingTest, AFullDiskIsOneLineNamingTheFileAndExitThree) {
   EXPECT_EQ(TemporaryFiles(disk.path()), std::vector<std::string>());
 }
 
-TEST_F(EndOfTrainingTest, StorageUrlsAreRefusedNamingTheFlag) {
-  for (const std::string& flag : std::vector<std::string>{
-           "--saved_model_path", "--tensorboard_dir", "--model_checkpoint_path", "--data_dir"}) {
+TEST_F(EndOfTrainingTest, StorageUrlsAreCheckedOrRefusedNamingTheFlag) {
+  // The path flags that take a bucket check it before training: with no credentials the error
+  // names the flag, the URL and what to set.
+  for (const std::string& flag :
+       std::vector<std::string>{"--saved_model_path", "--tensorboard_dir", "--data_dir"}) {
     std::string output;
     EXPECT_EQ(Run({flag + "=gs://bucket/dir"}, &output), 2) << output;
-    EXPECT_NE(output.find(flag + ": \"gs://bucket/dir\" is a URL (gs://)"), std::string::npos)
+    EXPECT_NE(output.find(flag + ": gs://bucket/dir: no Cloud Storage credentials for gs://"),
+              std::string::npos)
+        << output;
+  }
+  {
+    // --model_checkpoint_path writes local files only.
+    std::string output;
+    EXPECT_EQ(Run({"--model_checkpoint_path=gs://bucket/dir"}, &output), 2) << output;
+    EXPECT_NE(output.find("--model_checkpoint_path: \"gs://bucket/dir\" is a URL (gs://)"),
+              std::string::npos)
         << output;
     EXPECT_NE(output.find("give the mounted path, e.g. /mnt/gs/bucket/dir"), std::string::npos)
         << output;
