@@ -29,6 +29,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from doc_section import section_text, write_section  # noqa: E402
+
 BEGIN = "<!-- allreduce cross-host results: begin -->"
 END = "<!-- allreduce cross-host results: end -->"
 MAX_RESULTS_BYTES = 4 << 20
@@ -220,9 +223,9 @@ def render_run(run, results_path):
 def check(root, doc_path):
     with open(doc_path) as doc:
         text = doc.read()
-    if BEGIN not in text or END not in text:
+    section = section_text(text, BEGIN, END)
+    if section is None:
         fail(f"{doc_path} has no section between {BEGIN} and {END}")
-    section = text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
     named = re.search(r"render_cross_host\.py ([^`]+)`", section)
     if not named:
         fail(f"{doc_path}: the section does not name the results files it was rendered from")
@@ -269,16 +272,7 @@ def main():
             runs.append(parse(results.read()))
         shown.append(os.path.relpath(os.path.abspath(results_path), root))
     section = render(runs, shown)
-    with open(doc_path) as doc:
-        text = doc.read()
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        _, after = rest.split(END, 1)
-        text = before + BEGIN + "\n" + section + END + after
-    else:
-        text = text.rstrip() + "\n\n" + BEGIN + "\n" + section + END + "\n"
-    with open(doc_path, "w") as doc:
-        doc.write(text)
+    write_section(doc_path, BEGIN, END, section)
     print(f"render_cross_host: {doc_path} regenerated from {' '.join(shown)}")
 
 

@@ -16,6 +16,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from doc_section import write_section  # noqa: E402
+
 BEGIN = "<!-- serve results: begin -->"
 END = "<!-- serve results: end -->"
 MAX_RESULTS_BYTES = 1 << 20
@@ -109,16 +112,7 @@ def main():
     with open(results) as f:
         run = parse(f.read())
     section = render(run, os.path.relpath(results, root))
-    with open(doc) as f:
-        text = f.read()
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        _, after = rest.split(END, 1)
-        text = before + BEGIN + "\n" + section + END + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + section + END + "\n"
-    with open(doc, "w") as f:
-        f.write(text)
+    write_section(doc, BEGIN, END, section)
 
 
 if __name__ == "__main__":

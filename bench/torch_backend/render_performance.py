@@ -22,6 +22,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from doc_section import section_text, write_section  # noqa: E402
+
 BEGIN = "<!-- torch_backend results: begin -->"
 END = "<!-- torch_backend results: end -->"
 MAX_RESULTS_BYTES = 4 << 20
@@ -159,9 +162,9 @@ def render(run, results_path):
 def check(root, doc_path):
     with open(doc_path) as doc:
         text = doc.read()
-    if BEGIN not in text or END not in text:
+    section = section_text(text, BEGIN, END)
+    if section is None:
         fail(f"{doc_path} has no section between {BEGIN} and {END}")
-    section = text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
     named = re.search(r"render_performance\.py (\S+)`", section)
     if not named:
         fail(f"{doc_path}: the section does not name the results file it was rendered from")
@@ -197,16 +200,7 @@ def main():
         run = parse(results.read())
     shown = os.path.relpath(os.path.abspath(results_path), root)
     section = render(run, shown)
-    with open(doc_path) as doc:
-        text = doc.read()
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        _, after = rest.split(END, 1)
-        text = before + BEGIN + "\n" + section + END + after
-    else:
-        text = text.rstrip() + "\n\n" + BEGIN + "\n" + section + END + "\n"
-    with open(doc_path, "w") as doc:
-        doc.write(text)
+    write_section(doc_path, BEGIN, END, section)
     print(f"render_performance: {doc_path} regenerated from {shown}")
 
 
