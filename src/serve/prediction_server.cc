@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ui/access_control.h"  // compiled into cohort_serve (src/CMakeLists.txt)
+#include "ui/http_listener.h"   // likewise
 
 namespace cohort::serve {
 namespace {
@@ -103,26 +104,16 @@ StatusOr<std::unique_ptr<PredictionServer>> PredictionServer::Start(ServerOption
   http.Get(R"(.*)", [](const httplib::Request& request, httplib::Response& response) {
     ReplyJson(response, 404, ErrorBody("no route " + request.path));
   });
-  int port = options.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(options.address);
-    if (port <= 0) return Status::Unavailable("cannot bind " + options.address + " to any port");
-  } else if (!http.bind_to_port(options.address, port)) {
-    return Status::Unavailable("cannot listen on " + options.address + ":" + std::to_string(port) +
-                               " (taken? choose another with --port, or --port 0 for any)");
-  }
-  server->port_ = port;
+  StatusOr<int> port = ui::BindHttpServer(http, options.address, options.port);
+  if (!port.ok()) return port.status();
+  server->port_ = *port;
   server->thread_ = std::thread([&http] { http.listen_after_bind(); });
   return server;
 }
 
 PredictionServer::~PredictionServer() { Stop(); }
 
-std::string PredictionServer::Url() const {
-  std::string host = options_.address.find(':') != std::string::npos ? "[" + options_.address + "]"
-                                                                     : options_.address;
-  return "http://" + host + ":" + std::to_string(port_);
-}
+std::string PredictionServer::Url() const { return ui::HttpUrl(options_.address, port_); }
 
 void PredictionServer::Wait() {
   if (thread_.joinable()) thread_.join();

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "ui/freed_memory.h"
+#include "ui/http_listener.h"
 #include "ui/web_assets.h"
 
 namespace cohort::ui {
@@ -162,26 +163,16 @@ StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(ServerOptions 
         return httplib::Server::HandlerResponse::Handled;
       }));
   server->Route();
-  int port = options.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(options.address);
-    if (port <= 0) return Status::Unavailable("cannot bind " + options.address + " to any port");
-  } else if (!http.bind_to_port(options.address, port)) {
-    return Status::Unavailable("cannot listen on " + options.address + ":" + std::to_string(port) +
-                               " (taken? choose another with --port, or --port 0 for any)");
-  }
-  server->port_ = port;
+  StatusOr<int> port = BindHttpServer(http, options.address, options.port);
+  if (!port.ok()) return port.status();
+  server->port_ = *port;
   server->thread_ = std::thread([&http] { http.listen_after_bind(); });
   return server;
 }
 
 DashboardServer::~DashboardServer() { Stop(); }
 
-std::string DashboardServer::Url() const {
-  std::string host = options_.address.find(':') != std::string::npos ? "[" + options_.address + "]"
-                                                                     : options_.address;
-  return "http://" + host + ":" + std::to_string(port_) + "/";
-}
+std::string DashboardServer::Url() const { return HttpUrl(options_.address, port_) + "/"; }
 
 void DashboardServer::Wait() {
   if (thread_.joinable()) thread_.join();
